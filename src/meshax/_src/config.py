@@ -1,0 +1,42 @@
+"""Process-wide settings, read from the environment and changed with `config.update`."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def _env_flag(*names: str) -> bool:
+    for name in names:
+        value = os.environ.get(name)
+        if value is not None:
+            return value.strip().lower() in ("1", "true", "yes", "on")
+    return False
+
+
+class Config:
+    """Holds meshax's options; `update(name, value)` changes one, as in `jax.config`."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {
+            "jax_enable_x64": _env_flag("MESHAX_ENABLE_X64", "JAX_ENABLE_X64"),
+            "jax_platforms": os.environ.get("JAX_PLATFORMS", "cpu"),
+        }
+
+    def update(self, name: str, value: Any) -> None:
+        """Set option `name` to `value`; unknown names raise AttributeError listing the known ones."""
+        if name not in self._values:
+            known = ", ".join(sorted(self._values))
+            raise AttributeError(f"meshax.config has no option {name!r}; known options: {known}.")
+        self._values[name] = value
+
+    def read(self, name: str) -> Any:
+        return self._values[name]
+
+    def __getattr__(self, name: str) -> Any:
+        values = self.__dict__.get("_values", {})
+        if name in values:
+            return values[name]
+        raise AttributeError(f"meshax.config has no option {name!r}.")
+
+
+config = Config()

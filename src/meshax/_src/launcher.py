@@ -1,0 +1,410 @@
+"""Local multi-process launcher: ``meshax launch -n N script.py [args...]``.
+
+Starts N copies of a Python program on this machine, wired together through
+``MESHAX_*`` environment variables, relays their output with ``[i]`` prefixes
+and makes sure that they all stop together: when one process fails the others
+get a grace period and are then terminated, and no child outlives the launcher.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import IO
+
+PROG = "meshax"
+TIMEOUT_EXIT_CODE = 124  # Same as coreutils' `timeout`.
+KILL_DELAY = 2.0  # Seconds between SIGTERM and SIGKILL when stopping children.
+POLL_INTERVAL = 0.05
+READER_JOIN_TIMEOUT = 2.0
+PLACEHOLDERS = ("{process_id}", "{num_processes}")
+
+_LAUNCH_USAGE = (
+    f"{PROG} launch -n N [--cpu-devices K] [--coordinator HOST:PORT] "
+    "[--timeout SECONDS] [--grace SECONDS] (script.py | -m module) [args ...]"
+)
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+
+
+def _number(text: str, kind: type[int] | type[float]) -> int | float:
+    """``kind(text)`` with an argparse-friendly error."""
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _positive_int(text: str) -> int:
+    value = int(_number(text, int))
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _number(text, float)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = _number(text, float)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def _address(text: str) -> str:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return text
+
+
+def _build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """Return the top-level parser and the ``launch`` subcommand parser."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="meshax command line tools."
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    launch = commands.add_parser(
+        "launch",
+        usage=_LAUNCH_USAGE,
+        help="run a program as N local meshax processes",
+        description="Run N local copies of a Python program as one meshax job. "
+        "The placeholders {process_id} and {num_processes} in the program's "
+        "arguments are replaced per process.",
+    )
+    launch.add_argument(
+        "-n", "--num-processes", type=_positive_int, required=True, metavar="N",
+        help="number of processes to start",
+    )
+    launch.add_argument(
+        "--cpu-devices", type=_positive_int, metavar="K",
+        help="number of CPU devices per process",
+    )
+    launch.add_argument(
+        "--coordinator", type=_address, metavar="HOST:PORT",
+        help="coordinator address (default: a free port on 127.0.0.1)",
+    )
+    launch.add_argument(
+        "--timeout", type=_positive_float, metavar="SECONDS",
+        help=f"kill all processes after this long and exit {TIMEOUT_EXIT_CODE}",
+    )
+    launch.add_argument(
+        "--grace", type=_non_negative_float, default=5.0, metavar="SECONDS",
+        help="after a process fails, how long the others may take to exit on "
+        "their own before they are terminated (default: 5)",
+    )
+    # REMAINDER makes everything after `-m` belong to the child, like `python -m`.
+    launch.add_argument(
+        "-m", dest="module", nargs=argparse.REMAINDER,
+        help="run a library module as a script, like python -m",
+    )
+    launch.add_argument("program", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    return parser, launch
+
+
+def _program_argv(args: argparse.Namespace, launch: argparse.ArgumentParser) -> list[str]:
+    """The child's argv after the interpreter, validated (errors exit with usage)."""
+    if args.module is not None:
+        if not args.module:
+            launch.error("argument -m: expected a module name")
+        return ["-m", *args.module, *args.program]
+    program = args.program[1:] if args.program[:1] == ["--"] else args.program
+    if not program:
+        launch.error("missing the script to run (script.py or -m module)")
+    if not os.path.exists(program[0]):
+        launch.error(f"script not found: {program[0]}")
+    return program
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Parse and validate the command line (usage errors raise SystemExit)."""
+    parser, launch = _build_parser()
+    args = parser.parse_args(argv)
+    args.program = _program_argv(args, launch)
+    return args
+
+
+# --------------------------------------------------------------------------
+# Children
+# --------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _child_command(program: list[str], process_id: int, num_processes: int) -> list[str]:
+    """``python <program>`` with the placeholders substituted."""
+    values = (str(process_id), str(num_processes))
+    argv = []
+    for arg in program:
+        for placeholder, value in zip(PLACEHOLDERS, values):
+            arg = arg.replace(placeholder, value)
+        argv.append(arg)
+    return [sys.executable, *argv]
+
+
+def _child_env(
+    process_id: int, num_processes: int, address: str, cpu_devices: int | None
+) -> dict[str, str]:
+    """Our environment plus the variables that tell a child its place in the job."""
+    env = dict(os.environ)
+    env.update(
+        MESHAX_COORDINATOR_ADDRESS=address,
+        MESHAX_NUM_PROCESSES=str(num_processes),
+        MESHAX_PROCESS_ID=str(process_id),
+        MESHAX_LAUNCHER="1",
+        PYTHONUNBUFFERED="1",
+    )
+    if cpu_devices is not None:
+        env["MESHAX_NUM_CPU_DEVICES"] = str(cpu_devices)
+        env["JAX_NUM_CPU_DEVICES"] = str(cpu_devices)
+    return env
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    """Send ``sig`` to the child's process group (its own session)."""
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass  # The whole group is already gone.
+
+
+def _exit_code(returncode: int) -> int:
+    """Shell-style exit status: 128+N for death by signal N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _describe(returncode: int) -> str:
+    """E.g. ``exited with code 137 (killed by SIGKILL)``."""
+    text = f"exited with code {_exit_code(returncode)}"
+    if returncode < 0:
+        try:
+            text += f" (killed by {signal.Signals(-returncode).name})"
+        except ValueError:
+            text += f" (killed by signal {-returncode})"
+    return text
+
+
+# --------------------------------------------------------------------------
+# Output relay
+# --------------------------------------------------------------------------
+
+_output_lock = threading.Lock()
+
+
+def _write_line(stream: IO[str], line: str) -> None:
+    """Write one whole line to ``stream`` atomically with respect to other relays."""
+    with _output_lock:
+        try:
+            stream.write(line)
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # Our own output is gone (closed pipe); keep draining the child.
+
+
+def _relay(pipe: IO[bytes], prefix: str, stream_name: str) -> None:
+    """Copy lines from a child's pipe to our stdout/stderr, prefixed."""
+    with pipe:
+        for raw in iter(pipe.readline, b""):
+            text = raw.decode("utf-8", errors="replace").rstrip("\n")
+            # Looked up per line so that redirections of sys.stdout are honoured.
+            _write_line(getattr(sys, stream_name), f"{prefix}{text}\n")
+
+
+def _message(text: str) -> None:
+    """Print one line from the launcher itself to stderr."""
+    _write_line(sys.stderr, f"{PROG} launch: {text}\n")
+
+
+# --------------------------------------------------------------------------
+# Supervision
+# --------------------------------------------------------------------------
+
+
+class _Job:
+    """N running children plus the policy for stopping them together."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.procs: list[subprocess.Popen] = []
+        self.readers: list[threading.Thread] = []
+        self.first_failure: int | None = None  # Exit code of the first failure.
+        self.received_signal: int | None = None
+        self.timed_out = False
+        self.term_at: float | None = None  # When to SIGTERM the survivors.
+        self.kill_at: float | None = None  # When to SIGKILL the survivors.
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the children and the threads relaying their output."""
+        n = self.args.num_processes
+        address = self.args.coordinator or f"127.0.0.1:{_free_port()}"
+        for i in range(n):
+            if self.received_signal is not None:
+                break  # Interrupted while starting: start no more.
+            proc = subprocess.Popen(
+                _child_command(self.args.program, i, n),
+                env=_child_env(i, n, address, self.args.cpu_devices),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+            self.procs.append(proc)
+            for pipe, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")):
+                reader = threading.Thread(
+                    target=_relay, args=(pipe, f"[{i}] ", name), daemon=True
+                )
+                reader.start()
+                self.readers.append(reader)
+
+    def wait(self) -> int:
+        """Supervise until every child has exited; return the launcher's exit code."""
+        deadline = None
+        if self.args.timeout is not None:
+            deadline = time.monotonic() + self.args.timeout
+        reported: set[int] = set()
+        while True:
+            for i, proc in enumerate(self.procs):
+                if proc.poll() is not None and i not in reported:
+                    reported.add(i)
+                    self._on_exit(i, proc.returncode)
+            if len(reported) == len(self.procs):
+                return self._result()
+            now = time.monotonic()
+            if deadline is not None and now >= deadline and not self._stopping():
+                self._on_timeout()
+            self._escalate(now)
+            time.sleep(POLL_INTERVAL)
+
+    def cleanup(self) -> None:
+        """Kill every child's process group (stray grandchildren included)."""
+        for proc in self.procs:
+            _signal_group(proc, signal.SIGKILL)
+        for proc in self.procs:
+            proc.wait()
+        join_deadline = time.monotonic() + READER_JOIN_TIMEOUT
+        for reader in self.readers:
+            reader.join(max(0.0, join_deadline - time.monotonic()))
+
+    # -- events --------------------------------------------------------------
+
+    def on_signal(self, signum: int, _frame: object = None) -> None:
+        """Forward SIGINT/SIGTERM to the children; a second signal means SIGKILL."""
+        if self.received_signal is not None:
+            self._signal_running(signal.SIGKILL)
+            return
+        self.received_signal = signum
+        self._signal_running(signum)
+        self._schedule_kill(time.monotonic() + self.args.grace)
+
+    def _on_exit(self, process_id: int, returncode: int) -> None:
+        if returncode == 0 or self.first_failure is not None:
+            return
+        if not self._stopping():  # Otherwise this failure is not news.
+            text = f"process {process_id} {_describe(returncode)}"
+            if self._running():
+                text += "; stopping the others"
+            _message(text)
+            self.term_at = time.monotonic() + self.args.grace
+        self.first_failure = _exit_code(returncode)
+
+    def _on_timeout(self) -> None:
+        self.timed_out = True
+        running = ", ".join(str(i) for i in self._running())
+        _message(
+            f"timed out after {self.args.timeout:g}s; "
+            f"processes still running: {running}; killing them"
+        )
+        self.term_at = time.monotonic()
+
+    # -- helpers -------------------------------------------------------------
+
+    def _stopping(self) -> bool:
+        """Whether a shutdown (failure, timeout or signal) is under way."""
+        return (
+            self.timed_out
+            or self.first_failure is not None
+            or self.received_signal is not None
+        )
+
+    def _running(self) -> list[int]:
+        return [i for i, proc in enumerate(self.procs) if proc.poll() is None]
+
+    def _signal_running(self, sig: int) -> None:
+        for i in self._running():
+            _signal_group(self.procs[i], sig)
+
+    def _schedule_kill(self, when: float) -> None:
+        self.kill_at = when if self.kill_at is None else min(self.kill_at, when)
+
+    def _escalate(self, now: float) -> None:
+        """Apply the SIGTERM -> SIGKILL schedule."""
+        if self.term_at is not None and now >= self.term_at:
+            self.term_at = None
+            self._signal_running(signal.SIGTERM)
+            self._schedule_kill(now + KILL_DELAY)
+        if self.kill_at is not None and now >= self.kill_at:
+            self.kill_at = None
+            self._signal_running(signal.SIGKILL)
+
+    def _result(self) -> int:
+        if self.timed_out:
+            return TIMEOUT_EXIT_CODE
+        if self.first_failure is not None:
+            return self.first_failure
+        if self.received_signal is not None:
+            return 128 + self.received_signal
+        return 0
+
+
+def _install_handlers(job: _Job) -> dict[int, object]:
+    """Route SIGINT/SIGTERM to ``job``; returns the previous handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}  # Signal handlers can only be installed from the main thread.
+    return {sig: signal.signal(sig, job.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+def launch(args: argparse.Namespace) -> int:
+    """Run the job described by parsed ``launch`` arguments; return the exit code."""
+    job = _Job(args)
+    previous = _install_handlers(job)
+    try:
+        job.start()
+        return job.wait()
+    finally:
+        job.cleanup()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``meshax`` command; returns the process exit code."""
+    try:
+        args = _parse_args(argv)
+    except SystemExit as exc:  # argparse usage errors and --help.
+        return int(exc.code or 0)
+    return launch(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""The data plane: buffer-based MPI operations among a group of processes.
+
+Everything meshax moves between processes goes through a ProcessGroup, so that
+later layers (collectives, resharding, desync checks) have one place to hook into.
+Buffers are NumPy arrays passed to MPI without pickling or extra copies.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+_REDUCTIONS = ("sum", "prod", "max", "min")
+
+
+class ProcessGroup:
+    """MPI operations among `ranks` (world ranks, i.e. process indices), in that order."""
+
+    def __init__(self, comm: Any, ranks: Sequence[int]) -> None:
+        self.comm = comm
+        self.ranks = tuple(ranks)
+        self.size = len(self.ranks)
+        self.rank = comm.Get_rank()
+
+    def _mpi_op(self, op: str) -> Any:
+        from .mpi import mpi_module
+
+        if op not in _REDUCTIONS:
+            raise ValueError(f"reduction op={op!r} is not one of {_REDUCTIONS}.")
+        MPI = mpi_module()
+        return {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN}[op]
+
+    def allreduce(self, array: np.ndarray, op: str = "sum", out: np.ndarray | None = None) -> np.ndarray:
+        """Reduce `array` elementwise over the group; every member gets the result."""
+        send = np.ascontiguousarray(array)
+        result = np.empty_like(send) if out is None else out
+        self.comm.Allreduce(send, result, op=self._mpi_op(op))
+        return result
+
+    def allreduce_inplace(self, array: np.ndarray, op: str = "sum") -> np.ndarray:
+        """Like allreduce, overwriting the contiguous `array` with the result."""
+        from .mpi import mpi_module
+
+        self.comm.Allreduce(mpi_module().IN_PLACE, array, op=self._mpi_op(op))
+        return array
+
+    def allgather(self, array: np.ndarray) -> np.ndarray:
+        """Stack every member's equally shaped `array` along a new leading axis."""
+        send = np.ascontiguousarray(array)
+        result = np.empty((self.size,) + send.shape, send.dtype)
+        self.comm.Allgather(send, result)
+        return result
+
+    def broadcast(self, array: np.ndarray, root: int) -> np.ndarray:
+        """Every member gets member `root`'s `array` (others pass a buffer of the same shape)."""
+        buffer = np.ascontiguousarray(array)
+        self.comm.Bcast(buffer, root=root)
+        return buffer
+
+    def broadcast_object(self, value: Any, root: int) -> Any:
+        return self.comm.bcast(value, root=root)
+
+    def allgather_object(self, value: Any) -> list[Any]:
+        return self.comm.allgather(value)
+
+    def barrier(self) -> None:
+        self.comm.Barrier()

@@ -1,0 +1,376 @@
+"""The coordinator: a thread in process 0 serving the job's control plane.
+
+It keeps one TCP connection per process and offers registration (with each
+process's device table), a key-value store, named barriers with deadlines and
+heartbeats. A connection that closes without a goodbye, or that stays silent
+longer than the heartbeat timeout, is a dead process: every other process is
+told at once. On the same port it serves PMI-1 (see pmi.py), told apart by the
+first line a client sends.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .pmi import PmiService
+from .wire import LineSocket
+
+
+@dataclass
+class _Process:
+    """What the coordinator knows of one registered process."""
+
+    process_id: int
+    conn: LineSocket
+    hostname: str
+    pid: int
+    info: dict[str, Any]
+    last_seen: float = field(default_factory=time.monotonic)
+    said_goodbye: bool = False
+
+
+@dataclass
+class _Waiter:
+    """A request answered later: a barrier arrival or a key-value get."""
+
+    conn: LineSocket
+    rid: int
+    deadline: float
+    process_id: int
+
+
+def describe(process: _Process | None, process_id: int) -> str:
+    if process is None:
+        return f"process {process_id}"
+    return f"process {process_id} (pid {process.pid} on {process.hostname})"
+
+
+class CoordinatorServer:
+    """Serves the control plane of a job of `num_processes` processes."""
+
+    def __init__(self, port: int, num_processes: int, heartbeat_timeout: float, bind_host: str = "") -> None:
+        self.num_processes = num_processes
+        self.heartbeat_timeout = heartbeat_timeout
+        self.ping_interval = max(0.2, min(10.0, heartbeat_timeout / 5))
+        self._listener = _listen(bind_host, port)
+        self.port = self._listener.getsockname()[1]
+        self._cond = threading.Condition()
+        self._processes: dict[int, _Process] = {}
+        self._registration_waiters: list[_Waiter] = []
+        self._barriers: dict[str, dict[int, _Waiter]] = {}
+        self._kv: dict[str, str] = {}
+        self._kv_waiters: dict[str, list[_Waiter]] = {}
+        self._failure: str | None = None
+        self._stopping = False
+        self._connections: set[LineSocket] = set()
+        self.pmi = PmiService(num_processes, self._hostnames, self._on_pmi_abort)
+        self._threads = [
+            threading.Thread(target=self._accept_loop, name="meshax-coordinator-accept", daemon=True),
+            threading.Thread(target=self._monitor_loop, name="meshax-coordinator-monitor", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    # ---- connections -------------------------------------------------------------
+
+    def _accept_loop(self) -> None:
+        while not self._stopping:
+            try:
+                sock, _ = self._listener.accept()
+            except OSError:
+                return
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            threading.Thread(target=self._serve, args=(LineSocket(sock),), name="meshax-coordinator-conn", daemon=True).start()
+
+    def _serve(self, conn: LineSocket) -> None:
+        with self._cond:
+            self._connections.add(conn)
+        try:
+            first = conn.read_line()
+            if first is None:
+                return
+            if first.startswith("cmd="):
+                self.pmi.serve(conn, first)
+            else:
+                self._serve_control(conn, first)
+        finally:
+            with self._cond:
+                self._connections.discard(conn)
+                self._cond.notify_all()
+            conn.close()
+
+    def _serve_control(self, conn: LineSocket, first: str) -> None:
+        process_id: int | None = None
+        line: str | None = first
+        while line is not None:
+            message = json.loads(line)
+            op = message.get("op")
+            if op == "register":
+                process_id = self._register(conn, message)
+            elif process_id is None:
+                conn.write_message({"rid": message.get("rid"), "error": "register before any other request"})
+            elif op == "goodbye":
+                self._goodbye(process_id)
+                conn.write_message({"rid": message.get("rid"), "ok": True})
+                return
+            else:
+                self._touch(process_id)
+                self._handle(conn, process_id, message)
+            line = conn.read_line()
+        if process_id is not None:
+            self._connection_lost(process_id)
+
+    def _handle(self, conn: LineSocket, process_id: int, message: dict[str, Any]) -> None:
+        op, rid = message.get("op"), message.get("rid")
+        if op == "heartbeat":
+            return
+        if op == "kv_set":
+            self._kv_set(message["key"], message["value"])
+            conn.write_message({"rid": rid, "ok": True})
+        elif op == "kv_get":
+            self._kv_get(conn, process_id, rid, message["key"], float(message.get("timeout", 0)))
+        elif op == "barrier":
+            self._barrier(conn, process_id, rid, message["name"], message.get("participants"), float(message["timeout"]))
+        elif op == "abort":
+            self.fail(f"process {process_id} failed: {message.get('message', 'no reason given')}", exclude=process_id)
+            conn.write_message({"rid": rid, "ok": True})
+        elif op == "failure_report":
+            conn.write_message({"rid": rid, "failure": self._failure})
+        else:
+            conn.write_message({"rid": rid, "error": f"unknown request {op!r}"})
+
+    # ---- registration --------------------------------------------------------------
+
+    def _register(self, conn: LineSocket, message: dict[str, Any]) -> int | None:
+        process_id = int(message["process_id"])
+        rid = message.get("rid")
+        with self._cond:
+            error = self._registration_error(process_id, message)
+            if error is not None:
+                conn.write_message({"rid": rid, "error": error})
+                if "already registered" not in error:
+                    self._fail_locked(error, exclude=None)
+                return None
+            self._processes[process_id] = _Process(
+                process_id, conn, message.get("hostname", "?"), int(message.get("pid", 0)), message.get("info", {})
+            )
+            deadline = time.monotonic() + float(message.get("timeout", 300))
+            self._registration_waiters.append(_Waiter(conn, rid, deadline, process_id))
+            if len(self._processes) == self.num_processes:
+                self._release_registration_locked()
+        return process_id
+
+    def _registration_error(self, process_id: int, message: dict[str, Any]) -> str | None:
+        if self._failure is not None:
+            return self._failure
+        their_count = int(message.get("num_processes", -1))
+        if their_count != self.num_processes:
+            return (
+                f"process {process_id} was started with num_processes={their_count} but process 0 "
+                f"with num_processes={self.num_processes}; start every process with the same count."
+            )
+        if not 0 <= process_id < self.num_processes:
+            return f"process_id={process_id} is out of range for num_processes={self.num_processes}."
+        existing = self._processes.get(process_id)
+        if existing is not None:
+            return (
+                f"process_id={process_id} is already registered by pid {existing.pid} on {existing.hostname}; "
+                f"a second process (pid {message.get('pid')} on {message.get('hostname')}) claimed it too: "
+                "give every process a distinct process_id."
+            )
+        return None
+
+    def _release_registration_locked(self) -> None:
+        table = [
+            {"process_id": p.process_id, "hostname": p.hostname, "pid": p.pid, "info": p.info}
+            for p in sorted(self._processes.values(), key=lambda p: p.process_id)
+        ]
+        for waiter in self._registration_waiters:
+            waiter.conn.write_message({"rid": waiter.rid, "ok": True, "processes": table})
+        self._registration_waiters = []
+
+    def _hostnames(self) -> list[str] | None:
+        with self._cond:
+            if len(self._processes) < self.num_processes:
+                return None
+            return [self._processes[i].hostname for i in range(self.num_processes)]
+
+    # ---- key-value store and barriers ------------------------------------------------
+
+    def _kv_set(self, key: str, value: str) -> None:
+        with self._cond:
+            self._kv[key] = value
+            for waiter in self._kv_waiters.pop(key, []):
+                waiter.conn.write_message({"rid": waiter.rid, "ok": True, "value": value})
+
+    def _kv_get(self, conn: LineSocket, process_id: int, rid: int, key: str, timeout: float) -> None:
+        with self._cond:
+            if key in self._kv:
+                conn.write_message({"rid": rid, "ok": True, "value": self._kv[key]})
+            elif timeout <= 0:
+                conn.write_message({"rid": rid, "ok": True, "value": None})
+            else:
+                waiter = _Waiter(conn, rid, time.monotonic() + timeout, process_id)
+                self._kv_waiters.setdefault(key, []).append(waiter)
+
+    def _barrier(self, conn: LineSocket, process_id: int, rid: int, name: str,
+                 participants: list[int] | None, timeout: float) -> None:
+        expected = set(range(self.num_processes)) if participants is None else set(participants)
+        with self._cond:
+            arrived = self._barriers.setdefault(name, {})
+            arrived[process_id] = _Waiter(conn, rid, time.monotonic() + timeout, process_id)
+            if expected <= arrived.keys():
+                del self._barriers[name]
+                for waiter in arrived.values():
+                    waiter.conn.write_message({"rid": waiter.rid, "ok": True})
+
+    # ---- deadlines, heartbeats and failures -----------------------------------------------
+
+    def _monitor_loop(self) -> None:
+        while not self._stopping:
+            time.sleep(min(0.25, self.ping_interval))
+            now = time.monotonic()
+            with self._cond:
+                self._expire_registration(now)
+                self._expire_barriers(now)
+                self._expire_kv_gets(now)
+                self._check_heartbeats(now)
+                processes = [p for p in self._processes.values() if not p.said_goodbye]
+            for process in processes:
+                process.conn.write_message({"event": "ping"})
+
+    def _expire_registration(self, now: float) -> None:
+        expired = [w for w in self._registration_waiters if w.deadline <= now]
+        if not expired:
+            return
+        missing = sorted(set(range(self.num_processes)) - self._processes.keys())
+        message = (
+            f"initialization timed out: processes {missing} of {self.num_processes} never connected to the "
+            "coordinator; start them, or check their coordinator_address and process_id."
+        )
+        for waiter in expired:
+            waiter.conn.write_message({"rid": waiter.rid, "error": message})
+        self._registration_waiters = [w for w in self._registration_waiters if w.deadline > now]
+
+    def _expire_barriers(self, now: float) -> None:
+        for name, arrived in list(self._barriers.items()):
+            if not any(w.deadline <= now for w in arrived.values()):
+                continue
+            del self._barriers[name]
+            absent = sorted(set(range(self.num_processes)) - arrived.keys())
+            message = f"barrier {name!r} timed out: processes {absent} never arrived (arrived: {sorted(arrived)})."
+            for waiter in arrived.values():
+                waiter.conn.write_message({"rid": waiter.rid, "error": message, "absent": absent})
+
+    def _expire_kv_gets(self, now: float) -> None:
+        for key, waiters in list(self._kv_waiters.items()):
+            for waiter in [w for w in waiters if w.deadline <= now]:
+                waiter.conn.write_message({"rid": waiter.rid, "error": f"key {key!r} was not set before the deadline."})
+                waiters.remove(waiter)
+            if not waiters:
+                del self._kv_waiters[key]
+
+    def _check_heartbeats(self, now: float) -> None:
+        for process in self._processes.values():
+            silent = now - process.last_seen
+            if not process.said_goodbye and silent > self.heartbeat_timeout:
+                self._fail_locked(
+                    f"{describe(process, process.process_id)} stopped answering: no heartbeat for "
+                    f"{silent:.0f} s (heartbeat_timeout_seconds={self.heartbeat_timeout:g}).",
+                    exclude=None,
+                )
+                return
+
+    def _touch(self, process_id: int) -> None:
+        process = self._processes.get(process_id)
+        if process is not None:
+            process.last_seen = time.monotonic()
+
+    def _goodbye(self, process_id: int) -> None:
+        with self._cond:
+            self._processes[process_id].said_goodbye = True
+            self._cond.notify_all()
+
+    def _connection_lost(self, process_id: int) -> None:
+        with self._cond:
+            process = self._processes.get(process_id)
+            if process is None or process.said_goodbye or self._stopping:
+                return
+            process.said_goodbye = True
+            self._fail_locked(
+                f"{describe(process, process_id)} died: its connection to the coordinator closed without a shutdown.",
+                exclude=process_id,
+            )
+
+    def _on_pmi_abort(self, rank: int, reason: str) -> None:
+        self.fail(f"process {rank} called MPI_Abort: {reason}", exclude=rank)
+
+    def fail(self, message: str, exclude: int | None) -> None:
+        """Tell every live process (but `exclude`) that the job has failed."""
+        with self._cond:
+            self._fail_locked(message, exclude)
+
+    def _fail_locked(self, message: str, exclude: int | None) -> None:
+        if self._failure is not None:
+            return
+        self._failure = message
+        for process in sorted(self._processes.values(), key=lambda p: p.process_id == 0):
+            if process.process_id != exclude and not process.said_goodbye:
+                process.conn.write_message({"event": "failure", "message": message})
+        self._cond.notify_all()
+
+    # ---- shutdown ------------------------------------------------------------------------
+
+    def stop(self, timeout: float, own_id: int = 0) -> list[int]:
+        """Wait up to `timeout` s for the other processes to leave, then close; returns the stragglers."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                remaining = [
+                    p.process_id for p in self._processes.values()
+                    if p.process_id != own_id and not p.said_goodbye and not p.conn.closed
+                ]
+                left = deadline - time.monotonic()
+                if not remaining or left <= 0:
+                    break
+                self._cond.wait(min(left, 0.2))
+        others = set(range(self.num_processes)) - {own_id}
+        remaining += sorted(self.pmi.wait_ended(others, max(0.0, deadline - time.monotonic())) - set(remaining))
+        with self._cond:
+            self._stopping = True
+        self._listener.close()
+        with self._cond:
+            connections = list(self._connections)
+        for conn in connections:
+            conn.close()
+        return remaining
+
+
+def _listen(bind_host: str, port: int) -> socket.socket:
+    """A listening socket on `port`, dual-stack where IPv6 is available, with a clear error when taken."""
+    families = [socket.AF_INET6, socket.AF_INET] if socket.has_ipv6 and not bind_host else [socket.AF_INET]
+    last_error: OSError | None = None
+    for family in families:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            sock.bind((bind_host or ("::" if family == socket.AF_INET6 else ""), port))
+            sock.listen(1024)
+            return sock
+        except OSError as error:
+            sock.close()
+            if error.errno == errno.EADDRINUSE:
+                raise OSError(
+                    errno.EADDRINUSE,
+                    f"the coordinator cannot listen on port {port}: it is already in use on this host (another "
+                    "program, or a meshax job still running); pick a free port in coordinator_address.",
+                ) from None
+            last_error = error
+    raise OSError(f"the coordinator cannot listen on port {port}: {last_error}")

@@ -1,0 +1,253 @@
+"""`meshax.distributed`: joining the processes of a job into one system.
+
+initialize() finds out who this process is (arguments, environment, cluster),
+starts the coordinator in process 0, registers every process's devices, joins
+one MPI world and installs the global device table.
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import socket
+import sys
+import threading
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .. import devices as device_table
+from . import detection, mpi
+from .client import CoordinatorClient, CoordinatorError, exit_with_failure
+from .comm import ProcessGroup
+from .coordinator import CoordinatorServer
+from .wire import parse_address
+
+logger = logging.getLogger("meshax")
+
+
+@dataclass
+class Runtime:
+    """The state of an initialised multi-process job, as seen by one process."""
+
+    process_id: int
+    num_processes: int
+    coordinator_address: str | None
+    shutdown_timeout: float
+    client: CoordinatorClient | None = None
+    server: CoordinatorServer | None = None
+    world: Any = None
+    communicators: mpi.CommunicatorCache | None = None
+    groups: dict[tuple[int, ...], ProcessGroup] = field(default_factory=dict)
+    uncaught: str | None = None
+
+    def process_group(self, ranks: Sequence[int]) -> ProcessGroup:
+        """The data-plane group of `ranks` (cached); call it on exactly those processes."""
+        key = tuple(ranks)
+        group = self.groups.get(key)
+        if group is None:
+            assert self.communicators is not None, "no MPI in a single-process job"
+            group = ProcessGroup(self.communicators.get(key), key)
+            self.groups[key] = group
+        return group
+
+
+_lock = threading.Lock()
+_runtime: Runtime | None = None
+
+
+def runtime() -> Runtime | None:
+    """The running job, or None before initialize() / in a job of one process without it."""
+    return _runtime
+
+
+def is_initialized() -> bool:
+    """True between initialize() and shutdown()."""
+    return _runtime is not None
+
+
+def initialize(
+    coordinator_address: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    local_device_ids: int | Sequence[int] | None = None,
+    *,
+    initialization_timeout: float = 300,
+    heartbeat_timeout_seconds: float = 100,
+    shutdown_timeout_seconds: float = 300,
+    cluster_detection_method: str | None = None,
+) -> None:
+    """Join this process to its job; call it once, on every process, before touching devices."""
+    global _runtime
+    _configure_logging()
+    with _lock:
+        if _runtime is not None:
+            raise RuntimeError("meshax.distributed.initialize should only be called once.")
+        if device_table.backend_started():
+            raise RuntimeError(
+                "meshax.distributed.initialize() must be called before any meshax call that accesses devices "
+                "(meshax.devices(), local_devices(), device_count(), creating arrays or running computations); "
+                "move it to the start of the program."
+            )
+        for name, value in (("initialization_timeout", initialization_timeout),
+                            ("heartbeat_timeout_seconds", heartbeat_timeout_seconds),
+                            ("shutdown_timeout_seconds", shutdown_timeout_seconds)):
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"{name}={value!r} must be a positive number of seconds.")
+        if isinstance(local_device_ids, int):
+            local_device_ids = [local_device_ids]
+        spec = detection.resolve(coordinator_address, num_processes, process_id,
+                                 None if local_device_ids is None else list(local_device_ids),
+                                 cluster_detection_method)
+        logger.log(logging.DEBUG if spec.method == "explicit" else logging.INFO, spec.description)
+        _runtime = _start(spec, float(initialization_timeout), float(heartbeat_timeout_seconds),
+                          float(shutdown_timeout_seconds))
+        atexit.register(shutdown)
+        _install_excepthook()
+
+
+def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: float,
+           shutdown_timeout: float) -> Runtime:
+    world = mpi.start(None, None) if spec.launcher_pmi else None
+    process_id, num_processes = _identity(spec, world)
+    local = device_table.make_local_devices(process_id, spec.local_device_ids)
+    if num_processes == 1:
+        device_table.install_table(device_table.DeviceTable(0, 1, local))
+        return Runtime(0, 1, spec.coordinator_address, shutdown_timeout, world=world)
+
+    address = spec.coordinator_address
+    server = None
+    if process_id == 0:
+        port = parse_address(address)[1] if address else 0
+        server = CoordinatorServer(port, num_processes, heartbeat_timeout)
+        address = address or f"{socket.gethostname()}:{server.port}"
+    if spec.launcher_pmi and not spec.coordinator_address:
+        address = world.bcast(address, root=0)
+    assert address is not None
+
+    client = CoordinatorClient(address, process_id, heartbeat_timeout, _failure_handler(server))
+    client.connect(init_timeout)
+    try:
+        tables = client.register(num_processes, {"devices": [[d.id, d.local_hardware_id] for d in local]},
+                                 timeout=init_timeout)
+    except CoordinatorError as error:
+        raise RuntimeError(f"meshax.distributed.initialize failed: {error}") from None
+    if world is None:
+        world = _start_mpi_with_deadline(address, process_id, init_timeout)
+    _check_world(world, process_id, num_processes)
+    device_table.install_table(device_table.DeviceTable(process_id, num_processes, _devices_from(tables)))
+    return Runtime(process_id, num_processes, address, shutdown_timeout, client, server, world,
+                   mpi.CommunicatorCache(world))
+
+
+def _identity(spec: detection.ClusterSpec, world: Any) -> tuple[int, int]:
+    """(process_id, num_processes), taken from MPI when a launcher started us."""
+    if world is None:
+        assert spec.process_id is not None and spec.num_processes is not None
+        return spec.process_id, spec.num_processes
+    rank, size = world.Get_rank(), world.Get_size()
+    if spec.process_id not in (None, rank) or spec.num_processes not in (None, size):
+        raise ValueError(
+            f"process_id={spec.process_id}, num_processes={spec.num_processes} contradict the MPI launcher, "
+            f"which started this process as rank {rank} of {size}; drop the arguments or make them agree."
+        )
+    return rank, size
+
+
+def _start_mpi_with_deadline(address: str, process_id: int, timeout: float) -> Any:
+    """Join the MPI world through our PMI server; fail loudly if it takes longer than `timeout`."""
+    timer = threading.Timer(timeout, exit_with_failure, args=(
+        f"process {process_id}: MPI initialisation through the coordinator's PMI server at {address} did not "
+        f"complete within {timeout:g} s.",))
+    timer.daemon = True
+    timer.start()
+    try:
+        return mpi.start(address, process_id)
+    finally:
+        timer.cancel()
+
+
+def _check_world(world: Any, process_id: int, num_processes: int) -> None:
+    if world.Get_size() != num_processes or world.Get_rank() != process_id:
+        raise RuntimeError(
+            f"MPI started this process as rank {world.Get_rank()} of {world.Get_size()}, but meshax expected "
+            f"process {process_id} of {num_processes}; the MPI library did not use meshax's PMI server "
+            "(was mpi4py imported and initialised before meshax.distributed.initialize?)."
+        )
+
+
+def _devices_from(tables: list[dict[str, Any]]) -> list[device_table.Device]:
+    return [
+        device_table.Device(device_id, entry["process_id"], hardware_id)
+        for entry in tables
+        for device_id, hardware_id in entry["info"]["devices"]
+    ]
+
+
+def _failure_handler(server: CoordinatorServer | None):
+    """In process 0, keep the coordinator up a moment so the others hear of the failure too."""
+
+    def on_failure(message: str) -> None:
+        if server is not None:
+            server.stop(timeout=2.0)
+        exit_with_failure(message)
+
+    return on_failure
+
+
+def shutdown() -> None:
+    """Leave the job: wait for every process (shutdown_timeout_seconds), finalise MPI, stop the coordinator."""
+    global _runtime
+    with _lock:
+        rt, _runtime = _runtime, None
+    if rt is None or rt.client is None:
+        return
+    if rt.uncaught is not None:
+        _leave_after_error(rt)
+        return
+    try:
+        rt.client.barrier("meshax-shutdown", timeout=rt.shutdown_timeout)
+    except CoordinatorError as error:
+        exit_with_failure(f"process {rt.process_id}: shutdown did not complete: {error}")
+    mpi.finalize()
+    if rt.server is not None:
+        rt.server.pmi.acknowledge_finalize_early(rt.process_id)
+    rt.client.goodbye(timeout=10)
+    if rt.server is not None:
+        stragglers = rt.server.stop(timeout=rt.shutdown_timeout)
+        if stragglers:
+            logger.warning("meshax: processes %s did not leave the job before the coordinator stopped.", stragglers)
+
+
+def _leave_after_error(rt: Runtime) -> None:
+    """Tell the others this process failed, so they stop now instead of waiting for it."""
+    assert rt.client is not None
+    try:
+        rt.client.abort(rt.uncaught)
+    except (CoordinatorError, OSError):
+        pass
+    if rt.server is not None:
+        rt.server.stop(timeout=2.0)
+
+
+def _install_excepthook() -> None:
+    previous = sys.excepthook
+
+    def hook(kind, value, tb) -> None:
+        rt = _runtime
+        if rt is not None:
+            frames = traceback.extract_tb(tb)
+            where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+            rt.uncaught = f"uncaught {kind.__name__}: {value}{where}"
+        previous(kind, value, tb)
+
+    sys.excepthook = hook
+
+
+def _configure_logging() -> None:
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.INFO)

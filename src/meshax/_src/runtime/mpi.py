@@ -1,0 +1,84 @@
+"""Starting MPI, with our PMI server or a launcher's, and caching communicators of process subsets."""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from typing import Any, Iterable
+
+_PMI_VARIABLES = ("PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_JOBID", "PMI_PORT", "PMI_ID")
+
+
+def mpi_module() -> Any:
+    """mpi4py's MPI module, imported without initialising MPI."""
+    import mpi4py
+
+    mpi4py.rc.initialize = False
+    mpi4py.rc.finalize = False
+    from mpi4py import MPI
+
+    return MPI
+
+
+def start(pmi_address: str | None, process_id: int | None) -> Any:
+    """Initialise MPI and return COMM_WORLD.
+
+    With `pmi_address`, MPI joins the world served by our coordinator's PMI-1 server
+    as rank `process_id`; without it, MPI uses the launcher's PMI from the environment.
+    """
+    if pmi_address is not None:
+        for name in _PMI_VARIABLES:
+            os.environ.pop(name, None)
+        os.environ["PMI_PORT"] = pmi_address
+        os.environ["PMI_ID"] = str(process_id)
+    MPI = mpi_module()
+    if not MPI.Is_initialized():
+        provided = ctypes.c_int(0)
+        code = _library(MPI).MPI_Init_thread(None, None, MPI.THREAD_SERIALIZED, ctypes.byref(provided))
+        if code != 0:
+            raise RuntimeError(f"MPI_Init_thread failed with error code {code}.")
+    return MPI.COMM_WORLD
+
+
+def finalize() -> None:
+    MPI = mpi_module()
+    if MPI.Is_initialized() and not MPI.Is_finalized():
+        _library(MPI).MPI_Finalize()
+
+
+def _library(MPI: Any) -> ctypes.CDLL:
+    """libmpi through ctypes, whose calls release the GIL.
+
+    MPI_Init and MPI_Finalize talk to the PMI server, which in process 0 is a thread
+    of this very process: calling them with the GIL held (as mpi4py does) would
+    deadlock it.
+    """
+    return ctypes.CDLL(MPI.__file__)
+
+
+class CommunicatorCache:
+    """Communicators over subsets of the world's ranks, created once among their members only."""
+
+    def __init__(self, world: Any) -> None:
+        self.world = world
+        self._cache: dict[tuple[int, ...], Any] = {tuple(range(world.Get_size())): world}
+        self._lock = threading.Lock()
+
+    def get(self, ranks: Iterable[int]) -> Any:
+        """The communicator of `ranks` (in that order); only those ranks may call this for them."""
+        key = tuple(ranks)
+        with self._lock:
+            comm = self._cache.get(key)
+        if comm is not None:
+            return comm
+        group = self.world.Get_group().Incl(list(key))
+        comm = self.world.Create_group(group, tag=_tag_for(key))
+        group.Free()
+        with self._lock:
+            self._cache[key] = comm
+        return comm
+
+
+def _tag_for(ranks: tuple[int, ...]) -> int:
+    """A tag that keeps concurrent creations of different subsets apart."""
+    return (hash(ranks) & 0x3FFF) + 1

@@ -1,0 +1,106 @@
+"""Running real multi-process meshax jobs from tests, bounded in time, leaving nothing behind."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+MPIEXEC = str(Path(PYTHON).parent / "mpiexec")
+
+
+@dataclass
+class Result:
+    """What one process of a job did."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def child_env(cpu_devices: int | None = None, **extra: str) -> dict[str, str]:
+    """The environment of a test process: no inherited meshax/JAX/MPI job variables."""
+    env = {
+        k: v for k, v in os.environ.items()
+        if not k.startswith(("MESHAX_", "JAX_", "PMI_", "PMIX_", "OMPI_", "SLURM_", "MPI_LOCAL", "HYDRA_"))
+    }
+    env["PYTHONUNBUFFERED"] = "1"
+    if cpu_devices is not None:
+        env["JAX_NUM_CPU_DEVICES"] = str(cpu_devices)
+    env.update(extra)
+    return env
+
+
+def start(args: list[str], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, cwd=REPO)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def collect(procs: list[subprocess.Popen], timeout: float) -> list[Result]:
+    """Wait for every process (at most `timeout` s in all), killing whatever is left; never leaks."""
+    deadline = time.monotonic() + timeout
+    results = []
+    try:
+        for proc in procs:
+            try:
+                out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                kill_group(proc)
+                out, err = proc.communicate()
+                err += f"\n[test harness: killed after {timeout} s]"
+            results.append(Result(proc.returncode, out, err))
+    finally:
+        for proc in procs:
+            kill_group(proc)
+    return results
+
+
+def run_independent(script: str, n: int, cpu_devices: int, *args: str, timeout: float = 60,
+                    env: dict[str, str] | None = None) -> list[Result]:
+    """Start `n` processes by hand, as the seeds' shell loop does: script ADDRESS ID N args."""
+    address = f"localhost:{free_port()}"
+    base = env or child_env(cpu_devices)
+    procs = [start([PYTHON, script, address, str(i), str(n), *args], base) for i in range(n)]
+    return collect(procs, timeout)
+
+
+def run_launcher(script: str, n: int, cpu_devices: int, *args: str, timeout: float = 60) -> Result:
+    """`meshax launch -n N --cpu-devices K script args`; one combined result."""
+    proc = start([PYTHON, "-m", "meshax", "launch", "-n", str(n), "--cpu-devices", str(cpu_devices),
+                  script, *args], child_env())
+    return collect([proc], timeout)[0]
+
+
+def run_mpiexec(script: str, n: int, cpu_devices: int, *args: str, timeout: float = 60) -> Result:
+    proc = start([MPIEXEC, "-n", str(n), PYTHON, script, *args], child_env(cpu_devices))
+    return collect([proc], timeout)[0]
+
+
+def lines_by_process(launcher_output: str) -> dict[int, list[str]]:
+    """Split the launcher's '[i] line' output into each process's lines."""
+    by_process: dict[int, list[str]] = {}
+    for line in launcher_output.splitlines():
+        if line.startswith("[") and "] " in line:
+            index, _, text = line[1:].partition("] ")
+            if index.isdigit():
+                by_process.setdefault(int(index), []).append(text)
+    return by_process

@@ -1,0 +1,19 @@
+"""Args: address id n mode. Every process initialises and prints READY; then all but the victim
+block in an MPI barrier (mode=barrier) or a 4 MB allreduce (mode=allreduce); the test kills the victim."""
+import sys
+import time
+
+import numpy as np
+
+import meshax
+from meshax._src.runtime.distributed import runtime
+
+meshax.distributed.initialize(sys.argv[1], int(sys.argv[3]), int(sys.argv[2]), heartbeat_timeout_seconds=10)
+group = runtime().process_group(range(meshax.process_count()))
+print("READY", flush=True)
+if sys.argv[4] == "barrier":
+    group.barrier()
+else:
+    group.allreduce(np.ones(1 << 20, np.float32))
+print("UNEXPECTEDLY PASSED", flush=True)
+time.sleep(60)
