@@ -5,5 +5,4 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test]'
-rm -f /dev/shm/mpich_shm_* 2>/dev/null || true
 exec .venv/bin/python -m pytest -q "$@"
