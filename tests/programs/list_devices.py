@@ -9,7 +9,7 @@ if len(sys.argv) >= 4:
 else:
     meshax.distributed.initialize()
 
-print("DEVICES " + json.dumps({
+report = "DEVICES " + json.dumps({
     "process_index": meshax.process_index(),
     "process_count": meshax.process_count(),
     "devices": [repr(d) for d in meshax.devices()],
@@ -20,4 +20,6 @@ print("DEVICES " + json.dumps({
     "device_count": meshax.device_count(),
     "local_device_count": meshax.local_device_count(),
     "process_1_devices": [repr(d) for d in meshax.local_devices(process_index=meshax.process_count() - 1)],
-}))
+})
+sys.stdout.write(report + "\n")  # one write, so lines of processes sharing a pipe stay whole
+sys.stdout.flush()

@@ -1,4 +1,4 @@
-"""Args: address id n mode. Every process initialises and prints READY; then all but the victim
+"""Args: address id n mode victim. Every process initialises and prints READY; then all but the victim
 block in an MPI barrier (mode=barrier) or a 4 MB allreduce (mode=allreduce); the test kills the victim."""
 import sys
 import time
@@ -11,6 +11,8 @@ from meshax._src.runtime.distributed import runtime
 meshax.distributed.initialize(sys.argv[1], int(sys.argv[3]), int(sys.argv[2]), heartbeat_timeout_seconds=10)
 group = runtime().process_group(range(meshax.process_count()))
 print("READY", flush=True)
+if meshax.process_index() == int(sys.argv[5]):
+    time.sleep(60)
 if sys.argv[4] == "barrier":
     group.barrier()
 else:

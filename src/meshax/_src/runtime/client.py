@@ -153,6 +153,11 @@ class CoordinatorClient:
             self.request("goodbye", wait=timeout)
         except (CoordinatorError, OSError):
             pass
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection without telling the coordinator (which then sees this process as gone)."""
+        self._closing = True
         if self._conn is not None:
             self._conn.close()
 

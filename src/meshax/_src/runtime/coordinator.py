@@ -66,6 +66,7 @@ class CoordinatorServer:
         self._kv: dict[str, str] = {}
         self._kv_waiters: dict[str, list[_Waiter]] = {}
         self._failure: str | None = None
+        self._started = False
         self._stopping = False
         self._connections: set[LineSocket] = set()
         self.pmi = PmiService(num_processes, self._hostnames, self._on_pmi_abort)
@@ -186,6 +187,7 @@ class CoordinatorServer:
         return None
 
     def _release_registration_locked(self) -> None:
+        self._started = True
         table = [
             {"process_id": p.process_id, "hostname": p.hostname, "pid": p.pid, "info": p.info}
             for p in sorted(self._processes.values(), key=lambda p: p.process_id)
@@ -253,9 +255,9 @@ class CoordinatorServer:
             f"initialization timed out: processes {missing} of {self.num_processes} never connected to the "
             "coordinator; start them, or check their coordinator_address and process_id."
         )
-        for waiter in expired:
+        for waiter in self._registration_waiters:  # all at once, so every process names the same missing ones
             waiter.conn.write_message({"rid": waiter.rid, "error": message})
-        self._registration_waiters = [w for w in self._registration_waiters if w.deadline > now]
+        self._registration_waiters = []
 
     def _expire_barriers(self, now: float) -> None:
         for name, arrived in list(self._barriers.items()):
@@ -300,6 +302,10 @@ class CoordinatorServer:
         with self._cond:
             process = self._processes.get(process_id)
             if process is None or process.said_goodbye or self._stopping:
+                return
+            if not self._started:  # still registering: it may come back; the deadline names it if not
+                del self._processes[process_id]
+                self._registration_waiters = [w for w in self._registration_waiters if w.process_id != process_id]
                 return
             process.said_goodbye = True
             self._fail_locked(

@@ -124,19 +124,33 @@ def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: 
         address = world.bcast(address, root=0)
     assert address is not None
 
-    client = CoordinatorClient(address, process_id, heartbeat_timeout, _failure_handler(server))
-    client.connect(init_timeout)
     try:
-        tables = client.register(num_processes, {"devices": [[d.id, d.local_hardware_id] for d in local]},
-                                 timeout=init_timeout)
-    except CoordinatorError as error:
-        raise RuntimeError(f"meshax.distributed.initialize failed: {error}") from None
+        client, tables = _join(address, process_id, num_processes, local, init_timeout, heartbeat_timeout, server)
+    except BaseException:
+        if server is not None:
+            server.stop(timeout=2.0)  # let the others read why the job cannot start
+        raise
     if world is None:
         world = _start_mpi_with_deadline(address, process_id, init_timeout)
     _check_world(world, process_id, num_processes)
     device_table.install_table(device_table.DeviceTable(process_id, num_processes, _devices_from(tables)))
     return Runtime(process_id, num_processes, address, shutdown_timeout, client, server, world,
                    mpi.CommunicatorCache(world))
+
+
+def _join(address: str, process_id: int, num_processes: int, local: list[device_table.Device],
+          init_timeout: float, heartbeat_timeout: float,
+          server: CoordinatorServer | None) -> tuple[CoordinatorClient, list[dict[str, Any]]]:
+    """Connect to the coordinator and register; returns the client and every process's table."""
+    client = CoordinatorClient(address, process_id, heartbeat_timeout, _failure_handler(server))
+    client.connect(init_timeout)
+    try:
+        tables = client.register(num_processes, {"devices": [[d.id, d.local_hardware_id] for d in local]},
+                                 timeout=init_timeout)
+    except CoordinatorError as error:
+        client.close()
+        raise RuntimeError(f"meshax.distributed.initialize failed: {error}") from None
+    return client, tables
 
 
 def _identity(spec: detection.ClusterSpec, world: Any) -> tuple[int, int]:

@@ -1,0 +1,223 @@
+"""Helpers shared by the benchmark scripts: child processes, statistics, reports.
+
+Children are started in their own sessions, get SIGKILL if this process dies
+(PR_SET_PDEATHSIG), are killed with their whole process group when a job ends,
+times out or is interrupted, and write their output to files (never pipes, so
+they cannot block on a full pipe). Children report measurements as JSON files in
+the directory named by $BENCH_RECORD_DIR (see workers/), not on stdout, which
+mpiexec may interleave.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+BENCH_DIR = Path(__file__).resolve().parent
+RESULTS_DIR = BENCH_DIR / "results"
+WORKERS_DIR = BENCH_DIR / "workers"
+RECORD_DIR_VARIABLE = "BENCH_RECORD_DIR"
+_PR_SET_PDEATHSIG = 1
+
+
+# --------------------------------------------------------------------------
+# Machine description
+# --------------------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    """The CPU model name from /proc/cpuinfo ('unknown' if absent)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _version(module: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(module)
+    except Exception:  # noqa: BLE001 - any failure just means "unknown".
+        return "not installed"
+
+
+def machine_info() -> str:
+    """One Markdown line: CPU, cores and the versions that matter for these numbers."""
+    return (
+        f"Machine: {cpu_model()}, {os.cpu_count()} cores; Python {platform.python_version()}, "
+        f"numpy {_version('numpy')}, mpich {_version('mpich')}, mpi4py {_version('mpi4py')}, "
+        f"jax {_version('jax')}; Linux {platform.release()}"
+    )
+
+
+# --------------------------------------------------------------------------
+# Statistics and Markdown
+# --------------------------------------------------------------------------
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """The q-quantile (0 <= q <= 1) by linear interpolation."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_results(name: str, text: str) -> Path:
+    """Write `text` to benchmarks/results/<name>.md and return the path."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.md"
+    path.write_text(text if text.endswith("\n") else text + "\n")
+    return path
+
+
+# --------------------------------------------------------------------------
+# Child processes
+# --------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    """In the forked child: get SIGKILL when the benchmark process dies."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass
+class JobResult:
+    """What a finished (or killed) group of child processes left behind."""
+
+    spawn_time: float  # time.time() just before the first child was started.
+    exit_time: float  # time.time() once every child had exited (or was killed).
+    returncodes: list[int | None]
+    outputs: list[str]
+    errors: list[str]
+    timed_out: bool
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.timed_out and all(code == 0 for code in self.returncodes)
+
+    def failure(self) -> str:
+        """A short description of what went wrong, with the tail of the children's stderr."""
+        what = "timed out" if self.timed_out else f"exit codes {self.returncodes}"
+        tails = [err.strip().splitlines()[-3:] for err in self.errors if err.strip()]
+        detail = " / ".join(" ".join(tail) for tail in tails)[:600]
+        return f"{what}{': ' + detail if detail else ''}"
+
+
+def read_records(directory: Path) -> list[dict[str, Any]]:
+    """The JSON records that children wrote into `directory`, in file-name order."""
+    records = []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            records.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            pass  # A child killed while writing: its record is missing.
+    return records
+
+
+def run_job(commands: Sequence[Sequence[str]], timeout: float, env: dict[str, str] | None = None) -> JobResult:
+    """Start `commands` at once, wait for all of them (at most `timeout` s), always clean up."""
+    procs: list[subprocess.Popen] = []
+    timed_out = False
+    with tempfile.TemporaryDirectory(prefix="meshax-bench-") as tmp:
+        record_dir = Path(tmp) / "records"
+        record_dir.mkdir()
+        child_env = dict(os.environ if env is None else env, **{RECORD_DIR_VARIABLE: str(record_dir)})
+        files = [(open(Path(tmp) / f"{i}.out", "w+"), open(Path(tmp) / f"{i}.err", "w+"))
+                 for i in range(len(commands))]
+        try:
+            spawn_time = time.time()
+            for command, (out, err) in zip(commands, files):
+                procs.append(subprocess.Popen(
+                    list(command), env=child_env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                    start_new_session=True, preexec_fn=_die_with_parent,
+                ))
+            deadline = time.monotonic() + timeout
+            for proc in procs:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            exit_time = time.time()
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            exit_time = time.time()
+        finally:
+            for proc in procs:
+                _kill_group(proc)  # Also reaps stragglers such as mpiexec's children.
+            for proc in procs:
+                proc.wait()
+        texts = []
+        for out, err in files:
+            out.seek(0)
+            err.seek(0)
+            texts.append((out.read(), err.read()))
+            out.close()
+            err.close()
+        records = read_records(record_dir)
+    return JobResult(spawn_time, exit_time, [proc.returncode for proc in procs], [out for out, _ in texts],
+                     [err for _, err in texts], timed_out, records)
+
+
+def _raise_system_exit(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def exit_cleanly_on_signals() -> None:
+    """Turn SIGTERM/SIGHUP into SystemExit, so that `finally` blocks kill the children."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_system_exit)
+
+
+def python() -> str:
+    """The interpreter running the benchmarks (the venv's)."""
+    return sys.executable
+
+
+def venv_tool(name: str) -> str:
+    """A tool (e.g. mpiexec) from the interpreter's bin directory, else from PATH."""
+    candidate = Path(sys.executable).parent / name
+    return str(candidate) if candidate.exists() else name

@@ -1,0 +1,163 @@
+"""Failure handling with real processes: dead peers, startup errors, bad arguments; all time-bounded."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from multiprocess import PYTHON, child_env, collect, free_port, kill_group, run_independent, start
+
+INIT_ONLY = "tests/programs/init_only.py"
+WAIT_THEN_DIE = "tests/programs/wait_then_die.py"
+
+
+def wait_for_line(proc: subprocess.Popen, text: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if text in line:
+            return
+        if not line and proc.poll() is not None:
+            raise AssertionError(f"process exited with {proc.returncode} before printing {text!r}")
+    raise AssertionError(f"no {text!r} within {timeout} s")
+
+
+@pytest.mark.parametrize("mode", ["barrier", "allreduce"])
+def test_killing_a_process_stops_the_others_naming_it(mode):
+    address = f"localhost:{free_port()}"
+    env = child_env(2)
+    procs = [start([PYTHON, WAIT_THEN_DIE, address, str(i), "4", mode, "2"], env) for i in range(4)]
+    try:
+        for proc in procs:
+            wait_for_line(proc, "READY", timeout=60)
+        time.sleep(0.5)  # let the survivors enter the MPI call
+        victim = procs[2]
+        os.kill(victim.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        survivors = [procs[0], procs[1], procs[3]]
+        results = collect(survivors, timeout=15)
+        elapsed = time.monotonic() - killed_at
+    finally:
+        for proc in procs:
+            kill_group(proc)
+    assert elapsed < 15
+    for result in results:
+        assert result.returncode != 0
+        assert "UNEXPECTEDLY PASSED" not in result.stdout
+        assert "process 2" in result.stderr and "died" in result.stderr, result.stderr
+
+
+def test_process_id_out_of_range():
+    results = run_independent(INIT_ONLY, 1, 1, timeout=30)  # argv: address 0 1
+    assert results[0].returncode == 0
+    proc = start([PYTHON, INIT_ONLY, f"localhost:{free_port()}", "4", "4"], child_env(1))
+    result = collect([proc], timeout=30)[0]
+    assert result.returncode != 0
+    assert "process_id=4 is out of range for num_processes=4" in result.stderr
+
+
+def test_unresolvable_coordinator_host_fails_at_once():
+    proc = start([PYTHON, INIT_ONLY, "no-such-host.invalid:1234", "1", "2", "60"], child_env(1))
+    began = time.monotonic()
+    result = collect([proc], timeout=30)[0]
+    assert time.monotonic() - began < 20
+    assert result.returncode != 0
+    assert "cannot be resolved" in result.stderr and "no-such-host.invalid" in result.stderr
+
+
+def test_unreachable_coordinator_times_out_naming_process_0():
+    address = f"127.0.0.1:{free_port()}"
+    proc = start([PYTHON, INIT_ONLY, address, "1", "2", "2"], child_env(1))
+    result = collect([proc], timeout=30)[0]
+    assert result.returncode != 0
+    assert f"could not reach the coordinator at {address} within 2 s" in result.stderr
+    assert "process 0" in result.stderr
+
+
+def test_coordinator_port_in_use():
+    with socket.socket() as busy:
+        busy.bind(("", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = start([PYTHON, INIT_ONLY, f"localhost:{port}", "0", "2", "5"], child_env(1))
+        result = collect([proc], timeout=30)[0]
+    assert result.returncode != 0
+    assert f"cannot listen on port {port}" in result.stderr and "already in use" in result.stderr
+
+
+def test_startup_timeout_names_the_processes_that_never_connected():
+    address = f"localhost:{free_port()}"
+    env = child_env(1)
+    procs = [start([PYTHON, INIT_ONLY, address, str(i), "4", "3"], env) for i in (0, 2)]
+    results = collect(procs, timeout=40)
+    for result in results:
+        assert result.returncode != 0
+        assert "processes [1, 3] of 4 never connected" in result.stderr, result.stderr
+
+
+def test_two_processes_with_the_same_id():
+    address = f"localhost:{free_port()}"
+    env = child_env(1)
+    procs = [start([PYTHON, INIT_ONLY, address, str(i), "3", "20"], env) for i in (0, 1)]
+    time.sleep(1.0)
+    procs.append(start([PYTHON, INIT_ONLY, address, "1", "3", "20"], env))
+    results = collect(procs, timeout=40)
+    assert all(r.returncode != 0 for r in results)
+    assert any("process_id=1 is already registered" in r.stderr for r in results)
+
+
+def test_disagreeing_process_counts():
+    address = f"localhost:{free_port()}"
+    env = child_env(1)
+    procs = [start([PYTHON, INIT_ONLY, address, "0", "2", "20"], env)]
+    time.sleep(0.5)
+    procs.append(start([PYTHON, INIT_ONLY, address, "1", "3", "20"], env))
+    results = collect(procs, timeout=40)
+    assert all(r.returncode != 0 for r in results)
+    assert all("num_processes=3 but process 0 with num_processes=2" in r.stderr for r in results), [
+        r.stderr for r in results]
+
+
+def test_initialize_after_device_access_and_twice():
+    code = (
+        "import meshax\n"
+        "meshax.devices()\n"
+        "try:\n"
+        "    meshax.distributed.initialize('localhost:1', 2, 0)\n"
+        "except RuntimeError as e:\n"
+        "    print('REFUSED', e)\n"
+    )
+    out = subprocess.run([PYTHON, "-c", code], env=child_env(2), capture_output=True, text=True, timeout=30)
+    assert "REFUSED meshax.distributed.initialize() must be called before" in out.stdout
+    code = (
+        "import meshax\n"
+        "meshax.distributed.initialize('localhost:1', 1, 0)\n"
+        "try:\n"
+        "    meshax.distributed.initialize('localhost:1', 1, 0)\n"
+        "except RuntimeError as e:\n"
+        "    print('REFUSED', e)\n"
+    )
+    out = subprocess.run([PYTHON, "-c", code], env=child_env(2), capture_output=True, text=True, timeout=30)
+    assert "REFUSED meshax.distributed.initialize should only be called once." in out.stdout
+
+
+def test_uncaught_exception_in_one_process_stops_the_others():
+    code = (
+        "import sys, time, meshax\n"
+        "from meshax._src.runtime.distributed import runtime\n"
+        "meshax.distributed.initialize(sys.argv[1], 3, int(sys.argv[2]))\n"
+        "if meshax.process_index() == 1:\n"
+        "    raise ValueError('bad batch')\n"
+        "runtime().process_group(range(3)).barrier()\n"
+    )
+    address = f"localhost:{free_port()}"
+    env = child_env(1)
+    procs = [start([PYTHON, "-c", code, address, str(i)], env) for i in range(3)]
+    results = collect(procs, timeout=30)
+    assert all(r.returncode != 0 for r in results)
+    for index in (0, 2):
+        assert "process 1 failed: uncaught ValueError: bad batch" in results[index].stderr, results[index].stderr
