@@ -69,6 +69,7 @@ class CoordinatorServer:
         self._started = False
         self._stopping = False
         self._connections: set[LineSocket] = set()
+        self._control_connections: set[LineSocket] = set()
         self.pmi = PmiService(num_processes, self._hostnames, self._on_pmi_abort)
         self._threads = [
             threading.Thread(target=self._accept_loop, name="meshax-coordinator-accept", daemon=True),
@@ -106,6 +107,15 @@ class CoordinatorServer:
             conn.close()
 
     def _serve_control(self, conn: LineSocket, first: str) -> None:
+        with self._cond:
+            self._control_connections.add(conn)
+        try:
+            self._serve_requests(conn, first)
+        finally:
+            with self._cond:
+                self._control_connections.discard(conn)
+
+    def _serve_requests(self, conn: LineSocket, first: str) -> None:
         process_id: int | None = None
         line: str | None = first
         while line is not None:
@@ -336,13 +346,15 @@ class CoordinatorServer:
         """Wait up to `timeout` s for the other processes to leave, then close; returns the stragglers."""
         deadline = time.monotonic() + timeout
         with self._cond:
+            own = self._processes.get(own_id)
             while True:
                 remaining = [
                     p.process_id for p in self._processes.values()
                     if p.process_id != own_id and not p.said_goodbye and not p.conn.closed
                 ]
+                unregistered = self._control_connections - {p.conn for p in self._processes.values()}
                 left = deadline - time.monotonic()
-                if not remaining or left <= 0:
+                if (not remaining and not unregistered - {own and own.conn}) or left <= 0:
                     break
                 self._cond.wait(min(left, 0.2))
         others = set(range(self.num_processes)) - {own_id}
