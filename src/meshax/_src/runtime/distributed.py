@@ -201,6 +201,7 @@ def _failure_handler(server: CoordinatorServer | None):
     """In process 0, keep the coordinator up a moment so the others hear of the failure too."""
 
     def on_failure(message: str) -> None:
+        mpi.remove_shared_memory()
         if server is not None:
             server.stop(timeout=2.0)
         exit_with_failure(message)
@@ -235,6 +236,7 @@ def shutdown() -> None:
 def _leave_after_error(rt: Runtime) -> None:
     """Tell the others this process failed, so they stop now instead of waiting for it."""
     assert rt.client is not None
+    mpi.remove_shared_memory()
     try:
         rt.client.abort(rt.uncaught)
     except (CoordinatorError, OSError):

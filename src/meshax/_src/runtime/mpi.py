@@ -33,11 +33,37 @@ def start(pmi_address: str | None, process_id: int | None) -> Any:
         os.environ["PMI_ID"] = str(process_id)
     MPI = mpi_module()
     if not MPI.Is_initialized():
+        before = _shared_memory_segments()
         provided = ctypes.c_int(0)
         code = _library(MPI).MPI_Init_thread(None, None, MPI.THREAD_SERIALIZED, ctypes.byref(provided))
         if code != 0:
             raise RuntimeError(f"MPI_Init_thread failed with error code {code}.")
+        _job_segments.update(_shared_memory_segments() - before)
     return MPI.COMM_WORLD
+
+
+_SHM_DIRECTORY = "/dev/shm"
+_job_segments: set[str] = set()
+
+
+def _shared_memory_segments() -> set[str]:
+    try:
+        return {name for name in os.listdir(_SHM_DIRECTORY) if name.startswith("mpich_shm_")}
+    except OSError:
+        return set()
+
+
+def remove_shared_memory() -> None:
+    """Unlink the MPICH shared-memory segments this job created; for exits that skip MPI_Finalize.
+
+    Processes that have the segment mapped keep it; only the name goes, so a
+    failed job leaves nothing behind in /dev/shm.
+    """
+    for name in _job_segments:
+        try:
+            os.unlink(os.path.join(_SHM_DIRECTORY, name))
+        except OSError:
+            pass
 
 
 def finalize() -> None:
