@@ -61,7 +61,7 @@ def test_process_id_out_of_range():
 
 
 def test_unresolvable_coordinator_host_fails_at_once():
-    proc = start([PYTHON, INIT_ONLY, "no-such-host.invalid:1234", "1", "2", "60"], child_env(1))
+    proc = start([PYTHON, INIT_ONLY, "no-such-host.invalid:1234", "1", "2", "3"], child_env(1))
     began = time.monotonic()
     result = collect([proc], timeout=30)[0]
     assert time.monotonic() - began < 20

@@ -51,6 +51,7 @@ class CoordinatorClient:
         self._cond = threading.Condition()
         self._last_heard = time.monotonic()
         self._closing = False
+        self._connect_error: OSError | None = None
 
     # ---- connecting -------------------------------------------------------------------
 
@@ -62,31 +63,42 @@ class CoordinatorClient:
         while True:
             try:
                 addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            except socket.gaierror as error:
-                raise ValueError(
-                    f"coordinator_address={self.address!r}: host {host!r} cannot be resolved ({error.strerror}); "
-                    "check the address of process 0's machine."
-                ) from None
+            except socket.gaierror as error:  # e.g. a pod whose DNS name does not exist yet: retry
+                addresses, last_error = [], error
             for family, kind, proto, _, sockaddr in addresses:
-                sock = socket.socket(family, kind, proto)
-                sock.settimeout(max(0.1, min(2.0, deadline - time.monotonic())))
-                try:
-                    sock.connect(sockaddr)
-                    sock.settimeout(None)
-                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                    self._conn = LineSocket(sock)
-                    self._start_threads()
+                if self._try_connect(family, kind, proto, sockaddr, deadline):
                     return
-                except OSError as error:
-                    sock.close()
-                    last_error = error
+                last_error = self._connect_error
             if time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"process {self.process_id} could not reach the coordinator at {self.address} within "
-                    f"{timeout:g} s ({last_error}): process 0 never started it there; check the address and "
-                    "that process 0 is running."
-                )
+                raise self._connect_failure(host, timeout, last_error)
             time.sleep(0.05)
+
+    def _try_connect(self, family: int, kind: int, proto: int, sockaddr: Any, deadline: float) -> bool:
+        sock = socket.socket(family, kind, proto)
+        sock.settimeout(max(0.1, min(2.0, deadline - time.monotonic())))
+        try:
+            sock.connect(sockaddr)
+        except OSError as error:
+            sock.close()
+            self._connect_error = error
+            return False
+        sock.settimeout(None)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._conn = LineSocket(sock)
+        self._start_threads()
+        return True
+
+    def _connect_failure(self, host: str, timeout: float, error: OSError | None) -> Exception:
+        if isinstance(error, socket.gaierror):
+            return ValueError(
+                f"coordinator_address={self.address!r}: host {host!r} cannot be resolved ({error.strerror}) "
+                f"after trying for {timeout:g} s; check the address of process 0's machine."
+            )
+        return TimeoutError(
+            f"process {self.process_id} could not reach the coordinator at {self.address} within "
+            f"{timeout:g} s ({error}): process 0 never started it there; check the address and "
+            "that process 0 is running."
+        )
 
     def _start_threads(self) -> None:
         threading.Thread(target=self._read_loop, name="meshax-client-reader", daemon=True).start()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import socket
 import sys
 import threading
@@ -117,7 +118,7 @@ def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: 
     address = spec.coordinator_address
     server = None
     if process_id == 0:
-        port = parse_address(address)[1] if address else 0
+        port = parse_address(address)[1] if address else _port_from_environment()
         server = CoordinatorServer(port, num_processes, heartbeat_timeout)
         address = address or f"{socket.gethostname()}:{server.port}"
     if spec.launcher_pmi and not spec.coordinator_address:
@@ -151,6 +152,14 @@ def _join(address: str, process_id: int, num_processes: int, local: list[device_
         client.close()
         raise RuntimeError(f"meshax.distributed.initialize failed: {error}") from None
     return client, tables
+
+
+def _port_from_environment() -> int:
+    """The coordinator port process 0 picks when no address was given: MESHAX_/JAX_COORDINATOR_PORT or any."""
+    for name in ("MESHAX_COORDINATOR_PORT", "JAX_COORDINATOR_PORT"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return 0
 
 
 def _identity(spec: detection.ClusterSpec, world: Any) -> tuple[int, int]:

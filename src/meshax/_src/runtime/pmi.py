@@ -54,6 +54,13 @@ def _merge_uniform(blocks: list[tuple[int, int, int]]) -> list[tuple[int, int, i
     return merged
 
 
+def _wait_for_close(conn: LineSocket, timeout: float) -> None:
+    """Wait until the client closes its end: only then has it read everything we sent."""
+    conn.sock.settimeout(timeout)
+    while conn.read_line() is not None:
+        pass
+
+
 class PmiService:
     """Shared state of the PMI-1 server: the key-value space and the barrier."""
 
@@ -85,14 +92,13 @@ class PmiService:
             elif command == "finalize":
                 with self._cond:
                     early = rank in self._acknowledged_early
-                    self._ended.add(rank)
-                    self._cond.notify_all()
                 if not early:
                     self._reply(conn, "cmd=finalize_ack rc=0")
-                return
+                _wait_for_close(conn, timeout=5.0)
+                break
             elif command == "abort":
                 self._on_abort(rank, fields.get("message", fields.get("exitcode", "MPI_Abort was called")))
-                return
+                break
             elif command == "barrier_in":
                 self._barrier_in(conn)
             else:
