@@ -26,29 +26,49 @@ def wait_for_line(proc: subprocess.Popen, text: str, timeout: float) -> None:
     raise AssertionError(f"no {text!r} within {timeout} s")
 
 
-@pytest.mark.parametrize("mode", ["barrier", "allreduce"])
-def test_killing_a_process_stops_the_others_naming_it(mode):
+def stop_one_of_four(mode: str, victim_index: int, how: signal.Signals, limit: float) -> tuple[list, float]:
+    """Run 4 processes that wait in an MPI call, hit one with `how`; the survivors' results and delay."""
     address = f"localhost:{free_port()}"
     env = child_env(2)
-    procs = [start([PYTHON, WAIT_THEN_DIE, address, str(i), "4", mode, "2"], env) for i in range(4)]
+    procs = [start([PYTHON, WAIT_THEN_DIE, address, str(i), "4", mode, str(victim_index)], env) for i in range(4)]
     try:
         for proc in procs:
             wait_for_line(proc, "READY", timeout=60)
         time.sleep(0.5)  # let the survivors enter the MPI call
-        victim = procs[2]
-        os.kill(victim.pid, signal.SIGKILL)
-        killed_at = time.monotonic()
-        survivors = [procs[0], procs[1], procs[3]]
-        results = collect(survivors, timeout=15)
-        elapsed = time.monotonic() - killed_at
+        os.kill(procs[victim_index].pid, how)
+        hit_at = time.monotonic()
+        survivors = [p for i, p in enumerate(procs) if i != victim_index]
+        results = collect(survivors, timeout=limit)
+        return results, time.monotonic() - hit_at
     finally:
         for proc in procs:
             kill_group(proc)
+
+
+@pytest.mark.parametrize("mode", ["barrier", "allreduce"])
+def test_killing_a_process_stops_the_others_naming_it(mode):
+    results, elapsed = stop_one_of_four(mode, 2, signal.SIGKILL, limit=15)
     assert elapsed < 15
     for result in results:
         assert result.returncode != 0
         assert "UNEXPECTEDLY PASSED" not in result.stdout
         assert "process 2" in result.stderr and "died" in result.stderr, result.stderr
+
+
+def test_killing_the_coordinator_process_stops_the_others():
+    results, elapsed = stop_one_of_four("allreduce", 0, signal.SIGKILL, limit=15)
+    assert elapsed < 15
+    for result in results:
+        assert result.returncode != 0
+        assert "process 0 died" in result.stderr, result.stderr
+
+
+def test_a_frozen_process_is_named_after_the_heartbeat_timeout():
+    results, elapsed = stop_one_of_four("barrier", 3, signal.SIGSTOP, limit=30)
+    assert elapsed < 30  # heartbeat_timeout_seconds=10 in the program
+    for result in results:
+        assert result.returncode != 0
+        assert "process 3" in result.stderr and "stopped answering" in result.stderr, result.stderr
 
 
 def test_process_id_out_of_range():
