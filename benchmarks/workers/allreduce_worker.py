@@ -1,20 +1,31 @@
-"""Allreduce worker for bench_allreduce.py: `python allreduce_worker.py HOST:PORT PROCESS_ID N PLAN_JSON BUDGET`.
+"""Allreduce worker for bench_allreduce.py.
 
-Joins a meshax job, then for every (bytes, warmup, repetitions) of PLAN_JSON times
-float32 sum-allreduces of that size, interleaving three ways of doing it on the
-same communicator (meshax's group of all processes *is* runtime().world):
+    python allreduce_worker.py --mode meshax --address HOST:PORT --process-id I --processes N --plan JSON --budget S
+    mpiexec -n N python allreduce_worker.py --mode mpi4py --plan JSON --budget S
 
-* meshax:      ProcessGroup.allreduce(send)           (allocates its result)
-* meshax(out): ProcessGroup.allreduce(send, out=buf)  (preallocated result)
-* mpi4py:      world.Allreduce(send, recv, op=MPI.SUM)
+Modes:
 
-Each call is preceded by a barrier and timed on every process; process 0 writes
-the per-repetition max over processes to $BENCH_RECORD_DIR/0.json. Results are
-checked against the exact expected sums (small integers, exact in float32).
-The process exits with status 3 if it runs longer than BUDGET seconds.
+* meshax: join a meshax job (explicit coordinator), then interleave, on the same
+  communicator (meshax's group of all processes *is* runtime().world):
+  meshax `group.allreduce(send)` (allocates its result), meshax
+  `group.allreduce(send, out=buf)` and mpi4py `world.Allreduce(send, recv, op=MPI.SUM)`.
+* meshax-thread-multiple: the same, but meshax's MPI_Init_thread is made to request
+  MPI_THREAD_MULTIPLE instead of MPI_THREAD_SERIALIZED (a what-if experiment: the
+  patch lives in this process only and is undone once initialize() returns).
+* mpi4py: plain mpi4py under mpiexec (`from mpi4py import MPI` initialises MPI;
+  MPI4PY_RC_THREAD_LEVEL selects the thread level), world.Allreduce only.
+
+PLAN_JSON is a list of [bytes, warmup_rounds, repetitions, seconds_cap]. A round
+calls every variant once, in rotating order, each call after a barrier and timed
+on every process. Process 0 decides each round (warmup, timed or stop, when the
+repetitions are done or the size's time cap is spent) and broadcasts it. Process 0
+writes the per-repetition max over processes to $BENCH_RECORD_DIR/0.json. Results
+are checked against the exact sums (small integers: exact in float32). The process
+exits with status 3 if it runs longer than --budget seconds.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -24,10 +35,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-import meshax
-from meshax._src.runtime.distributed import runtime
-
 Call = Callable[[], np.ndarray]
+STOP, WARMUP, TIMED = 0, 1, 2
+MIN_TIMED_ROUNDS = 3
 
 
 def start_watchdog(budget: float) -> None:
@@ -41,28 +51,75 @@ def start_watchdog(budget: float) -> None:
     timer.start()
 
 
+# --------------------------------------------------------------------------
+# Joining the job
+# --------------------------------------------------------------------------
+
+
+def _request_thread_multiple() -> Callable[[], None]:
+    """Make meshax's mpi.start() ask for MPI_THREAD_MULTIPLE; returns the undo function."""
+    from meshax._src.runtime import mpi as meshax_mpi
+
+    original = meshax_mpi.mpi_module
+
+    class _ThreadMultiple:
+        def __getattr__(self, name: str) -> Any:
+            real = original()
+            return real.THREAD_MULTIPLE if name == "THREAD_SERIALIZED" else getattr(real, name)
+
+    meshax_mpi.mpi_module = _ThreadMultiple
+
+    def undo() -> None:
+        meshax_mpi.mpi_module = original
+
+    return undo
+
+
+def join_meshax(args: argparse.Namespace, thread_multiple: bool) -> tuple[Any, Any]:
+    """Initialise meshax; returns (group of all processes, world communicator)."""
+    import meshax
+    from meshax._src.runtime.distributed import runtime
+
+    undo = _request_thread_multiple() if thread_multiple else (lambda: None)
+    try:
+        meshax.distributed.initialize(args.address, args.processes, args.process_id, initialization_timeout=60,
+                                      shutdown_timeout_seconds=30)
+    finally:
+        undo()
+    rt = runtime()
+    return rt.process_group(range(meshax.process_count())), rt.world
+
+
+def join_mpi4py() -> Any:
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD
+
+
+# --------------------------------------------------------------------------
+# Measuring
+# --------------------------------------------------------------------------
+
+
 def make_data(count: int, rank: int, size: int) -> tuple[np.ndarray, np.ndarray]:
     """This rank's send buffer and the exact expected sum over all ranks."""
     base = (np.arange(count, dtype=np.int64) % 1000 + 1).astype(np.float32)
-    send = base * np.float32(rank + 1)
-    expected = base * np.float32(size * (size + 1) // 2)
-    return send, expected
+    return base * np.float32(rank + 1), base * np.float32(size * (size + 1) // 2)
 
 
-def make_calls(send: np.ndarray) -> dict[str, Call]:
-    """The three ways to allreduce `send`, each returning its result array."""
+def make_calls(send: np.ndarray, world: Any, group: Any | None) -> dict[str, Call]:
+    """The ways to allreduce `send` in this mode, each returning its result array."""
     from mpi4py import MPI
 
-    rt = runtime()
-    group = rt.process_group(range(meshax.process_count()))
-    world = rt.world
     recv = np.empty_like(send)
-    out = np.empty_like(send)
 
     def mpi4py_call() -> np.ndarray:
         world.Allreduce(send, recv, op=MPI.SUM)
         return recv
 
+    if group is None:
+        return {"mpi4py": mpi4py_call}
+    out = np.empty_like(send)
     return {
         "meshax": lambda: group.allreduce(send),
         "meshax(out)": lambda: group.allreduce(send, out=out),
@@ -77,58 +134,106 @@ def check(name: str, result: np.ndarray, expected: np.ndarray) -> bool:
     return bool(ok)
 
 
-def time_size(nbytes: int, warmup: int, repetitions: int) -> dict[str, Any]:
-    """Time every call `repetitions` times (after `warmup`), in rotating order; check results."""
-    world = runtime().world
-    rank, size = world.Get_rank(), world.Get_size()
-    send, expected = make_data(nbytes // 4, rank, size)
-    calls = make_calls(send)
+def next_phase(world: Any, started: float, rounds: int, warmup: int, repetitions: int, cap: float) -> int:
+    """Process 0 decides what the next round is; every process gets the same answer."""
+    phase = None
+    if world.Get_rank() == 0:
+        timed = max(0, rounds - warmup)
+        over = time.monotonic() - started > cap
+        if rounds < warmup and not (over and rounds >= 1):
+            phase = WARMUP
+        elif timed < repetitions and not (over and timed >= MIN_TIMED_ROUNDS):
+            phase = TIMED
+        else:
+            phase = STOP
+    return world.bcast(phase, root=0)
+
+
+def time_size(world: Any, group: Any | None, nbytes: int, warmup: int, repetitions: int,
+              cap: float) -> dict[str, Any]:
+    """Rounds of every call (rotating order) until done or `cap` s spent; check the results."""
+    send, expected = make_data(nbytes // 4, world.Get_rank(), world.Get_size())
+    calls = make_calls(send, world, group)
     names = list(calls)
     correct = {name: True for name in names}
-    for _ in range(warmup):
-        for name in names:
-            correct[name] &= check(name, calls[name](), expected)
     times: dict[str, list[float]] = {name: [] for name in names}
-    last: dict[str, np.ndarray] = {}
-    for repetition in range(repetitions):
-        shift = repetition % len(names)
+    started, rounds = time.monotonic(), 0
+    while (phase := next_phase(world, started, rounds, warmup, repetitions, cap)) != STOP:
+        shift = rounds % len(names)
         for name in names[shift:] + names[:shift]:
             world.Barrier()
             start = time.perf_counter()
-            last[name] = calls[name]()
-            times[name].append(time.perf_counter() - start)
-    for name in names:
-        correct[name] &= check(name, last[name], expected)
-    return {"bytes": nbytes, "repetitions": repetitions, "times": times, "correct": correct}
+            result = calls[name]()
+            elapsed = time.perf_counter() - start
+            if phase == TIMED:
+                times[name].append(elapsed)
+            if phase == WARMUP or len(times[name]) == 1:
+                correct[name] &= check(name, result, expected)
+        rounds += 1
+    for name in names:  # The last result of each call, too.
+        correct[name] &= check(name, calls[name](), expected)
+    return {"bytes": nbytes, "warmup": min(rounds, warmup), "times": times, "correct": correct,
+            "seconds": time.monotonic() - started}
 
 
-def slowest_process(local: dict[str, Any], gathered: list[dict[str, Any]]) -> dict[str, Any]:
-    """Combine every process's result: per repetition the max time, correct only if correct everywhere."""
-    names = list(local["times"])
-    return {
-        "bytes": local["bytes"],
-        "repetitions": local["repetitions"],
-        "times": {name: [max(values) for values in zip(*(g["times"][name] for g in gathered))] for name in names},
-        "correct": {name: all(g["correct"][name] for g in gathered) for name in names},
-    }
+def slowest_process(gathered: list[dict[str, Any]]) -> dict[str, Any]:
+    """Combine all processes' results: per repetition the max time; correct only if correct everywhere."""
+    first = gathered[0]
+    names = list(first["times"])
+    return dict(
+        first,
+        times={name: [max(values) for values in zip(*(g["times"][name] for g in gathered))] for name in names},
+        correct={name: all(g["correct"][name] for g in gathered) for name in names},
+    )
 
 
-def main(address: str, process_id: int, num_processes: int, plan: list[list[int]], budget: float) -> None:
-    start_watchdog(budget)
-    meshax.distributed.initialize(address, num_processes, process_id, initialization_timeout=60,
-                                  shutdown_timeout_seconds=30)
-    world = runtime().world
+def run(world: Any, group: Any | None, plan: list[list[float]], mode: str) -> None:
+    """Measure every size of `plan`; process 0 writes the record."""
+    from mpi4py import MPI
+
     results = []
-    for nbytes, warmup, repetitions in plan:
-        local = time_size(nbytes, warmup, repetitions)
+    for nbytes, warmup, repetitions, cap in plan:
+        local = time_size(world, group, int(nbytes), int(warmup), int(repetitions), float(cap))
         gathered = world.gather(local, root=0)
-        if process_id == 0:
-            results.append(slowest_process(local, gathered))
-            print(f"allreduce worker: {nbytes} bytes done", file=sys.stderr, flush=True)
-    if process_id == 0:
+        if world.Get_rank() == 0:
+            results.append(slowest_process(gathered))
+            print(f"allreduce worker [{mode}]: {int(nbytes)} bytes done in {local['seconds']:.1f} s",
+                  file=sys.stderr, flush=True)
+    if world.Get_rank() == 0:
+        record = {"mode": mode, "processes": world.Get_size(), "thread_level": _thread_level(MPI.Query_thread()),
+                  "results": results}
         with open(os.path.join(os.environ["BENCH_RECORD_DIR"], "0.json"), "w") as file:
-            json.dump({"processes": num_processes, "results": results}, file)
+            json.dump(record, file)
+
+
+def _thread_level(level: int) -> str:
+    from mpi4py import MPI
+
+    names = {MPI.THREAD_SINGLE: "SINGLE", MPI.THREAD_FUNNELED: "FUNNELED",
+             MPI.THREAD_SERIALIZED: "SERIALIZED", MPI.THREAD_MULTIPLE: "MULTIPLE"}
+    return "MPI_THREAD_" + names.get(level, str(level))
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="allreduce benchmark worker")
+    parser.add_argument("--mode", choices=("meshax", "meshax-thread-multiple", "mpi4py"), required=True)
+    parser.add_argument("--address")
+    parser.add_argument("--process-id", type=int)
+    parser.add_argument("--processes", type=int)
+    parser.add_argument("--plan", type=json.loads, required=True)
+    parser.add_argument("--budget", type=float, required=True)
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    start_watchdog(args.budget)
+    if args.mode == "mpi4py":
+        world, group = join_mpi4py(), None
+    else:
+        group, world = join_meshax(args, thread_multiple=args.mode == "meshax-thread-multiple")
+    run(world, group, args.plan, args.mode)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4]), float(sys.argv[5]))
+    main()

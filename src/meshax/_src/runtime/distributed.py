@@ -38,6 +38,7 @@ class Runtime:
     server: CoordinatorServer | None = None
     world: Any = None
     communicators: mpi.CommunicatorCache | None = None
+    p2p: Any = None
     groups: dict[tuple[int, ...], ProcessGroup] = field(default_factory=dict)
     uncaught: str | None = None
 
@@ -136,7 +137,7 @@ def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: 
     _check_world(world, process_id, num_processes)
     device_table.install_table(device_table.DeviceTable(process_id, num_processes, _devices_from(tables)))
     return Runtime(process_id, num_processes, address, shutdown_timeout, client, server, world,
-                   mpi.CommunicatorCache(world))
+                   mpi.CommunicatorCache(world), p2p=world.Dup())
 
 
 def _join(address: str, process_id: int, num_processes: int, local: list[device_table.Device],

@@ -1,0 +1,168 @@
+"""Putting data on devices and moving arrays between any two shardings.
+
+A reshard is planned from sharding metadata alone, identically on every process:
+each destination box is cut into its intersections with the source boxes, and
+each piece comes from a local replica when there is one, otherwise from one owner
+process by MPI point-to-point. Only the bytes a destination lacks move; pieces
+between two processes are matched in plan order on a dedicated communicator.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import devices as device_table
+from .array import Array, read_only
+from .sharding import Box, Sharding, unique_boxes
+
+Region = tuple[slice, ...]
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Part `box` of the array, copied from source box `source` (on `sender`) into destination box `target`."""
+
+    sender: int
+    receiver: int
+    source: Box
+    target: Box
+    box: Box
+
+
+def intersect(a: Box, b: Box) -> Box | None:
+    box = tuple((max(a0, b0), min(a1, b1)) for (a0, a1), (b0, b1) in zip(a, b))
+    return box if all(start < stop for start, stop in box) else None
+
+
+def relative(box: Box, origin: Box) -> Region:
+    """`box` as slices into a buffer holding `origin`."""
+    return tuple(slice(start - o, stop - o) for (start, stop), (o, _) in zip(box, origin))
+
+
+def box_shape(box: Box) -> tuple[int, ...]:
+    return tuple(stop - start for start, stop in box)
+
+
+@functools.lru_cache(maxsize=1024)
+def plan(shape: tuple[int, ...], source: Sharding, target: Sharding) -> tuple[Piece, ...]:
+    """Every piece that must be copied so each process holds its destination boxes."""
+    owners = {
+        box: sorted({d.process_index for d in devices})
+        for box, devices in unique_boxes(source.device_boxes(shape).items()).items()
+    }
+    wanted = unique_boxes(target.device_boxes(shape).items())
+    pieces = []
+    for target_box, devices in wanted.items():
+        for receiver in sorted({d.process_index for d in devices}):
+            for source_box, holders in owners.items():
+                overlap = intersect(source_box, target_box) if shape else ()
+                if overlap is None:
+                    continue
+                sender = receiver if receiver in holders else holders[receiver % len(holders)]
+                pieces.append(Piece(sender, receiver, source_box, target_box, overlap))
+    return tuple(pieces)
+
+
+def reshard(array: Array, target: Sharding) -> Array:
+    """`array` laid out as `target` says; call on every process holding a source or target device."""
+    if target == array.sharding:
+        return array
+    _check_target(array.shape, target)
+    here = device_table.process_index()
+    pieces = plan(array.shape, array.sharding, target)
+    sources = array.local_boxes()
+    filled, shared = _local_targets(target, array.shape, here, array.dtype, pieces, sources)
+    _exchange(pieces, here, sources, filled, shared, array.dtype)
+    return _array_from_boxes(array.shape, array.dtype, target, filled, array.weak_type)
+
+
+def _check_target(shape: tuple[int, ...], target: Sharding) -> None:
+    check = getattr(target, "check_rank", None)
+    if check is not None:
+        check(len(shape))
+
+
+def _local_targets(target: Sharding, shape: tuple[int, ...], here: int, dtype: np.dtype,
+                   pieces: tuple[Piece, ...], sources: dict[Box, np.ndarray]) -> tuple[dict[Box, np.ndarray], set[Box]]:
+    """A buffer for each destination box this process holds, and the boxes that are views of a local source."""
+    boxes: dict[Box, np.ndarray] = {}
+    shared: set[Box] = set()
+    for device, box in target.device_boxes(shape).items():
+        if device.process_index != here or box in boxes:
+            continue
+        mine = [p for p in pieces if p.receiver == here and p.target == box]
+        if len(mine) == 1 and mine[0].sender == here and mine[0].box == box:
+            boxes[box] = sources[mine[0].source][relative(box, mine[0].source)]
+            shared.add(box)
+        else:
+            boxes[box] = np.empty(box_shape(box), dtype)
+    return boxes, shared
+
+
+def _exchange(pieces: tuple[Piece, ...], here: int, sources: dict[Box, np.ndarray],
+              filled: dict[Box, np.ndarray], shared: set[Box], dtype: np.dtype) -> None:
+    """Copy local pieces and move remote ones with nonblocking point-to-point messages."""
+    requests, landing = [], []
+    comm = None
+    for piece in pieces:
+        if piece.receiver == here and piece.sender == here:
+            if piece.target not in shared:
+                source = sources[piece.source][relative(piece.box, piece.source)]
+                filled[piece.target][relative(piece.box, piece.target)] = source
+        elif piece.sender == here:
+            comm = comm or _p2p()
+            data = np.ascontiguousarray(sources[piece.source][relative(piece.box, piece.source)])
+            requests.append(comm.Isend(data, dest=piece.receiver, tag=_TAG))
+            landing.append((data, None, None))
+        elif piece.receiver == here:
+            comm = comm or _p2p()
+            whole = piece.box == piece.target
+            buffer = filled[piece.target] if whole else np.empty(box_shape(piece.box), dtype)
+            requests.append(comm.Irecv(buffer, source=piece.sender, tag=_TAG))
+            landing.append((buffer, None if whole else filled[piece.target], relative(piece.box, piece.target)))
+    if requests:
+        _wait_all(requests)
+    for buffer, destination, region in landing:
+        if destination is not None:
+            destination[region] = buffer
+
+
+_TAG = 7
+
+
+def _p2p() -> Any:
+    from .runtime.distributed import runtime
+
+    rt = runtime()
+    if rt is None or rt.p2p is None:
+        raise RuntimeError("moving data between processes needs meshax.distributed.initialize() first.")
+    return rt.p2p
+
+
+def _wait_all(requests: list[Any]) -> None:
+    from .runtime.mpi import mpi_module
+
+    mpi_module().Request.Waitall(requests)
+
+
+def _array_from_boxes(shape: tuple[int, ...], dtype: np.dtype, sharding: Sharding,
+                      filled: dict[Box, np.ndarray], weak_type: bool) -> Array:
+    here = device_table.process_index()
+    boxes = sharding.device_boxes(shape)
+    buffers = {d: read_only(filled[b]) for d, b in boxes.items() if d.process_index == here}
+    shared = {}
+    for device, buffer in buffers.items():  # replicas share one read-only buffer object
+        buffers[device] = shared.setdefault(boxes[device], buffer)
+    return Array(shape, dtype, sharding, buffers, weak_type)
+
+
+def from_host(value: np.ndarray, sharding: Sharding, weak_type: bool = False) -> Array:
+    """An Array from a host value every process holds whole: each process copies its boxes."""
+    _check_target(value.shape, sharding)
+    here = device_table.process_index()
+    local = {box for device, box in sharding.device_boxes(value.shape).items() if device.process_index == here}
+    filled = {box: np.array(value[tuple(slice(a, b) for a, b in box)], copy=True) for box in local}
+    return _array_from_boxes(value.shape, value.dtype, sharding, filled, weak_type)

@@ -1,0 +1,18 @@
+"""Utilities for programs running on many processes (as jax.experimental.multihost_utils)."""
+from meshax._src.multihost import (
+    assert_equal,
+    broadcast_one_to_all,
+    global_array_to_host_local_array,
+    host_local_array_to_global_array,
+    process_allgather,
+    sync_global_devices,
+)
+
+__all__ = [
+    "assert_equal",
+    "broadcast_one_to_all",
+    "global_array_to_host_local_array",
+    "host_local_array_to_global_array",
+    "process_allgather",
+    "sync_global_devices",
+]
