@@ -62,6 +62,10 @@ class Device:
     def __hash__(self) -> int:
         return hash(("meshax.Device", self.id))
 
+    def __call__(self) -> "Device":
+        """The device itself, so that older code spelling `array.device()` keeps working."""
+        return self
+
     def __lt__(self, other: "Device") -> bool:
         return self.id < other.id
 

@@ -413,7 +413,7 @@ class PyTreeDef:
             head = f"namedtuple[{t.__name__}]"
         else:
             name = kind.name if kind is not None else getattr(t, "__name__", repr(t))
-            head = f"{name}[{self._aux!r}]"
+            head = f"{name}[{self._aux}]"
         return f"CustomNode({head}, [" + ", ".join(kids) + "])"
 
     def __repr__(self) -> str:

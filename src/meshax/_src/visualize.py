@@ -196,27 +196,34 @@ def _grid(shape2: Sequence[int], rank1: bool, intervals, cells, kind: str, *,
     base_width = int(base_height * aspect)
     col_frac_denominator = extent0 if rank1 else extent1
 
-    # Each table column is 2 wide in borders (boxed) or side padding (coloured).
-    overhead_per_col = 2 if use_color else 1
-    overhead = overhead_per_col * n_cols + (0 if use_color else 1)
-    label_limit = max(max_width - (2 if use_color else 2), 1)
-
     labels = {}
     for i in range(n_rows):
         for j in range(n_cols):
             ids = sorted(cells.get((i, j), ()))
-            labels[i, j] = _wrap_ids(kind, ids, label_limit)
+            labels[i, j] = _wrap_ids(kind, ids, max(max_width - 2, 1))
+    label_width = {key: max(len(line) for line in lines) for key, lines in labels.items()}
 
-    # Content width of each column, as JAX sizes it: the cell width less 2.
-    wanted, needed = [], []
+    # Horizontal padding of each cell, sized as JAX sizes it: the cell is
+    # `width` wide, less 2 for borders (or, in colour, plus a margin of 1 a side).
+    margin = 1 if use_color else 0
+    pads = {}
     for j, (lo, hi) in enumerate(cols_iv):
         frac = (hi - lo) / col_frac_denominator
         width = min(max(int(frac * base_width * _HEIGHT_TO_WIDTH), min_width), max_width)
-        label_width = max(len(line) for i in range(n_rows) for line in labels[i, j])
-        needed.append(label_width)
-        wanted.append(max(width - 2, label_width))
-    content = _fit_columns(wanted, needed, max_width - overhead)
-    table_width = sum(content) + overhead
+        for i in range(n_rows):
+            left, extra = divmod(width - label_width[i, j] - 2, 2)
+            pads[i, j] = (max(left + margin, 0), max(left + extra + margin, 0))
+    col_width = [max(label_width[i, j] + sum(pads[i, j]) for i in range(n_rows))
+                 for j in range(n_cols)]
+    borders = 0 if use_color else n_cols + 1
+    if sum(col_width) + borders > max_width:
+        # Too wide: take the room from the padding, not from the labels.
+        need = [max(label_width[i, j] for i in range(n_rows)) for j in range(n_cols)]
+        col_width = _fit_columns(col_width, need, max_width - borders)
+        for (i, j), w in label_width.items():
+            left, extra = divmod(col_width[j] - w, 2)
+            pads[i, j] = (left, left + extra)
+    table_width = sum(col_width) + borders
 
     heights = []
     for lo, hi in rows_iv:
@@ -231,17 +238,14 @@ def _grid(shape2: Sequence[int], rank1: bool, intervals, cells, kind: str, *,
         row = []
         for j in range(n_cols):
             lines = labels[i, j]
-            text_width = max(len(line) for line in lines)
-            left, extra = divmod(content[j] - text_width, 2)
-            right = left + extra
+            left, right = pads[i, j]
             top, extra = divmod(heights[i] - len(lines) - 1, 2)
             bottom = top + extra
-            top, bottom, left, right = (max(p, 0) for p in (top, bottom, left, right))
             style = None
             if use_color:
                 bg = _hex_color(cmap(next(colors)))
                 style = rich.style.Style(bgcolor=bg, color=_text_color_for(bg))
-                top, bottom, left, right = top + 1, bottom + 1, left + 1, right + 1
+            top, bottom = max(top + margin, 0), max(bottom + margin, 0)
             if len(lines) == 1:
                 body = rich.align.Align(lines[0], "center", vertical="middle")
             else:
@@ -302,8 +306,10 @@ def _draw(console, shape: Sequence[int], sharding, *, use_color: bool = True,
     need = max(width for _, _, width in pictures)
     if console.width < need:
         console.width = need
-    for title, table, _ in pictures:
+    for k, (title, table, _) in enumerate(pictures):
         if title is not None:
+            if k:
+                console.print()
             console.print(title, highlight=False, markup=False)
         console.print(table, end="\n\n")
 
