@@ -34,7 +34,7 @@ def child_env(cpu_devices: int | None = None, **extra: str) -> dict[str, str]:
     """The environment of a test process: no inherited meshax/JAX/MPI job variables."""
     env = {
         k: v for k, v in os.environ.items()
-        if not k.startswith(("MESHAX_", "JAX_", "PMI_", "PMIX_", "OMPI_", "SLURM_", "MPI_LOCAL", "HYDRA_"))
+        if not k.startswith(("MESHAX_", "JAX_", "XLA_", "PMI_", "PMIX_", "OMPI_", "SLURM_", "MPI_LOCAL", "HYDRA_"))
     }
     env["PYTHONUNBUFFERED"] = "1"
     if cpu_devices is not None:
