@@ -17,6 +17,8 @@ Conventions, as in JAX:
       bool -> i*
       i*   -> uint8, int8 and the sub-byte integers (int1/2/4, uint1/2/4)
       uint8 -> int16, uint16;  uint16 -> int32, uint32;  uint32 -> int64, uint64
+        (with x64 off, uint32 -> int32 instead of int64: as in JAX, uint32 with
+        a signed type of at most 32 bits promotes to int32 there)
       int8 -> int16 -> int32 -> int64
       uint64, int64 -> f*
       f*   -> float16, bfloat16, the 4/6/8-bit floats, c*
@@ -176,19 +178,21 @@ def _upper_closure(edges: dict[str, list[str]]) -> dict[str, frozenset[str]]:
     return closure
 
 
-_UPPER = _upper_closure(_EDGES)
+_UPPER_X64 = _upper_closure(_EDGES)
+_UPPER_X32 = _upper_closure({**_EDGES, "uint32": ["int32", "uint64"]})
 
 
-def _node_dtype_name(node: str) -> str:
-    return _WEAK_NODE_DTYPE[node].name if node in _WEAK_NODE_DTYPE else node
+def _least_upper_bound(nodes: frozenset[str]) -> str:
+    """The least node above every node in `nodes`; TypePromotionError if there is none."""
+    return _least_upper_bound_in(nodes, x64_enabled())
 
 
 @functools.lru_cache(maxsize=4096)
-def _least_upper_bound(nodes: frozenset[str]) -> str:
-    """The least node above every node in `nodes`; TypePromotionError if there is none."""
-    common = frozenset.intersection(*(_UPPER[n] for n in nodes))
+def _least_upper_bound_in(nodes: frozenset[str], x64: bool) -> str:
+    upper = _UPPER_X64 if x64 else _UPPER_X32
+    common = frozenset.intersection(*(upper[n] for n in nodes))
     for candidate in common:
-        if _UPPER[candidate] == common:
+        if upper[candidate] == common:
             return candidate
     names = ", ".join(repr(_node_describe(n)) for n in sorted(nodes, key=_node_sort_key))
     message = f"Input dtypes ({names}) have no implicit type promotion path."
@@ -369,7 +373,8 @@ def promote_types(a: Any, b: Any) -> np.dtype:
     `a` and `b` are dtype specifiers.  As in JAX the Python types ``int``, ``float``
     and ``complex`` are weak (``promote_types(int, np.int8)`` is int8) and the
     result is *not* canonicalized by the x64 flag (``promote_types(int, float)``
-    is float64 either way); apply :func:`canonicalize_dtype` to get the dtype an
+    is float64 either way; the flag only changes uint32 with int8/16/32, which
+    gives int32 with x64 off and int64 with it on); apply :func:`canonicalize_dtype` to get the dtype an
     array would actually have, or use :func:`result_type`.
     """
     node = _least_upper_bound(frozenset((_promotion_node(a), _promotion_node(b))))

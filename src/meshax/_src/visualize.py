@@ -131,13 +131,13 @@ def _wrap_ids(kind: str, ids: list[int], limit: int) -> list[str]:
     if len(label) <= limit:
         return [label]
     lines: list[str] = []
-    line = f"{kind} "
+    line, fresh = f"{kind} ", True
     for k, i in enumerate(ids):
         token = str(i) + ("," if k < len(ids) - 1 else "")
-        if len(line) + len(token) > limit and line.strip() and line != f"{kind} ":
+        if len(line) + len(token) > limit and not fresh:
             lines.append(line)
             line = ""
-        line += token
+        line, fresh = line + token, False
     lines.append(line)
     return lines
 

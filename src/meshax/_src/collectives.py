@@ -1,0 +1,92 @@
+"""Reductions across groups of devices, hierarchically: local devices first, then one MPI call per process set.
+
+A group is the set of mesh devices that differ only in the reduced mesh axes. Within
+a process, a group's members are combined in mesh order by a pairwise tree; groups
+whose members live on several processes are then reduced with MPI, all groups with
+the same set of processes in one Allreduce of their concatenated parts.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import devices as device_table
+from .devices import Device
+from .mesh import Mesh
+
+NUMPY_COMBINE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "sum": np.add,
+    "prod": np.multiply,
+    "max": np.maximum,
+    "min": np.minimum,
+    "or": np.logical_or,
+    "and": np.logical_and,
+}
+_MPI_OP = {"sum": "sum", "prod": "prod", "max": "max", "min": "min", "or": "max", "and": "min"}
+
+
+def device_groups(mesh: Mesh, axes: Sequence[str]) -> dict[tuple[int, ...], list[Device]]:
+    """Mesh devices grouped by their coordinates on the axes NOT in `axes`, members in mesh order."""
+    keep = [i for i, name in enumerate(mesh.axis_names) if name not in axes]
+    groups: dict[tuple[int, ...], list[Device]] = {}
+    for device in mesh.flat_devices:
+        position = mesh.coordinates(device)
+        groups.setdefault(tuple(position[i] for i in keep), []).append(device)
+    return groups
+
+
+def tree_combine(values: list[np.ndarray], combine: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+    """Combine `values` pairwise, neighbours first: ((v0+v1)+(v2+v3))+..."""
+    while len(values) > 1:
+        paired = [combine(values[i], values[i + 1]) for i in range(0, len(values) - 1, 2)]
+        if len(values) % 2:
+            paired.append(values[-1])
+        values = paired
+    return values[0]
+
+
+def allreduce_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.ndarray], op: str) -> dict[Device, np.ndarray]:
+    """Every local device gets the `op`-reduction of `values` over its group along `axes`."""
+    if not axes:
+        return values
+    combine = NUMPY_COMBINE[op]
+    here = device_table.process_index()
+    groups = device_groups(mesh, axes)
+    partial: dict[tuple[int, ...], np.ndarray] = {}
+    by_process_set: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+    for key, members in groups.items():
+        local = [values[d] for d in members if d.process_index == here]
+        if not local:
+            continue
+        partial[key] = tree_combine(local, combine) if len(local) > 1 else local[0]
+        processes = tuple(sorted({d.process_index for d in members}))
+        if len(processes) > 1:
+            by_process_set.setdefault(processes, []).append(key)
+    for processes, keys in sorted(by_process_set.items()):
+        _reduce_across(processes, keys, partial, op)
+    result: dict[Device, np.ndarray] = {}
+    for key, members in groups.items():
+        for device in members:
+            if device.process_index == here:
+                result[device] = partial[key]
+    return result
+
+
+def _reduce_across(processes: tuple[int, ...], keys: list[tuple[int, ...]], partial: dict, op: str) -> None:
+    """One Allreduce among `processes` for all their groups' parts (concatenated)."""
+    from .runtime.distributed import runtime
+
+    group = runtime().process_group(processes)
+    parts = [np.asarray(partial[k]) for k in keys]
+    dtype = parts[0].dtype
+    as_bytes = dtype == np.bool_
+    flat = np.concatenate([p.astype(np.uint8) if as_bytes else p for p in parts], axis=None) if len(parts) > 1 \
+        else np.ascontiguousarray(parts[0].astype(np.uint8) if as_bytes else parts[0]).reshape(-1)
+    reduced = group.allreduce(flat, op=_MPI_OP[op])
+    offset = 0
+    for key, part in zip(keys, parts):
+        chunk = reduced[offset:offset + part.size].reshape(part.shape)
+        partial[key] = chunk.astype(np.bool_) if as_bytes else chunk
+        offset += part.size
+
