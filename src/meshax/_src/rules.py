@@ -1,0 +1,221 @@
+"""Sharding rules: for each primitive, where its inputs must be and where its outputs land.
+
+A spec here is a tuple with one entry per array dimension, each a tuple of mesh axis
+names (empty: not split). A rule gets the specs the inputs have now and returns a
+Layout: the specs the inputs must have for a purely local computation, the outputs'
+specs, and the mesh axes over which the local results must then be reduced.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .core import ShapedArray
+
+Spec = tuple[tuple[str, ...], ...]
+
+
+@dataclass
+class Layout:
+    in_specs: list[Spec]
+    out_specs: list[Spec]
+    reduce_axes: tuple[str, ...] = ()
+    reduce_op: str = "sum"
+
+
+def replicated(ndim: int) -> Spec:
+    return ((),) * ndim
+
+
+def used_axes(spec: Spec) -> set[str]:
+    return {name for entry in spec for name in entry}
+
+
+def unshard_dims(spec: Spec, dims: Sequence[int]) -> Spec:
+    drop = set(d % max(len(spec), 1) for d in dims) if spec else set()
+    return tuple(() if i in drop else entry for i, entry in enumerate(spec))
+
+
+# ---- elementwise --------------------------------------------------------------------------------
+
+def elementwise(specs: Sequence[Spec], avals: Sequence[ShapedArray], **_: Any) -> Layout:
+    """Broadcasting n-ary op: take each output dimension's split from the largest operand that has it."""
+    ndim = max((a.ndim for a in avals), default=0)
+    out_shape = broadcast_shapes(*[a.shape for a in avals])
+    order = sorted(range(len(avals)), key=lambda i: -avals[i].size)
+    out: list[tuple[str, ...]] = [()] * ndim
+    taken: set[str] = set()
+    for dim in range(ndim):
+        for i in order:
+            offset = ndim - avals[i].ndim
+            if dim < offset or avals[i].shape[dim - offset] != out_shape[dim] or out_shape[dim] == 1:
+                continue
+            entry = specs[i][dim - offset]
+            if entry and not (set(entry) & taken):
+                out[dim] = entry
+                taken |= set(entry)
+            break
+    out_spec = tuple(out)
+    in_specs = []
+    for aval in avals:
+        offset = ndim - aval.ndim
+        in_specs.append(tuple(
+            out_spec[offset + d] if aval.shape[d] == out_shape[offset + d] and out_shape[offset + d] != 1 else ()
+            for d in range(aval.ndim)
+        ))
+    return Layout(in_specs, [out_spec])
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    ndim = max((len(s) for s in shapes), default=0)
+    result = []
+    for dim in range(ndim):
+        sizes = {s[dim - (ndim - len(s))] for s in shapes if dim >= ndim - len(s)}
+        sizes.discard(1)
+        if len(sizes) > 1:
+            raise ValueError(f"shapes {[tuple(s) for s in shapes]} cannot be broadcast together (dimension {dim}).")
+        result.append(sizes.pop() if sizes else 1)
+    return tuple(result)
+
+
+# ---- reductions -----------------------------------------------------------------------------------
+
+def reduction(op: str):
+    """Reduce over `axes`: reduce each shard locally, then across the mesh axes that split reduced dims."""
+
+    def rule(specs: Sequence[Spec], avals: Sequence[ShapedArray], *, axes: tuple[int, ...],
+             keepdims: bool = False, **_: Any) -> Layout:
+        spec = specs[0]
+        reduce_axes = tuple(name for d in axes for name in spec[d])
+        if keepdims:
+            out = tuple(() if d in axes else entry for d, entry in enumerate(spec))
+        else:
+            out = tuple(entry for d, entry in enumerate(spec) if d not in axes)
+        return Layout([spec] + [replicated(a.ndim) for a in avals[1:]], [out], reduce_axes, op)
+
+    return rule
+
+
+def along_axes(axes_param: str = "axes", keep_rank: bool = True):
+    """Ops that need whole dimensions `axes` on every device (cumsum, sort, flip, slicing...)."""
+
+    def rule(specs: Sequence[Spec], avals: Sequence[ShapedArray], **params: Any) -> Layout:
+        axes = params[axes_param]
+        axes = (axes,) if isinstance(axes, int) else tuple(axes)
+        spec = unshard_dims(specs[0], [a % max(avals[0].ndim, 1) for a in axes]) if avals[0].ndim else ()
+        others = [replicated(a.ndim) for a in avals[1:]]
+        return Layout([spec] + others, [spec])
+
+    return rule
+
+
+def dropping_axes(specs: Sequence[Spec], avals: Sequence[ShapedArray], *, axes: tuple[int, ...], **_: Any) -> Layout:
+    """Arg-reductions (argmax...): the reduced dimensions must be whole; they disappear from the output."""
+    spec = unshard_dims(specs[0], axes)
+    return Layout([spec], [tuple(e for d, e in enumerate(spec) if d not in axes)])
+
+
+def replicate_all(specs: Sequence[Spec], avals: Sequence[ShapedArray], out_ndims: Sequence[int] = (), **_: Any) -> Layout:
+    """The safe fallback: every input whole on every device, outputs replicated."""
+    return Layout([replicated(a.ndim) for a in avals], [replicated(n) for n in out_ndims])
+
+
+# ---- shape ops ----------------------------------------------------------------------------------------
+
+def transpose(specs: Sequence[Spec], avals: Sequence[ShapedArray], *, permutation: tuple[int, ...], **_: Any) -> Layout:
+    return Layout([specs[0]], [tuple(specs[0][p] for p in permutation)])
+
+
+def broadcast_in_dim(specs: Sequence[Spec], avals: Sequence[ShapedArray], *, shape: tuple[int, ...],
+                     broadcast_dimensions: tuple[int, ...], **_: Any) -> Layout:
+    aval = avals[0]
+    spec = tuple(entry if aval.shape[i] == shape[broadcast_dimensions[i]] else ()
+                 for i, entry in enumerate(specs[0]))
+    out = [()] * len(shape)
+    for i, dim in enumerate(broadcast_dimensions):
+        out[dim] = spec[i]
+    return Layout([spec], [tuple(out)])
+
+
+def reshape(specs: Sequence[Spec], avals: Sequence[ShapedArray], *, new_sizes: tuple[int, ...],
+            mesh_shape: dict[str, int], **_: Any) -> Layout:
+    """Keep a split when its dimension leads a group of merged/split dimensions and stays divisible."""
+    old = avals[0].shape
+    spec = specs[0]
+    groups = _reshape_groups(old, new_sizes)
+    keep = list(replicated(len(old)))
+    out = [()] * len(new_sizes)
+    for old_dims, new_dims in groups:
+        if not old_dims or not new_dims:
+            continue
+        first_old, first_new = old_dims[0], new_dims[0]
+        entry = spec[first_old]
+        if entry and all(not spec[d] for d in old_dims[1:]):
+            parts = 1
+            for name in entry:
+                parts *= mesh_shape[name]
+            if new_sizes[first_new] % parts == 0 and old[first_old] % parts == 0:
+                keep[first_old] = entry
+                out[first_new] = entry
+    return Layout([tuple(keep)], [tuple(out)])
+
+
+def _reshape_groups(old: Sequence[int], new: Sequence[int]) -> list[tuple[list[int], list[int]]]:
+    """Pair runs of old and new dimensions whose sizes have equal products."""
+    groups, i, j = [], 0, 0
+    while i < len(old) or j < len(new):
+        old_dims, new_dims = [], []
+        a = b = 1
+        while True:
+            if a == b and old_dims and new_dims:
+                break
+            if (a <= b and i < len(old)) or j >= len(new):
+                if i >= len(old):
+                    break
+                a *= old[i]
+                old_dims.append(i)
+                i += 1
+            else:
+                b *= new[j]
+                new_dims.append(j)
+                j += 1
+        while i < len(old) and old[i] == 1 and a == b:
+            old_dims.append(i)
+            i += 1
+        groups.append((old_dims, new_dims))
+    return groups
+
+
+# ---- contractions -------------------------------------------------------------------------------------------
+
+def dot_general(specs: Sequence[Spec], avals: Sequence[ShapedArray], *,
+                dimension_numbers: tuple[tuple[tuple[int, ...], tuple[int, ...]], tuple[tuple[int, ...], tuple[int, ...]]],
+                **_: Any) -> Layout:
+    """Batch dims follow lhs; contracted dims split alike on both sides are summed over afterwards."""
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+    lhs, rhs = list(specs[0]), list(specs[1])
+    taken: set[str] = set()
+    for lb, rb in zip(lhs_batch, rhs_batch):
+        rhs[rb] = lhs[lb]
+        taken |= set(lhs[lb])
+    reduce_axes: list[str] = []
+    for lc, rc in zip(lhs_contract, rhs_contract):
+        entry = lhs[lc] or rhs[rc]
+        if entry and not (set(entry) & taken):
+            lhs[lc] = rhs[rc] = entry
+            taken |= set(entry)
+            reduce_axes.extend(entry)
+        else:
+            lhs[lc] = rhs[rc] = ()
+    lhs_free = [d for d in range(len(lhs)) if d not in lhs_contract and d not in lhs_batch]
+    rhs_free = [d for d in range(len(rhs)) if d not in rhs_contract and d not in rhs_batch]
+    for d in lhs_free:
+        if set(lhs[d]) & taken:
+            lhs[d] = ()
+        taken |= set(lhs[d])
+    for d in rhs_free:
+        if set(rhs[d]) & taken:
+            rhs[d] = ()
+        taken |= set(rhs[d])
+    out = tuple([lhs[d] for d in lhs_batch] + [lhs[d] for d in lhs_free] + [rhs[d] for d in rhs_free])
+    return Layout([tuple(lhs), tuple(rhs)], [out], tuple(reduce_axes), "sum")
