@@ -10,6 +10,7 @@ mpiexec may interleave.
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 import platform
@@ -56,13 +57,21 @@ def _version(module: str) -> str:
         return "not installed"
 
 
+@functools.lru_cache(maxsize=None)
 def machine_info() -> str:
-    """One Markdown line: CPU, cores and the versions that matter for these numbers."""
+    """One Markdown line: CPU, cores, versions, load; computed once (call it before measuring)."""
     return (
         f"Machine: {cpu_model()}, {os.cpu_count()} cores; Python {platform.python_version()}, "
         f"numpy {_version('numpy')}, mpich {_version('mpich')}, mpi4py {_version('mpi4py')}, "
-        f"jax {_version('jax')}; Linux {platform.release()}"
+        f"jax {_version('jax')}; Linux {platform.release()}; load average at start {_load_average()}"
     )
+
+
+def _load_average() -> str:
+    try:
+        return "{:.2f}".format(os.getloadavg()[0])
+    except OSError:
+        return "unknown"
 
 
 # --------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Allreduce: meshax ProcessGroup.allreduce vs plain mpi4py, 4 processes, float32 sums.
 
-    python benchmarks/bench_allreduce.py [--processes 4] [--budget 250] [--quick]
+    python benchmarks/bench_allreduce.py [--processes 4] [--budget 250] [--quick] [--output allreduce]
 
-Runs workers/allreduce_worker.py as four jobs, one after the other:
+Runs workers/allreduce_worker.py in four configurations, one job per configuration
+and size, one job after the other:
 
 1. meshax as shipped: N independent processes with an explicit coordinator address
    (`python worker.py ... localhost:PORT i N`), interleaving meshax's
@@ -16,8 +17,9 @@ Runs workers/allreduce_worker.py as four jobs, one after the other:
 
 For 4 KB, 4 MB and 64 MB every call follows a barrier; a call's time is the max
 over processes; reported are medians over the repetitions (each size is capped in
-seconds, so slow configurations get fewer repetitions) and whether every result
-was exact.
+seconds, so slow configurations get fewer repetitions, and a job that overruns
+its cap by JOB_SLACK seconds is killed, keeping what it measured) and whether
+every result was exact.
 """
 from __future__ import annotations
 
@@ -34,9 +36,9 @@ from _common import (WORKERS_DIR, exit_cleanly_on_signals, free_port, machine_in
 
 KB, MB = 1 << 10, 1 << 20
 # [bytes, warmup rounds, timed repetitions, seconds cap for this size]
-PLAN = [[4 * KB, 20, 1000, 6], [4 * MB, 1, 60, 20], [64 * MB, 1, 12, 12]]
+PLAN = [[4 * KB, 20, 1000, 5], [4 * MB, 1, 60, 15], [64 * MB, 1, 12, 12]]
 QUICK_PLAN = [[4 * KB, 2, 20, 2], [4 * MB, 1, 3, 3], [64 * MB, 1, 2, 3]]
-JOB_SLACK = 60.0  # Seconds per job beyond the plan's caps: start-up, the last round, shutdown.
+JOB_SLACK = 15.0  # Seconds a job may take beyond its size's cap (start-up, last round, shutdown).
 VARIANTS = ("meshax", "meshax(out)", "mpi4py")
 
 
@@ -63,40 +65,60 @@ CONFIGS = [
 # --------------------------------------------------------------------------
 
 
-def commands(config: Config, n: int, plan: list[list[int]], budget: float) -> list[list[str]]:
+def commands(config: Config, n: int, size: list[int], budget: float) -> list[list[str]]:
     """The command lines of one job (N processes, or one mpiexec)."""
     worker = [python(), str(WORKERS_DIR / "allreduce_worker.py"), "--mode", config.mode,
-              "--plan", json.dumps(plan), "--budget", f"{budget:.0f}"]
+              "--size", json.dumps(size), "--budget", f"{budget:.0f}"]
     if config.mpiexec:
         return [[venv_tool("mpiexec"), "-n", str(n), *worker]]
     address = f"localhost:{free_port()}"
     return [[*worker, "--address", address, "--process-id", str(i), "--processes", str(n)] for i in range(n)]
 
 
-def run_config(config: Config, n: int, plan: list[list[int]], timeout: float) -> dict[str, Any] | None:
-    """Run one job; its record, or None (with a message) if it failed."""
-    env = dict(os.environ, **config.env)
-    job = run_job(commands(config, n, plan, timeout - 2), timeout=timeout, env=env)
-    if not job.ok or not job.records:
-        print(f"[{config.label}] failed: {job.failure()}", file=sys.stderr)
+def combine(records: list[dict[str, Any]], n: int) -> dict[str, Any] | None:
+    """One measurement from the per-process records: per repetition the max over processes."""
+    if len(records) != n:
         return None
-    print(f"[{config.label}] done in {job.exit_time - job.spawn_time:.1f} s", file=sys.stderr)
-    return job.records[0]
+    names = list(records[0]["times"])
+
+    def slowest(key: str, name: str) -> list[float]:
+        return [max(values) for values in zip(*(r[key][name] for r in records))]
+
+    return dict(
+        records[0],
+        times={name: slowest("times", name) for name in names},
+        warmup_times={name: slowest("warmup_times", name) for name in names},
+        correct={name: all(r["correct"][name] for r in records) for name in names},
+        complete=all(r["complete"] for r in records),
+    )
 
 
-def run_all(n: int, plan: list[list[int]], budget: float) -> dict[str, dict[str, Any] | None]:
-    """Run every configuration within `budget` seconds overall."""
-    per_job = sum(size[3] for size in plan) + JOB_SLACK
+def run_cell(config: Config, n: int, size: list[int], timeout: float) -> dict[str, Any] | None:
+    """Run one job for one size; its combined measurement (possibly partial), or None."""
+    env = dict(os.environ, **config.env)
+    job = run_job(commands(config, n, size, timeout + 5), timeout=timeout, env=env)
+    result = combine(job.records, n)
+    status = f"done in {job.exit_time - job.spawn_time:.1f} s" if job.ok else f"FAILED ({job.failure()})"
+    print(f"[{config.label}] {_size(size[0])}: {status}", file=sys.stderr)
+    if result is not None and not job.ok:
+        result["complete"] = False
+    return result
+
+
+def run_all(n: int, plan: list[list[int]], budget: float) -> dict[str, list[dict[str, Any] | None]]:
+    """Run every (configuration, size) as its own job, within `budget` seconds overall."""
     deadline = time.monotonic() + budget
-    records: dict[str, dict[str, Any] | None] = {}
+    cells: dict[str, list[dict[str, Any] | None]] = {}
     for config in CONFIGS:
-        remaining = deadline - time.monotonic()
-        if remaining < 10:
-            print(f"[{config.label}] skipped: time budget used up", file=sys.stderr)
-            records[config.label] = None
-            continue
-        records[config.label] = run_config(config, n, plan, min(per_job, remaining))
-    return records
+        cells[config.label] = []
+        for size in plan:
+            remaining = deadline - time.monotonic()
+            if remaining < 5:
+                print(f"[{config.label}] {_size(size[0])}: skipped, time budget used up", file=sys.stderr)
+                cells[config.label].append(None)
+                continue
+            cells[config.label].append(run_cell(config, n, size, min(size[3] + JOB_SLACK, remaining)))
+    return cells
 
 
 # --------------------------------------------------------------------------
@@ -114,59 +136,80 @@ def _time(seconds: float) -> str:
     return f"{seconds * 1e6:.0f} µs" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"
 
 
-def _cell(values: list[float]) -> str:
-    """Median (bold) with the interquartile range."""
-    if not values:
+Cell = dict[str, Any]  # One job's combined measurement (see combine()).
+
+
+def _median_of(cell: Cell | None, name: str) -> float:
+    """The median timed repetition of `name`, else its warmup time (jobs killed early), else NaN."""
+    if cell is None:
+        return float("nan")
+    values = cell["times"][name] or cell["warmup_times"][name]
+    return median(values)
+
+
+def _cell(cell: Cell | None, name: str) -> str:
+    """Median (bold) and interquartile range; † marks a job stopped at its time limit."""
+    if cell is None:
         return "n/a"
-    return f"**{_time(median(values))}** ({_time(quantile(values, 0.25))}–{_time(quantile(values, 0.75))})"
+    mark = "" if cell["complete"] else " †"
+    values = cell["times"][name]
+    if not values:
+        warmup = cell["warmup_times"][name]
+        return f"≈{_time(median(warmup))} (warmup call only){mark}" if warmup else f"none{mark}"
+    spread = f"{_time(quantile(values, 0.25))}–{_time(quantile(values, 0.75))}"
+    return f"**{_time(median(values))}** ({spread}){mark}"
 
 
-def _exact(result: dict[str, Any]) -> str:
-    wrong = [name for name, ok in result["correct"].items() if not ok]
+def _ratio(numerator: float, denominator: float) -> str:
+    ratio = numerator / denominator if denominator > 0 else float("nan")
+    return "n/a" if ratio != ratio else (f"{ratio:.2f}" if ratio < 10 else f"{ratio:,.0f}")
+
+
+def _exact(cell: Cell | None) -> str:
+    if cell is None:
+        return "n/a"
+    wrong = [name for name, ok in cell["correct"].items() if not ok]
     return "yes" if not wrong else "NO: " + ", ".join(wrong)
 
 
-def same_world_table(records: dict[str, dict[str, Any] | None]) -> str:
+def _level(cells: list[Cell | None]) -> str:
+    levels = {cell["thread_level"].removeprefix("MPI_THREAD_") for cell in cells if cell is not None}
+    return "/".join(sorted(levels)) or "?"
+
+
+def same_world_table(cells: dict[str, list[Cell | None]], plan: list[list[int]]) -> str:
     """meshax vs mpi4py in the same processes, for the meshax jobs."""
     headers = ["job", "thread level", "size", "reps", "meshax `allreduce(x)`", "meshax `allreduce(x, out=buf)`",
-               "mpi4py `Allreduce(x, buf)` on the same world", "meshax / mpi4py", "meshax(out) / mpi4py", "exact"]
+               "mpi4py `Allreduce(x, buf)`, same world", "meshax / mpi4py", "meshax(out) / mpi4py", "exact"]
     rows = []
-    for label, record in records.items():
-        if record is None or record["mode"] == "mpi4py":
+    for config in CONFIGS:
+        if config.mpiexec:
             continue
-        for result in record["results"]:
-            times = result["times"]
-            base = median(times["mpi4py"])
-            rows.append([label, record["thread_level"].removeprefix("MPI_THREAD_"), _size(result["bytes"]),
-                         str(len(times["mpi4py"])), *(_cell(times[name]) for name in VARIANTS),
-                         f"{median(times['meshax']) / base:.2f}", f"{median(times['meshax(out)']) / base:.2f}",
-                         _exact(result)])
+        for size, cell in zip(plan, cells[config.label]):
+            base = _median_of(cell, "mpi4py")
+            reps = str(len(cell["times"]["mpi4py"])) if cell else "0"
+            rows.append([config.label, _level(cells[config.label]), _size(size[0]), reps,
+                         *(_cell(cell, name) for name in VARIANTS),
+                         _ratio(_median_of(cell, "meshax"), base), _ratio(_median_of(cell, "meshax(out)"), base),
+                         _exact(cell)])
     return markdown_table(headers, rows)
 
 
-def across_worlds_table(records: dict[str, dict[str, Any] | None]) -> str:
-    """mpi4py's Allreduce in each job's world, and meshax's allreduce relative to plain mpiexec + mpi4py."""
-    present = {label: record for label, record in records.items() if record is not None}
-    reference = present.get(CONFIGS[2].label)
-    headers = ["size"] + [f"{label} [{record['thread_level'].removeprefix('MPI_THREAD_')}]"
-                          for label, record in present.items()] + ["meshax as shipped / plain mpi4py (default)"]
-    sizes = [result["bytes"] for result in next(iter(present.values()))["results"]] if present else []
+def across_worlds_table(cells: dict[str, list[Cell | None]], plan: list[list[int]]) -> str:
+    """mpi4py's Allreduce in each job's world; meshax's allreduce vs a plain mpiexec + mpi4py job."""
+    shipped, reference = cells[CONFIGS[0].label], cells[CONFIGS[2].label]
+    headers = (["size"] + [f"{c.label} [{_level(cells[c.label])}]" for c in CONFIGS]
+               + ["meshax as shipped `allreduce(x)` / plain mpiexec + mpi4py (default)"])
     rows = []
-    for index, nbytes in enumerate(sizes):
-        row = [_size(nbytes)] + [_cell(record["results"][index]["times"]["mpi4py"]) for record in present.values()]
-        shipped = present.get(CONFIGS[0].label)
-        if shipped is not None and reference is not None:
-            ratio = median(shipped["results"][index]["times"]["meshax"]) / median(
-                reference["results"][index]["times"]["mpi4py"])
-            row.append(f"{ratio:.1f}×")
-        else:
-            row.append("n/a")
+    for index, size in enumerate(plan):
+        row = [_size(size[0])] + [_cell(cells[c.label][index], "mpi4py") for c in CONFIGS]
+        row.append(_ratio(_median_of(shipped[index], "meshax"), _median_of(reference[index], "mpi4py")))
         rows.append(row)
     return markdown_table(headers, rows)
 
 
-def report(records: dict[str, dict[str, Any] | None], n: int) -> str:
-    failed = [label for label, record in records.items() if record is None]
+def report(cells: dict[str, list[Cell | None]], plan: list[list[int]], n: int) -> str:
+    caps = ", ".join(f"{_size(size[0])}: {size[2]} reps / {size[3]} s" for size in plan)
     return "\n".join([
         f"## Allreduce (sum, float32) over {n} processes: meshax vs mpi4py",
         "",
@@ -174,17 +217,18 @@ def report(records: dict[str, dict[str, Any] | None], n: int) -> str:
         "",
         "### meshax ProcessGroup.allreduce vs mpi4py in the same processes (same communicator, interleaved)",
         "",
-        same_world_table(records),
+        same_world_table(cells, plan),
         "",
-        "### mpi4py `Allreduce` in each job's MPI world (and meshax vs a plain mpiexec + mpi4py job)",
+        "### mpi4py `Allreduce` in each job's MPI world, and meshax vs a plain mpiexec + mpi4py job",
         "",
-        across_worlds_table(records),
+        across_worlds_table(cells, plan),
         "",
         "Time per call: median over repetitions (interquartile range in parentheses); a repetition's time is "
-        "the max over processes; every call follows a barrier; variants interleaved in rotating order. Each size "
-        "has a time cap, so slow configurations have fewer repetitions (column 'reps'). 'what-if THREAD_MULTIPLE' "
-        "patches meshax's MPI_Init_thread request inside the benchmark worker only."
-        + (f" Failed or skipped: {', '.join(failed)}." if failed else ""),
+        "the max over processes; every call follows a barrier; variants interleaved in rotating order. Every "
+        "(job, size) is its own job, limited to a number of repetitions or a time cap, whichever comes first "
+        f"({caps}; at least 2 repetitions), so slow configurations have fewer repetitions. † = the job was "
+        "killed at its time limit (cap + 15 s) and only what it measured until then is shown. "
+        "'what-if THREAD_MULTIPLE' patches meshax's MPI_Init_thread request inside the benchmark worker only.",
     ])
 
 
@@ -193,15 +237,18 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--budget", type=float, default=250.0, help="seconds for all jobs together")
     parser.add_argument("--quick", action="store_true", help="few repetitions (smoke test)")
+    parser.add_argument("--output", default="allreduce", help="results/<OUTPUT>.md (default: allreduce)")
     args = parser.parse_args()
     exit_cleanly_on_signals()
-    records = run_all(args.processes, QUICK_PLAN if args.quick else PLAN, args.budget)
-    text = report(records, args.processes)
+    machine_info()  # Taken now, so that its load average is from before the benchmark.
+    plan = QUICK_PLAN if args.quick else PLAN
+    cells = run_all(args.processes, plan, args.budget)
+    text = report(cells, plan, args.processes)
     print(text)
-    print(f"\nwritten to {write_results('allreduce', text)}", file=sys.stderr)
-    complete = all(record is not None for record in records.values())
-    exact = all(all(r["correct"].values()) for record in records.values() if record for r in record["results"])
-    return 0 if complete and exact else 1
+    print(f"\nwritten to {write_results(args.output, text)}", file=sys.stderr)
+    measured = [cell for row in cells.values() for cell in row if cell is not None]
+    exact = all(all(cell["correct"].values()) for cell in measured)
+    return 0 if exact and len(measured) == len(CONFIGS) * len(plan) else 1
 
 
 if __name__ == "__main__":

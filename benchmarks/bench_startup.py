@@ -163,6 +163,7 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=180.0, help="seconds for all jobs together")
     args = parser.parse_args()
     exit_cleanly_on_signals()
+    machine_info()  # Taken now, so that its load average is from before the benchmark.
     samples = measure(variants(), args.processes, args.repeats, args.budget)
     text = report(samples, args.processes, args.repeats)
     print(text)

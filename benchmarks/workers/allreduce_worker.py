@@ -1,7 +1,7 @@
 """Allreduce worker for bench_allreduce.py.
 
-    python allreduce_worker.py --mode meshax --address HOST:PORT --process-id I --processes N --plan JSON --budget S
-    mpiexec -n N python allreduce_worker.py --mode mpi4py --plan JSON --budget S
+    python allreduce_worker.py --mode meshax --address HOST:PORT --process-id I --processes N --size JSON --budget S
+    mpiexec -n N python allreduce_worker.py --mode mpi4py --size JSON --budget S
 
 Modes:
 
@@ -15,13 +15,14 @@ Modes:
 * mpi4py: plain mpi4py under mpiexec (`from mpi4py import MPI` initialises MPI;
   MPI4PY_RC_THREAD_LEVEL selects the thread level), world.Allreduce only.
 
-PLAN_JSON is a list of [bytes, warmup_rounds, repetitions, seconds_cap]. A round
-calls every variant once, in rotating order, each call after a barrier and timed
-on every process. Process 0 decides each round (warmup, timed or stop, when the
-repetitions are done or the size's time cap is spent) and broadcasts it. Process 0
-writes the per-repetition max over processes to $BENCH_RECORD_DIR/0.json. Results
-are checked against the exact sums (small integers: exact in float32). The process
-exits with status 3 if it runs longer than --budget seconds.
+--size is [bytes, warmup_rounds, repetitions, seconds_cap]. A round calls every
+variant once, in rotating order, each call after a barrier and timed on every
+process. Process 0 decides each round (warmup, timed, or stop once the repetitions
+are done or the time cap is spent) and broadcasts it. Every process checks every
+result against the exact sums (small integers: exact in float32) and keeps its
+times in $BENCH_RECORD_DIR/<rank>.json, rewritten as it goes, so a job killed for
+overrunning still leaves its measurements. The process exits with status 3 if it
+runs longer than --budget seconds.
 """
 from __future__ import annotations
 
@@ -149,14 +150,40 @@ def next_phase(world: Any, started: float, rounds: int, warmup: int, repetitions
     return world.bcast(phase, root=0)
 
 
-def time_size(world: Any, group: Any | None, nbytes: int, warmup: int, repetitions: int,
-              cap: float) -> dict[str, Any]:
-    """Rounds of every call (rotating order) until done or `cap` s spent; check the results."""
+class RecordWriter:
+    """This process's measurements, rewritten atomically to $BENCH_RECORD_DIR/<rank>.json now and then.
+
+    Partial records survive the benchmark killing a job that overran its time limit.
+    """
+
+    def __init__(self, header: dict[str, Any], names: list[str]) -> None:
+        self.record = dict(header, warmup_times={n: [] for n in names}, times={n: [] for n in names},
+                           correct={n: True for n in names}, complete=False)
+        self.path = os.path.join(os.environ["BENCH_RECORD_DIR"], f"{header['rank']}.json")
+        self.written = 0.0
+
+    def add(self, name: str, seconds: float, timed: bool, correct: bool) -> None:
+        self.record["times" if timed else "warmup_times"][name].append(seconds)
+        self.record["correct"][name] &= correct
+
+    def write(self, complete: bool = False, every: float = 0.5) -> None:
+        """Write the record (at most every `every` s unless `complete`)."""
+        if not complete and time.monotonic() - self.written < every:
+            return
+        self.record["complete"] = complete
+        with open(self.path + ".tmp", "w") as file:
+            json.dump(self.record, file)
+        os.replace(self.path + ".tmp", self.path)
+        self.written = time.monotonic()
+
+
+def time_size(world: Any, group: Any | None, nbytes: int, warmup: int, repetitions: int, cap: float,
+              header: dict[str, Any]) -> None:
+    """Rounds of every call (rotating order) until done or `cap` s spent; every result is checked."""
     send, expected = make_data(nbytes // 4, world.Get_rank(), world.Get_size())
     calls = make_calls(send, world, group)
     names = list(calls)
-    correct = {name: True for name in names}
-    times: dict[str, list[float]] = {name: [] for name in names}
+    writer = RecordWriter(dict(header, bytes=nbytes), names)
     started, rounds = time.monotonic(), 0
     while (phase := next_phase(world, started, rounds, warmup, repetitions, cap)) != STOP:
         shift = rounds % len(names)
@@ -165,45 +192,20 @@ def time_size(world: Any, group: Any | None, nbytes: int, warmup: int, repetitio
             start = time.perf_counter()
             result = calls[name]()
             elapsed = time.perf_counter() - start
-            if phase == TIMED:
-                times[name].append(elapsed)
-            if phase == WARMUP or len(times[name]) == 1:
-                correct[name] &= check(name, result, expected)
+            writer.add(name, elapsed, phase == TIMED, check(name, result, expected))
+        writer.write()
         rounds += 1
-    for name in names:  # The last result of each call, too.
-        correct[name] &= check(name, calls[name](), expected)
-    return {"bytes": nbytes, "warmup": min(rounds, warmup), "times": times, "correct": correct,
-            "seconds": time.monotonic() - started}
+    writer.write(complete=True)
 
 
-def slowest_process(gathered: list[dict[str, Any]]) -> dict[str, Any]:
-    """Combine all processes' results: per repetition the max time; correct only if correct everywhere."""
-    first = gathered[0]
-    names = list(first["times"])
-    return dict(
-        first,
-        times={name: [max(values) for values in zip(*(g["times"][name] for g in gathered))] for name in names},
-        correct={name: all(g["correct"][name] for g in gathered) for name in names},
-    )
-
-
-def run(world: Any, group: Any | None, plan: list[list[float]], mode: str) -> None:
-    """Measure every size of `plan`; process 0 writes the record."""
+def run(world: Any, group: Any | None, size: list[float], mode: str) -> None:
+    """Measure one size: [bytes, warmup rounds, repetitions, seconds cap]."""
     from mpi4py import MPI
 
-    results = []
-    for nbytes, warmup, repetitions, cap in plan:
-        local = time_size(world, group, int(nbytes), int(warmup), int(repetitions), float(cap))
-        gathered = world.gather(local, root=0)
-        if world.Get_rank() == 0:
-            results.append(slowest_process(gathered))
-            print(f"allreduce worker [{mode}]: {int(nbytes)} bytes done in {local['seconds']:.1f} s",
-                  file=sys.stderr, flush=True)
-    if world.Get_rank() == 0:
-        record = {"mode": mode, "processes": world.Get_size(), "thread_level": _thread_level(MPI.Query_thread()),
-                  "results": results}
-        with open(os.path.join(os.environ["BENCH_RECORD_DIR"], "0.json"), "w") as file:
-            json.dump(record, file)
+    nbytes, warmup, repetitions, cap = size
+    header = {"mode": mode, "rank": world.Get_rank(), "processes": world.Get_size(),
+              "thread_level": _thread_level(MPI.Query_thread())}
+    time_size(world, group, int(nbytes), int(warmup), int(repetitions), float(cap), header)
 
 
 def _thread_level(level: int) -> str:
@@ -220,7 +222,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--address")
     parser.add_argument("--process-id", type=int)
     parser.add_argument("--processes", type=int)
-    parser.add_argument("--plan", type=json.loads, required=True)
+    parser.add_argument("--size", type=json.loads, required=True,
+                        help="JSON [bytes, warmup rounds, repetitions, seconds cap]")
     parser.add_argument("--budget", type=float, required=True)
     return parser.parse_args()
 
@@ -232,7 +235,7 @@ def main() -> None:
         world, group = join_mpi4py(), None
     else:
         group, world = join_meshax(args, thread_multiple=args.mode == "meshax-thread-multiple")
-    run(world, group, args.plan, args.mode)
+    run(world, group, args.size, args.mode)
 
 
 if __name__ == "__main__":

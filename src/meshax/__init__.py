@@ -20,6 +20,8 @@ from meshax._src.devices import (
     process_index,
 )
 from meshax._src.mesh import make_mesh
+from meshax._src.jit import jit
+from meshax import numpy, nn, lax  # noqa: E402
 from meshax import debug, experimental  # noqa: E402  (after the names they use)
 
 __version__ = "0.1.0"
@@ -42,7 +44,11 @@ __all__ = [
     "make_array_from_callback",
     "make_array_from_process_local_data",
     "make_array_from_single_device_arrays",
+    "jit",
+    "lax",
     "make_mesh",
+    "nn",
+    "numpy",
     "process_count",
     "process_index",
     "sharding",

@@ -20,6 +20,7 @@ class Config:
         self._values: dict[str, Any] = {
             "jax_enable_x64": _env_flag("MESHAX_ENABLE_X64", "JAX_ENABLE_X64"),
             "jax_platforms": os.environ.get("JAX_PLATFORMS", "cpu"),
+            "meshax_precise_transcendentals": int(os.environ.get("MESHAX_PRECISE_TRANSCENDENTALS", 1 << 16)),
         }
 
     def update(self, name: str, value: Any) -> None:

@@ -49,6 +49,8 @@ class Primitive:
         self.abstract_eval = abstract_eval
         self.sharding_rule = sharding_rule
         self.multiple_results = multiple_results
+        self.needs_local_shape = False  # impl gets `local_shapes=` (its outputs' shard shapes)
+        self.eager: Callable[..., Any] | None = None  # replaces partitioned execution outside traces
 
     def bind(self, *args: Any, **params: Any) -> Any:
         return current_trace().process(self, args, params)

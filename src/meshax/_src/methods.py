@@ -1,0 +1,74 @@
+"""Operators and NumPy-style methods of meshax.Array and of traced values (the same for both)."""
+from __future__ import annotations
+
+from typing import Any
+
+from . import numpy_api as jnp
+from .array import Array
+from .core import Tracer
+
+
+def _swap(function):
+    return lambda self, other: function(other, self)
+
+
+def _shape_args(args: tuple[Any, ...]) -> Any:
+    return args[0] if len(args) == 1 and not isinstance(args[0], int) else args
+
+
+_OPERATORS = {
+    "__add__": jnp.add, "__radd__": _swap(jnp.add), "__sub__": jnp.subtract, "__rsub__": _swap(jnp.subtract),
+    "__mul__": jnp.multiply, "__rmul__": _swap(jnp.multiply), "__truediv__": jnp.divide,
+    "__rtruediv__": _swap(jnp.divide), "__floordiv__": jnp.floor_divide, "__rfloordiv__": _swap(jnp.floor_divide),
+    "__mod__": jnp.remainder, "__rmod__": _swap(jnp.remainder), "__pow__": jnp.power, "__rpow__": _swap(jnp.power),
+    "__matmul__": jnp.matmul, "__rmatmul__": _swap(jnp.matmul), "__and__": jnp.bitwise_and,
+    "__rand__": _swap(jnp.bitwise_and), "__or__": jnp.bitwise_or, "__ror__": _swap(jnp.bitwise_or),
+    "__xor__": jnp.bitwise_xor, "__rxor__": _swap(jnp.bitwise_xor), "__lshift__": jnp.left_shift,
+    "__rlshift__": _swap(jnp.left_shift), "__rshift__": jnp.right_shift, "__rrshift__": _swap(jnp.right_shift),
+    "__eq__": jnp.equal, "__ne__": jnp.not_equal, "__lt__": jnp.less, "__le__": jnp.less_equal,
+    "__gt__": jnp.greater, "__ge__": jnp.greater_equal, "__neg__": jnp.negative, "__pos__": jnp.positive,
+    "__abs__": jnp.absolute, "__invert__": jnp.invert, "__getitem__": jnp.getitem,
+    "__divmod__": lambda x, y: (jnp.floor_divide(x, y), jnp.remainder(x, y)),
+}
+
+_METHODS = {
+    "sum": jnp.sum, "prod": jnp.prod, "max": jnp.max, "min": jnp.min, "mean": jnp.mean, "var": jnp.var,
+    "std": jnp.std, "any": jnp.any, "all": jnp.all, "argmax": jnp.argmax, "argmin": jnp.argmin,
+    "cumsum": jnp.cumsum, "cumprod": jnp.cumprod, "astype": jnp.astype, "ravel": jnp.ravel, "flatten": jnp.ravel,
+    "squeeze": jnp.squeeze, "clip": jnp.clip, "round": jnp.round, "conj": jnp.conjugate,
+    "conjugate": jnp.conjugate, "dot": jnp.dot, "swapaxes": jnp.swapaxes, "take": jnp.take, "sort": jnp.sort,
+    "argsort": jnp.argsort, "repeat": jnp.repeat, "diagonal": jnp.diagonal, "trace": jnp.trace,
+    "nonzero": jnp.nonzero,
+}
+
+
+def _reshape(self, *shape: Any, order: str = "C") -> Any:
+    return jnp.reshape(self, _shape_args(shape))
+
+
+def _transpose(self, *axes: Any) -> Any:
+    return jnp.transpose(self, None if not axes else _shape_args(axes))
+
+
+def _iter(self):
+    if not self.shape:
+        raise TypeError("iteration over a 0-d array")
+    return (jnp.getitem(self, i) for i in range(self.shape[0]))
+
+
+def install(cls: type) -> None:
+    for name, function in {**_OPERATORS, **_METHODS}.items():
+        setattr(cls, name, function)
+    cls.__hash__ = None
+    cls.reshape = _reshape
+    cls.transpose = _transpose
+    cls.__iter__ = _iter
+    cls.T = property(lambda self: jnp.transpose(self))
+    cls.mT = property(lambda self: jnp.matrix_transpose(self))
+    cls.real = property(lambda self: jnp.real(self))
+    cls.imag = property(lambda self: jnp.imag(self))
+    cls.at = property(lambda self: jnp._IndexUpdateHelper(self))
+
+
+install(Array)
+install(Tracer)

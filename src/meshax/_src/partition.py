@@ -1,0 +1,157 @@
+"""Eager execution of primitives on global Arrays, partitioned over their mesh.
+
+For one primitive: pick the mesh of the largest Array input, ask the sharding rule
+where inputs must be, reshard them (any-to-any, across processes), run the NumPy
+implementation once per distinct set of local input buffers (replicas share the
+work and the result), and reduce across mesh axes where the rule says so.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import devices as device_table
+from .array import Array, read_only
+from .collectives import allreduce_devices
+from .core import Primitive, ShapedArray, Trace, aval_of, set_eager_trace
+from .mesh import Mesh
+from .rules import Spec, replicated
+from .sharding import NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding
+from .transfer import from_host, reshard
+
+SINGLE_AXIS = "_single"
+
+
+def spec_of(sharding: NamedSharding, ndim: int) -> Spec:
+    axes = sharding.spec.normalized()
+    return tuple(axes) + ((),) * (ndim - len(axes))
+
+
+def to_partition_spec(spec: Spec) -> PartitionSpec:
+    entries = [None if not e else (e[0] if len(e) == 1 else e) for e in spec]
+    while entries and entries[-1] is None:
+        entries.pop()
+    return PartitionSpec(*entries)
+
+
+def as_named(sharding: Sharding) -> NamedSharding:
+    if isinstance(sharding, SingleDeviceSharding):
+        return NamedSharding(Mesh([sharding.device], (SINGLE_AXIS,)), PartitionSpec())
+    assert isinstance(sharding, NamedSharding), sharding
+    return sharding
+
+
+def sharding_for(mesh: Mesh, spec: Spec) -> Sharding:
+    """The output sharding: single-device arrays stay SingleDeviceSharding."""
+    if mesh.axis_names == (SINGLE_AXIS,):
+        return SingleDeviceSharding(mesh.flat_devices[0])
+    return NamedSharding(mesh, to_partition_spec(spec))
+
+
+def choose_mesh(args: Sequence[Any]) -> Mesh:
+    """The mesh of the Array input over the most devices (first on ties); the default device otherwise."""
+    best: NamedSharding | None = None
+    for arg in args:
+        if isinstance(arg, Array):
+            named = as_named(arg.sharding)
+            if best is None or named.mesh.size > best.mesh.size:
+                best = named
+    if best is None:
+        return Mesh([device_table.local_devices()[0]], (SINGLE_AXIS,))
+    return best.mesh
+
+
+def current_specs(args: Sequence[Any], mesh: Mesh) -> list[Spec]:
+    """Each input's spec on `mesh` (replicated for host values and Arrays on other meshes)."""
+    specs = []
+    for arg in args:
+        aval = aval_of(arg)
+        if isinstance(arg, Array):
+            named = as_named(arg.sharding)
+            if named.mesh == mesh:
+                specs.append(spec_of(named, aval.ndim))
+                continue
+        specs.append(replicated(aval.ndim))
+    return specs
+
+
+def place(arg: Any, mesh: Mesh, spec: Spec, aval: ShapedArray) -> Array:
+    """`arg` laid out on `mesh` as `spec`: resharded if an Array, sliced locally if a host value."""
+    target = NamedSharding(mesh, to_partition_spec(spec))
+    if isinstance(arg, Array):
+        current = as_named(arg.sharding)
+        if current.mesh == mesh and spec_of(current, aval.ndim) == spec:
+            return arg
+        return reshard(arg, target)
+    return from_host(np.asarray(arg, dtype=aval.dtype), target, aval.weak_type)
+
+
+class EagerTrace(Trace):
+    """Runs primitives at once on global Arrays."""
+
+    def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
+        if primitive.eager is not None:
+            return primitive.eager(*args, **params)
+        avals = [aval_of(a) for a in args]
+        out = primitive.abstract_eval(*avals, **params)
+        out_avals = out if primitive.multiple_results else [out]
+        mesh = choose_mesh(args)
+        layout = primitive.sharding_rule(current_specs(args, mesh), avals, mesh_shape=dict(mesh.shape),
+                                         out_ndims=[a.ndim for a in out_avals], **params)
+        inputs = [place(a, mesh, s, v) for a, s, v in zip(args, layout.in_specs, avals)]
+        results = run_locally(primitive, inputs, params, mesh, out_avals, layout.out_specs)
+        if layout.reduce_axes:
+            results = [allreduce_devices(mesh, layout.reduce_axes, r, layout.reduce_op) for r in results]
+        outputs = [
+            _make_output(aval, sharding_for(mesh, spec), buffers)
+            for aval, spec, buffers in zip(out_avals, layout.out_specs, results)
+        ]
+        return outputs if primitive.multiple_results else outputs[0]
+
+
+def run_locally(primitive: Primitive, inputs: list[Array], params: dict[str, Any], mesh: Mesh,
+                out_avals: list[ShapedArray], out_specs: list[Spec]) -> list[dict]:
+    """The implementation on each local device's shards, once per distinct set of input buffers."""
+    here = device_table.process_index()
+    local = [d for d in mesh.flat_devices if d.process_index == here]
+    results: list[dict] = [dict() for _ in out_avals]
+    done: dict[tuple[int, ...], list[np.ndarray]] = {}
+    local_shapes = _local_shapes(mesh, out_avals, out_specs) if primitive.needs_local_shape else None
+    for device in local:
+        buffers = [a.local_buffers()[device] for a in inputs]
+        key = tuple(id(b) for b in buffers)
+        if key not in done:
+            extra = {"local_shapes": local_shapes[device]} if local_shapes else {}
+            value = primitive.impl(*buffers, **params, **extra)
+            done[key] = list(value) if primitive.multiple_results else [value]
+        for slot, value in zip(results, done[key]):
+            slot[device] = value
+    return results
+
+
+def _local_shapes(mesh: Mesh, avals: list[ShapedArray], specs: list[Spec]) -> dict:
+    shapes: dict = {}
+    for aval, spec in zip(avals, specs):
+        boxes = NamedSharding(mesh, to_partition_spec(spec)).device_boxes(aval.shape)
+        for device, box in boxes.items():
+            shapes.setdefault(device, []).append(tuple(b - a for a, b in box))
+    return shapes
+
+
+def _make_output(aval: ShapedArray, sharding: Sharding, buffers: dict) -> Array:
+    shared: dict[int, np.ndarray] = {}
+    final = {}
+    for device, value in buffers.items():
+        array = shared.get(id(value))
+        if array is None:
+            array = np.asarray(value)
+            if array.dtype != aval.dtype:
+                array = array.astype(aval.dtype)
+            array = read_only(array)
+            shared[id(value)] = array
+        final[device] = array
+    return Array(aval.shape, aval.dtype, sharding, final, aval.weak_type)
+
+
+set_eager_trace(EagerTrace())

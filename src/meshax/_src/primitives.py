@@ -1,0 +1,421 @@
+"""The primitive set (the level of jax.lax): NumPy implementations, shape rules, sharding rules.
+
+Primitives take arrays of one dtype (meshax.numpy promotes before binding) and static
+parameters; each implementation runs on one device's shards.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import rules
+from .config import config
+from .core import Primitive, ShapedArray
+
+# ---- helpers --------------------------------------------------------------------------------------------
+
+
+def _define(name: str, impl: Callable[..., Any], abstract_eval: Callable[..., Any], rule: Callable[..., Any],
+            multiple_results: bool = False, needs_local_shape: bool = False) -> Primitive:
+    primitive = Primitive(name, impl, abstract_eval, rule, multiple_results)
+    primitive.needs_local_shape = needs_local_shape
+    primitive.eager = None
+    return primitive
+
+
+def _same_aval(x: ShapedArray, *rest: ShapedArray, **_: Any) -> ShapedArray:
+    return ShapedArray(rules.broadcast_shapes(x.shape, *[r.shape for r in rest]), x.dtype,
+                       all(a.weak_type for a in (x, *rest)))
+
+
+def _bool_aval(*avals: ShapedArray, **_: Any) -> ShapedArray:
+    return ShapedArray(rules.broadcast_shapes(*[a.shape for a in avals]), np.dtype(np.bool_), False)
+
+
+def _precise(function: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    """Float32/float16 transcendentals computed in float64 and rounded (correctly rounded, as XLA nearly
+    always is) for arrays up to `meshax_precise_transcendentals` elements; larger ones use NumPy's own kernels."""
+
+    def impl(x: np.ndarray, **_: Any) -> np.ndarray:
+        limit = config.read("meshax_precise_transcendentals")
+        if x.dtype in (np.float32, np.float16) and x.size <= limit:
+            return function(x.astype(np.float64)).astype(x.dtype)
+        return function(x)
+
+    return impl
+
+
+def _plain(function: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    def impl(*xs: np.ndarray, **_: Any) -> np.ndarray:
+        return function(*xs)
+
+    return impl
+
+
+# ---- elementwise --------------------------------------------------------------------------------------------
+
+_TRANSCENDENTAL = {
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+    "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh,
+    "atanh": np.arctanh, "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log1p": np.log1p,
+    "log2": np.log2, "log10": np.log10, "cbrt": np.cbrt,
+}
+_SIMPLE_UNARY = {
+    "neg": np.negative, "abs": np.abs, "sign": np.sign, "floor": np.floor, "ceil": np.ceil, "round": np.round,
+    "sqrt": np.sqrt, "square": np.square, "reciprocal": np.reciprocal, "not": np.invert, "real": np.real,
+    "imag": np.imag, "conj": np.conj, "trunc": np.trunc,
+}
+_PREDICATES = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "signbit": np.signbit}
+_BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide, "floor_divide": np.floor_divide,
+    "rem": np.remainder, "fmod": np.fmod, "pow": np.power, "max": np.maximum, "min": np.minimum,
+    "atan2": np.arctan2, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    "shift_left": np.left_shift, "shift_right": np.right_shift, "hypot": np.hypot, "copysign": np.copysign,
+    "nextafter": np.nextafter, "logaddexp": np.logaddexp,
+}
+_COMPARISONS = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+                "ge": np.greater_equal}
+
+
+def _real_aval(x: ShapedArray, **_: Any) -> ShapedArray:
+    dtype = np.empty((), x.dtype).real.dtype
+    return ShapedArray(x.shape, dtype, x.weak_type)
+
+
+def _logistic(x: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-x))
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+UNARY: dict[str, Primitive] = {}
+for _name, _fn in _TRANSCENDENTAL.items():
+    UNARY[_name] = _define(_name, _precise(_fn), _same_aval, rules.elementwise)
+for _name, _fn in {"logistic": _logistic, "erf": _erf}.items():
+    UNARY[_name] = _define(_name, _precise(_fn), _same_aval, rules.elementwise)
+for _name, _fn in _SIMPLE_UNARY.items():
+    UNARY[_name] = _define(_name, _plain(_fn), _real_aval if _name in ("abs", "real", "imag") else _same_aval,
+                           rules.elementwise)
+for _name, _fn in _PREDICATES.items():
+    UNARY[_name] = _define(_name, _plain(_fn), _bool_aval, rules.elementwise)
+BINARY: dict[str, Primitive] = {n: _define(n, _plain(f), _same_aval, rules.elementwise) for n, f in _BINARY.items()}
+BINARY.update({n: _define(n, _plain(f), _bool_aval, rules.elementwise) for n, f in _COMPARISONS.items()})
+
+
+def _select_aval(pred: ShapedArray, on_true: ShapedArray, on_false: ShapedArray) -> ShapedArray:
+    return ShapedArray(rules.broadcast_shapes(pred.shape, on_true.shape, on_false.shape), on_true.dtype,
+                       on_true.weak_type and on_false.weak_type)
+
+
+select = _define("select", _plain(np.where), lambda p, t, f, **_: _select_aval(p, t, f), rules.elementwise)
+
+
+def _convert_impl(x: np.ndarray, *, new_dtype: np.dtype, weak_type: bool = False) -> np.ndarray:
+    return x.astype(new_dtype, copy=False)
+
+
+def _convert_aval(x: ShapedArray, *, new_dtype: np.dtype, weak_type: bool = False) -> ShapedArray:
+    return ShapedArray(x.shape, np.dtype(new_dtype), weak_type)
+
+
+convert_element_type = _define("convert_element_type", _convert_impl, _convert_aval, rules.elementwise)
+
+# ---- reductions ------------------------------------------------------------------------------------------------
+
+
+def _reduce_aval(kind: str):
+    def aval(x: ShapedArray, *, axes: tuple[int, ...], keepdims: bool = False, **_: Any) -> ShapedArray:
+        shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape)) if keepdims else \
+            tuple(n for d, n in enumerate(x.shape) if d not in axes)
+        dtype = np.dtype(np.bool_) if kind in ("or", "and") else x.dtype
+        return ShapedArray(shape, dtype, x.weak_type)
+
+    return aval
+
+
+def _reduce_impl(function: Callable[..., np.ndarray]):
+    def impl(x: np.ndarray, *, axes: tuple[int, ...], keepdims: bool = False) -> np.ndarray:
+        return function(x, axis=axes, keepdims=keepdims)
+
+    return impl
+
+
+def _max(x: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
+    return np.max(x, axis=axis, keepdims=keepdims, initial=_lowest(x.dtype))
+
+
+def _min(x: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
+    return np.min(x, axis=axis, keepdims=keepdims, initial=_highest(x.dtype))
+
+
+def _lowest(dtype: np.dtype) -> Any:
+    if dtype == np.bool_:
+        return False
+    return -np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min
+
+
+def _highest(dtype: np.dtype) -> Any:
+    if dtype == np.bool_:
+        return True
+    return np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).max
+
+
+_REDUCTIONS = {"sum": np.sum, "prod": np.prod, "max": _max, "min": _min, "or": np.any, "and": np.all}
+REDUCE = {kind: _define(f"reduce_{kind}", _reduce_impl(fn), _reduce_aval(kind), rules.reduction(kind))
+          for kind, fn in _REDUCTIONS.items()}
+
+
+def _arg_impl(function: Callable[..., np.ndarray]):
+    def impl(x: np.ndarray, *, axes: tuple[int, ...], index_dtype: np.dtype) -> np.ndarray:
+        return function(x, axis=axes[0]).astype(index_dtype)
+
+    return impl
+
+
+def _arg_aval(x: ShapedArray, *, axes: tuple[int, ...], index_dtype: np.dtype) -> ShapedArray:
+    return ShapedArray(tuple(n for d, n in enumerate(x.shape) if d not in axes), np.dtype(index_dtype))
+
+
+argmax = _define("argmax", _arg_impl(np.argmax), _arg_aval, rules.dropping_axes)
+argmin = _define("argmin", _arg_impl(np.argmin), _arg_aval, rules.dropping_axes)
+
+
+def _cumulative(function: Callable[..., np.ndarray]):
+    def impl(x: np.ndarray, *, axis: int, reverse: bool = False) -> np.ndarray:
+        if reverse:
+            return np.flip(function(np.flip(x, axis), axis=axis), axis)
+        return function(x, axis=axis)
+
+    return impl
+
+
+def _cumulative_aval(x: ShapedArray, **_: Any) -> ShapedArray:
+    return x
+
+
+CUMULATIVE = {
+    "cumsum": _define("cumsum", _cumulative(np.cumsum), _cumulative_aval, rules.along_axes("axis")),
+    "cumprod": _define("cumprod", _cumulative(np.cumprod), _cumulative_aval, rules.along_axes("axis")),
+    "cummax": _define("cummax", _cumulative(np.maximum.accumulate), _cumulative_aval, rules.along_axes("axis")),
+    "cummin": _define("cummin", _cumulative(np.minimum.accumulate), _cumulative_aval, rules.along_axes("axis")),
+}
+
+# ---- contractions -------------------------------------------------------------------------------------------
+
+
+def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
+                      preferred_element_type: Any = None) -> np.ndarray:
+    (lc, rc), (lb, rb) = dimension_numbers
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    lhs_sub = [next(letters) for _ in range(lhs.ndim)]
+    rhs_sub = [None] * rhs.ndim
+    for l, r in zip(lc, rc):
+        rhs_sub[r] = lhs_sub[l]
+    for l, r in zip(lb, rb):
+        rhs_sub[r] = lhs_sub[l]
+    rhs_sub = [s or next(letters) for s in rhs_sub]
+    out = [lhs_sub[d] for d in lb] + [lhs_sub[d] for d in range(lhs.ndim) if d not in lc and d not in lb] + \
+          [rhs_sub[d] for d in range(rhs.ndim) if d not in rc and d not in rb]
+    if not lc and not lb and lhs.ndim == 2 and rhs.ndim == 2:
+        return np.multiply.outer(lhs, rhs).reshape(lhs.shape + rhs.shape)
+    if lc == (lhs.ndim - 1,) and rc == (0,) and not lb and rhs.ndim <= 2:
+        return np.matmul(lhs, rhs) if lhs.ndim >= 1 and rhs.ndim >= 1 else lhs * rhs
+    return np.einsum(f"{''.join(lhs_sub)},{''.join(rhs_sub)}->{''.join(out)}", lhs, rhs, optimize=True)
+
+
+def _dot_general_aval(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers: Any,
+                      preferred_element_type: Any = None) -> ShapedArray:
+    (lc, rc), (lb, rb) = dimension_numbers
+    for l, r in list(zip(lc, rc)) + list(zip(lb, rb)):
+        if lhs.shape[l] != rhs.shape[r]:
+            raise TypeError(
+                f"dot_general: dimension {l} of the left operand {lhs} has size {lhs.shape[l]} but dimension {r} "
+                f"of the right operand {rhs} has size {rhs.shape[r]}; they must match."
+            )
+    shape = tuple(lhs.shape[d] for d in lb) + \
+        tuple(n for d, n in enumerate(lhs.shape) if d not in lc and d not in lb) + \
+        tuple(n for d, n in enumerate(rhs.shape) if d not in rc and d not in rb)
+    dtype = np.dtype(preferred_element_type) if preferred_element_type is not None else lhs.dtype
+    return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
+
+
+dot_general = _define("dot_general", _dot_general_impl, _dot_general_aval, rules.dot_general)
+
+# ---- shape ops ---------------------------------------------------------------------------------------------------
+
+
+def _reshape_impl(x: np.ndarray, *, new_sizes: tuple[int, ...], local_shapes: list[tuple[int, ...]]) -> np.ndarray:
+    return x.reshape(local_shapes[0])
+
+
+reshape = _define("reshape", _reshape_impl,
+                  lambda x, *, new_sizes: ShapedArray(tuple(new_sizes), x.dtype, x.weak_type),
+                  rules.reshape, needs_local_shape=True)
+
+transpose = _define("transpose", lambda x, *, permutation: np.transpose(x, permutation),
+                    lambda x, *, permutation: ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type),
+                    rules.transpose)
+
+
+def _broadcast_in_dim_impl(x: np.ndarray, *, shape: tuple[int, ...], broadcast_dimensions: tuple[int, ...],
+                           local_shapes: list[tuple[int, ...]]) -> np.ndarray:
+    target = local_shapes[0]
+    expanded = [1] * len(target)
+    for i, dim in enumerate(broadcast_dimensions):
+        expanded[dim] = x.shape[i]
+    return np.broadcast_to(x.reshape(expanded), target)
+
+
+broadcast_in_dim = _define(
+    "broadcast_in_dim", _broadcast_in_dim_impl,
+    lambda x, *, shape, broadcast_dimensions: ShapedArray(tuple(shape), x.dtype, x.weak_type),
+    rules.broadcast_in_dim, needs_local_shape=True)
+
+
+def _whole_dims_op(name: str, impl: Callable[..., np.ndarray], aval: Callable[..., ShapedArray],
+                   axes_param: str) -> Primitive:
+    return _define(name, impl, aval, rules.along_axes(axes_param))
+
+
+def _slice_aval(x: ShapedArray, *, index: tuple[Any, ...]) -> ShapedArray:
+    return ShapedArray(_indexed_shape(x.shape, index), x.dtype, x.weak_type)
+
+
+def _indexed_shape(shape: tuple[int, ...], index: tuple[Any, ...]) -> tuple[int, ...]:
+    """The shape of x[index] without touching data (a zero-stride stand-in array)."""
+    dummy = np.lib.stride_tricks.as_strided(np.zeros(1, np.bool_), shape=shape, strides=(0,) * len(shape))
+    return dummy[index].shape
+
+
+def _slice_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, index: tuple[Any, ...],
+                **_: Any) -> rules.Layout:
+    """Basic indexing: dimensions cut by a partial slice or an integer must be whole; None adds a dimension."""
+    spec, shape = list(specs[0]), avals[0].shape
+    out: list[tuple[str, ...]] = []
+    dim = 0
+    for entry in index:
+        if entry is None:
+            out.append(())
+            continue
+        if isinstance(entry, slice) and entry.indices(shape[dim]) == (0, shape[dim], 1):
+            out.append(spec[dim])
+        else:
+            spec[dim] = ()
+            if isinstance(entry, slice):
+                out.append(())
+        dim += 1
+    out.extend(spec[dim:])
+    return rules.Layout([tuple(spec)], [tuple(out)])
+
+
+static_slice = _define("slice", lambda x, *, index: x[index], _slice_aval, _slice_rule)
+
+flip = _whole_dims_op("flip", lambda x, *, axes: np.flip(x, axes), lambda x, *, axes: x, "axes")
+roll = _whole_dims_op("roll", lambda x, *, shift, axes: np.roll(x, shift, axes), lambda x, *, shift, axes: x, "axes")
+
+
+def _pad_aval(x: ShapedArray, *, pad_width: tuple[tuple[int, int], ...], mode: str, axes: tuple[int, ...],
+              constant_values: Any = 0) -> ShapedArray:
+    return ShapedArray(tuple(n + a + b for n, (a, b) in zip(x.shape, pad_width)), x.dtype, x.weak_type)
+
+
+def _pad_impl(x: np.ndarray, *, pad_width: Any, mode: str, axes: tuple[int, ...], constant_values: Any = 0) -> np.ndarray:
+    if mode == "constant":
+        return np.pad(x, pad_width, mode=mode, constant_values=constant_values)
+    return np.pad(x, pad_width, mode=mode)
+
+
+pad = _whole_dims_op("pad", _pad_impl, _pad_aval, "axes")
+
+
+def _sort_impl(x: np.ndarray, *, axis: int, descending: bool = False) -> np.ndarray:
+    out = np.sort(x, axis=axis, kind="stable")
+    return np.flip(out, axis) if descending else out
+
+
+sort = _whole_dims_op("sort", _sort_impl, lambda x, *, axis, descending=False: x, "axis")
+argsort = _whole_dims_op(
+    "argsort", lambda x, *, axis, index_dtype: np.argsort(x, axis=axis, kind="stable").astype(index_dtype),
+    lambda x, *, axis, index_dtype: ShapedArray(x.shape, np.dtype(index_dtype)), "axis")
+
+
+def _concatenate_aval(*xs: ShapedArray, axis: int) -> ShapedArray:
+    shape = list(xs[0].shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    return ShapedArray(tuple(shape), xs[0].dtype, all(x.weak_type for x in xs))
+
+
+def _concatenate_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, axis: int, **_: Any) -> rules.Layout:
+    first = rules.unshard_dims(specs[0], [axis])
+    return rules.Layout([first] * len(avals), [first])
+
+
+concatenate = _define("concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis), _concatenate_aval,
+                      _concatenate_rule)
+
+
+def _gather_aval(x: ShapedArray, *indices: ShapedArray, index: tuple[Any, ...]) -> ShapedArray:
+    arrays = iter(np.zeros(i.shape, np.intp if i.dtype != np.bool_ else np.bool_) for i in indices)
+    return ShapedArray(_indexed_shape(x.shape, tuple(next(arrays) if e == "array" else e for e in index)),
+                       x.dtype, x.weak_type)
+
+
+def _gather_impl(x: np.ndarray, *indices: np.ndarray, index: tuple[Any, ...]) -> np.ndarray:
+    """x[index] where `index` has one entry per dimension and "array" marks an integer/bool array index."""
+    arrays = iter(indices)
+    filled = tuple(_clip_index(next(arrays), x.shape[d]) if e == "array" else e for d, e in enumerate(index))
+    return x[filled]
+
+
+def _clip_index(i: np.ndarray, size: int) -> np.ndarray:
+    """JAX clamps out-of-range gather indices instead of raising."""
+    if i.dtype == np.bool_:
+        return i
+    i = np.where(i < 0, i + size, i)
+    return np.clip(i, 0, max(size - 1, 0))
+
+
+def _gather_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, out_ndims: Sequence[int],
+                 **_: Any) -> rules.Layout:
+    return rules.replicate_all(specs, avals, out_ndims)
+
+
+gather = _define("gather", _gather_impl, lambda x, *ix, index: _gather_aval(x, *ix, index=index), _gather_rule)
+
+
+def _scatter_impl(x: np.ndarray, y: np.ndarray, *indices: np.ndarray, index: tuple[Any, ...], mode: str) -> np.ndarray:
+    out = np.array(x, copy=True)
+    it = iter(indices)
+    filled = tuple(next(it) if entry == "array" else entry for entry in index)
+    if mode == "set":
+        out[filled] = y
+    else:
+        {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}[mode].at(out, filled, y)
+    return out
+
+
+scatter = _define("scatter", _scatter_impl, lambda x, y, *ix, index, mode: x,
+                  lambda specs, avals, **p: rules.replicate_all(specs, avals, p["out_ndims"]))
+
+
+def _iota_impl(*, shape: tuple[int, ...], dtype: np.dtype, dimension: int, local_shapes: Any) -> np.ndarray:
+    return np.broadcast_to(np.arange(shape[dimension], dtype=dtype).reshape(
+        [-1 if d == dimension else 1 for d in range(len(shape))]), shape)
+
+
+iota = _define("iota", _iota_impl, lambda *, shape, dtype, dimension: ShapedArray(tuple(shape), np.dtype(dtype)),
+               lambda specs, avals, **p: rules.replicate_all(specs, avals, p["out_ndims"]), needs_local_shape=True)
+
+
+def _reshard_eagerly(x: Any, *, sharding: Any) -> Any:
+    from .api import device_put
+
+    return device_put(x, sharding)
+
+
+sharding_constraint = _define("sharding_constraint", None, lambda x, *, sharding: x, None)
+sharding_constraint.eager = _reshard_eagerly
