@@ -46,12 +46,15 @@ class Array:
     __array_priority__ = 100
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, sharding: Sharding,
-                 buffers: dict[Device, np.ndarray], weak_type: bool = False) -> None:
+                 buffers: dict[Device, np.ndarray], weak_type: bool = False, committed: bool = True) -> None:
         self._shape = tuple(int(n) for n in shape)
         self._dtype = np.dtype(dtype)
         self._sharding = sharding
         self._buffers = buffers
         self.weak_type = weak_type
+        # Uncommitted arrays (made by meshax.numpy without a device) count as host data: every process has its
+        # own copy, so placing one on a sharding slices it locally, as JAX does with the default device.
+        self.committed = committed
         self._value: np.ndarray | None = None
 
     # ---- metadata -----------------------------------------------------------------------

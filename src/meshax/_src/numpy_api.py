@@ -73,9 +73,9 @@ def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     normalized = []
     for a in axes:
-        if not -ndim <= int(a) < max(ndim, 1):
+        if not -ndim <= int(a) < builtins.max(ndim, 1):
             raise ValueError(f"axis {a} is out of bounds for an array of rank {ndim}.")
-        normalized.append(int(a) % max(ndim, 1))
+        normalized.append(int(a) % builtins.max(ndim, 1))
     if len(set(normalized)) != len(normalized):
         raise ValueError(f"repeated axis in {axis!r}.")
     return tuple(normalized)
@@ -89,8 +89,9 @@ def _placed(value: np.ndarray, device: Device | Sharding | None, weak: bool = Fa
     from .sharding import SingleDeviceSharding, to_sharding
     from . import devices as device_table
 
-    sharding = SingleDeviceSharding(device_table.local_devices()[0]) if device is None else to_sharding(device)
-    return from_host(value, sharding, weak)
+    if device is None:
+        return from_host(value, SingleDeviceSharding(device_table.local_devices()[0]), weak, committed=False)
+    return from_host(value, to_sharding(device), weak)
 
 
 def array(object: ArrayLike, dtype: Any = None, copy: bool = True, order: Any = None, ndmin: int = 0, *,
@@ -100,7 +101,7 @@ def array(object: ArrayLike, dtype: Any = None, copy: bool = True, order: Any = 
         return result if device is None else device_put(result, device)
     if isinstance(object, Tracer):
         return object if dtype is None else astype(object, dtype)
-    if isinstance(object, (list, tuple)) and any(_is_array(e) for e in _flatten_nested(object)):
+    if isinstance(object, (list, tuple)) and builtins.any(_is_array(e) for e in _flatten_nested(object)):
         return stack([array(e, dtype) for e in object]) if object else array(np.asarray(object), dtype)
     value, weak = host_value(object)
     if dtype is not None:
@@ -122,7 +123,7 @@ def asarray(a: ArrayLike, dtype: Any = None, order: Any = None, *, device: Any =
 
 def _filled(shape: Any, fill: Any, dtype: Any, device: Any) -> Array:
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
-    if any(n < 0 for n in shape):
+    if builtins.any(n < 0 for n in shape):
         raise ValueError(f"negative dimensions are not allowed: shape {shape}.")
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_float_dtype())
     return _placed(np.broadcast_to(np.asarray(fill, dtype), shape), device)
@@ -728,7 +729,7 @@ def broadcast_to(a: ArrayLike, shape: Any) -> Any:
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
     if tuple(a.shape) == shape:
         return a
-    if len(shape) < a.ndim or any(n not in (1, m) for n, m in zip(a.shape[::-1], shape[::-1])):
+    if len(shape) < a.ndim or builtins.any(n not in (1, m) for n, m in zip(a.shape[::-1], shape[::-1])):
         raise ValueError(f"cannot broadcast an array of shape {a.shape} to shape {shape}.")
     dims = tuple(range(len(shape) - a.ndim, len(shape)))
     return P.broadcast_in_dim.bind(a, shape=shape, broadcast_dimensions=dims)
@@ -762,7 +763,7 @@ def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0, dtype: Any = 
         raise ValueError("zero-dimensional arrays cannot be concatenated.")
     (axis,) = _axes(axis, first.ndim)
     for a in arrays[1:]:
-        if a.ndim != first.ndim or any(n != m for d, (n, m) in enumerate(zip(a.shape, first.shape)) if d != axis):
+        if a.ndim != first.ndim or builtins.any(n != m for d, (n, m) in enumerate(zip(a.shape, first.shape)) if d != axis):
             raise ValueError(f"concatenate: shapes {[tuple(x.shape) for x in arrays]} differ outside axis {axis}.")
     return P.concatenate.bind(*arrays, axis=axis) if len(arrays) > 1 else first
 

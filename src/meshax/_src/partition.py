@@ -50,13 +50,13 @@ def sharding_for(mesh: Mesh, spec: Spec) -> Sharding:
 
 
 def choose_mesh(args: Sequence[Any]) -> Mesh:
-    """The mesh of the Array input over the most devices (first on ties); the default device otherwise."""
+    """The mesh of the committed Array input over the most devices (first on ties); else that of the first
+    uncommitted Array (every process has its own copy); else the default device."""
     best: NamedSharding | None = None
-    for arg in args:
-        if isinstance(arg, Array):
-            named = as_named(arg.sharding)
-            if best is None or named.mesh.size > best.mesh.size:
-                best = named
+    for arg in sorted((a for a in args if isinstance(a, Array)), key=lambda a: not a.committed):
+        named = as_named(arg.sharding)
+        if best is None or (arg.committed and named.mesh.size > best.mesh.size):
+            best = named
     if best is None:
         return Mesh([device_table.local_devices()[0]], (SINGLE_AXIS,))
     return best.mesh
@@ -103,8 +103,9 @@ class EagerTrace(Trace):
         results = run_locally(primitive, inputs, params, mesh, out_avals, layout.out_specs)
         if layout.reduce_axes:
             results = [allreduce_devices(mesh, layout.reduce_axes, r, layout.reduce_op) for r in results]
+        committed = any(isinstance(a, Array) and a.committed for a in args)
         outputs = [
-            _make_output(aval, sharding_for(mesh, spec), buffers)
+            _make_output(aval, sharding_for(mesh, spec), buffers, committed)
             for aval, spec, buffers in zip(out_avals, layout.out_specs, results)
         ]
         return outputs if primitive.multiple_results else outputs[0]
@@ -139,7 +140,7 @@ def _local_shapes(mesh: Mesh, avals: list[ShapedArray], specs: list[Spec]) -> di
     return shapes
 
 
-def _make_output(aval: ShapedArray, sharding: Sharding, buffers: dict) -> Array:
+def _make_output(aval: ShapedArray, sharding: Sharding, buffers: dict, committed: bool) -> Array:
     shared: dict[int, np.ndarray] = {}
     final = {}
     for device, value in buffers.items():
@@ -151,7 +152,7 @@ def _make_output(aval: ShapedArray, sharding: Sharding, buffers: dict) -> Array:
             array = read_only(array)
             shared[id(value)] = array
         final[device] = array
-    return Array(aval.shape, aval.dtype, sharding, final, aval.weak_type)
+    return Array(aval.shape, aval.dtype, sharding, final, aval.weak_type, committed)
 
 
 set_eager_trace(EagerTrace())

@@ -69,7 +69,9 @@ def plan(shape: tuple[int, ...], source: Sharding, target: Sharding) -> tuple[Pi
 def reshard(array: Array, target: Sharding) -> Array:
     """`array` laid out as `target` says; call on every process holding a source or target device."""
     if target == array.sharding:
-        return array
+        return array if array.committed else _committed(array)
+    if not array.committed:
+        return from_host(np.asarray(array), target, array.weak_type)
     _check_target(array.shape, target)
     here = device_table.process_index()
     pieces = plan(array.shape, array.sharding, target)
@@ -77,6 +79,10 @@ def reshard(array: Array, target: Sharding) -> Array:
     filled, shared = _local_targets(target, array.shape, here, array.dtype, pieces, sources)
     _exchange(pieces, here, sources, filled, shared, array.dtype)
     return _array_from_boxes(array.shape, array.dtype, target, filled, array.weak_type)
+
+
+def _committed(array: Array) -> Array:
+    return Array(array.shape, array.dtype, array.sharding, array.local_buffers(), array.weak_type)
 
 
 def _check_target(shape: tuple[int, ...], target: Sharding) -> None:
@@ -159,10 +165,12 @@ def _array_from_boxes(shape: tuple[int, ...], dtype: np.dtype, sharding: Shardin
     return Array(shape, dtype, sharding, buffers, weak_type)
 
 
-def from_host(value: np.ndarray, sharding: Sharding, weak_type: bool = False) -> Array:
+def from_host(value: np.ndarray, sharding: Sharding, weak_type: bool = False, committed: bool = True) -> Array:
     """An Array from a host value every process holds whole: each process copies its boxes."""
     _check_target(value.shape, sharding)
     here = device_table.process_index()
     local = {box for device, box in sharding.device_boxes(value.shape).items() if device.process_index == here}
     filled = {box: np.array(value[tuple(slice(a, b) for a, b in box)], copy=True) for box in local}
-    return _array_from_boxes(value.shape, value.dtype, sharding, filled, weak_type)
+    result = _array_from_boxes(value.shape, value.dtype, sharding, filled, weak_type)
+    result.committed = committed
+    return result
