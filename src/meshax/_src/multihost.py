@@ -53,18 +53,23 @@ def _check_same_shapes(values: list[np.ndarray], what: str) -> None:
             )
 
 
+def _host_array(leaf: Any) -> np.ndarray:
+    return np.asarray(leaf) if isinstance(leaf, Array) else host_value(leaf)[0]
+
+
 def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
     """Host values stacked (or concatenated, tiled) over processes; a global Array gives its global value."""
     leaves, structure = tree_flatten(in_tree)
-    host = [host_value(leaf)[0] for leaf in leaves if not isinstance(leaf, Array)]
+    spanning = [isinstance(leaf, Array) and not leaf.is_fully_addressable for leaf in leaves]
+    host = [_host_array(leaf) for leaf, spans in zip(leaves, spanning) if not spans]
     _check_same_shapes(host, "process_allgather")
     group = _everyone()
     results = []
-    for leaf in leaves:
-        if isinstance(leaf, Array):
+    for leaf, spans in zip(leaves, spanning):
+        if spans:
             results.append(_global_value(leaf))
             continue
-        value = host_value(leaf)[0]
+        value = _host_array(leaf)
         stacked = value[None] if group is None else group.allgather(value)
         results.append(np.concatenate(list(stacked), axis=0) if tiled and value.ndim else stacked)
     return tree_unflatten(structure, results)
@@ -74,7 +79,7 @@ def broadcast_one_to_all(in_tree: Any, is_source: bool | None = None) -> Any:
     """Every process gets the source process's values (process 0's by default)."""
     group = _everyone()
     leaves, structure = tree_flatten(in_tree)
-    values = [np.asarray(leaf) if isinstance(leaf, Array) else host_value(leaf)[0] for leaf in leaves]
+    values = [_host_array(leaf) for leaf in leaves]
     if group is None:
         return tree_unflatten(structure, values)
     here = device_table.process_index()
@@ -106,7 +111,7 @@ def sync_global_devices(name: str, timeout: float = BARRIER_TIMEOUT_SECONDS) -> 
 def assert_equal(in_tree: Any, fail_message: str = "") -> None:
     """Raise AssertionError on every process unless all processes passed equal values."""
     leaves, _ = tree_flatten(in_tree)
-    values = [np.asarray(leaf) if isinstance(leaf, Array) else host_value(leaf)[0] for leaf in leaves]
+    values = [_host_array(leaf) for leaf in leaves]
     group = _everyone()
     if group is None:
         return

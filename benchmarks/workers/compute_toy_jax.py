@@ -1,0 +1,41 @@
+# Copy of examples/toy.py for bench_compute.py, with `import jax` (run with JAX_PLATFORMS=cpu and
+# JAX_NUM_CPU_DEVICES=K). Other changes: the coordinator address comes from argv[3] (a free
+# port chosen by the benchmark) instead of localhost:10000, and a job of one process skips
+# jax.distributed.initialize. Further arguments (a tag for cleanup) are ignored.
+#   python compute_toy_jax.py PROC_ID NUM_PROCS HOST:PORT [TAG]
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import NamedSharding, PartitionSpec as P
+import numpy as np
+
+# in this example, get multi-process parameters from sys.argv
+import sys
+proc_id = int(sys.argv[1])
+num_procs = int(sys.argv[2])
+
+# initialize the distributed system
+if num_procs > 1:  # a single JAX process needs no distributed runtime
+  jax.distributed.initialize(sys.argv[3], num_procs, proc_id)
+
+# this example assumes 8 devices total
+assert jax.device_count() == 8
+
+# make a 2D mesh that refers to devices from all processes
+mesh = jax.make_mesh((4, 2), ('i', 'j'))
+
+# create some toy data
+global_data = np.arange(32).reshape((4, 8))
+
+# make a process- and device-spanning array from our toy data
+sharding = NamedSharding(mesh, P('i', 'j'))
+global_array = jax.device_put(global_data, sharding)
+assert global_array.shape == global_data.shape
+
+# each process has different shards of the global array
+for shard in global_array.addressable_shards:
+  print(f"device {shard.device} has local data {shard.data}")
+
+# apply a simple computation, automatically partitioned
+global_result = jnp.sum(jnp.sin(global_array))
+print(f'process={proc_id} got result: {global_result}')
