@@ -35,7 +35,7 @@ def start(pmi_address: str | None, process_id: int | None) -> Any:
     if not MPI.Is_initialized():
         before = _shared_memory_segments()
         provided = ctypes.c_int(0)
-        code = _library(MPI).MPI_Init_thread(None, None, MPI.THREAD_SERIALIZED, ctypes.byref(provided))
+        code = _library(MPI).MPI_Init_thread(None, None, MPI.THREAD_MULTIPLE, ctypes.byref(provided))
         if code != 0:
             raise RuntimeError(f"MPI_Init_thread failed with error code {code}.")
         _job_segments.update(_shared_memory_segments() - before)
