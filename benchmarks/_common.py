@@ -128,11 +128,32 @@ def _die_with_parent() -> None:
         pass
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def stop_all(procs: Sequence[subprocess.Popen], grace: float = 2.0) -> None:
+    """Stop the children and their process groups: SIGTERM to the running ones, SIGKILL after `grace` s.
+
+    SIGTERM first lets mpiexec take down (and reap) its own proxies and ranks; the
+    final SIGKILL to every group also removes stragglers of children that exited.
+    """
+    running = [proc for proc in procs if proc.poll() is None]
+    for proc in running:
+        _signal_group(proc, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for proc in running:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    for proc in procs:
+        _signal_group(proc, signal.SIGKILL)
+    for proc in procs:
+        proc.wait()
 
 
 @dataclass
@@ -195,10 +216,7 @@ def run_job(commands: Sequence[Sequence[str]], timeout: float, env: dict[str, st
             timed_out = True
             exit_time = time.time()
         finally:
-            for proc in procs:
-                _kill_group(proc)  # Also reaps stragglers such as mpiexec's children.
-            for proc in procs:
-                proc.wait()
+            stop_all(procs)
         texts = []
         for out, err in files:
             out.seek(0)

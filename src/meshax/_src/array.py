@@ -184,6 +184,8 @@ class Array:
         weak = ", weak_type=True" if self.weak_type else ""
         if not self.has_value():
             return f"Array(shape={self._shape}, dtype={self._dtype.name}{weak})"
+        if self.size == 0:
+            return f"Array([], shape={self._shape}, dtype={self._dtype.name}{weak})"
         text = np.array2string(self._read(), separator=", ", prefix="Array(")
         return f"Array({text}, dtype={self._dtype.name}{weak})"
 

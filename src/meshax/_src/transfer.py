@@ -38,8 +38,8 @@ def intersect(a: Box, b: Box) -> Box | None:
 
 
 def relative(box: Box, origin: Box) -> Region:
-    """`box` as slices into a buffer holding `origin`."""
-    return tuple(slice(start - o, stop - o) for (start, stop), (o, _) in zip(box, origin))
+    """`box` as slices into a buffer holding `origin` (ending in ..., so 0-d buffers stay arrays)."""
+    return tuple(slice(start - o, stop - o) for (start, stop), (o, _) in zip(box, origin)) + (Ellipsis,)
 
 
 def box_shape(box: Box) -> tuple[int, ...]:
@@ -111,7 +111,7 @@ def _local_targets(target: Sharding, shape: tuple[int, ...], here: int, dtype: n
 def _exchange(pieces: tuple[Piece, ...], here: int, sources: dict[Box, np.ndarray],
               filled: dict[Box, np.ndarray], shared: set[Box], dtype: np.dtype) -> None:
     """Copy local pieces and move remote ones with nonblocking point-to-point messages."""
-    requests, landing = [], []
+    requests, landing, keep_alive = [], [], []
     comm = None
     for piece in pieces:
         if piece.receiver == here and piece.sender == here:
@@ -122,18 +122,20 @@ def _exchange(pieces: tuple[Piece, ...], here: int, sources: dict[Box, np.ndarra
             comm = comm or _p2p()
             data = np.ascontiguousarray(sources[piece.source][relative(piece.box, piece.source)])
             requests.append(comm.Isend(data, dest=piece.receiver, tag=_TAG))
-            landing.append((data, None, None))
+            keep_alive.append(data)
         elif piece.receiver == here:
             comm = comm or _p2p()
-            whole = piece.box == piece.target
-            buffer = filled[piece.target] if whole else np.empty(box_shape(piece.box), dtype)
+            region = relative(piece.box, piece.target)
+            view = filled[piece.target][region]
+            direct = view.flags.c_contiguous  # e.g. a block of whole leading rows: receive in place
+            buffer = view if direct else np.empty(box_shape(piece.box), dtype)
             requests.append(comm.Irecv(buffer, source=piece.sender, tag=_TAG))
-            landing.append((buffer, None if whole else filled[piece.target], relative(piece.box, piece.target)))
+            if not direct:
+                landing.append((buffer, filled[piece.target], region))
     if requests:
         _wait_all(requests)
     for buffer, destination, region in landing:
-        if destination is not None:
-            destination[region] = buffer
+        destination[region] = buffer
 
 
 _TAG = 7

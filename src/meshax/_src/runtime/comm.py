@@ -32,7 +32,7 @@ class ProcessGroup:
 
     def allreduce(self, array: np.ndarray, op: str = "sum", out: np.ndarray | None = None) -> np.ndarray:
         """Reduce `array` elementwise over the group; every member gets the result."""
-        send = np.ascontiguousarray(array)
+        send = np.require(array, requirements="C")
         result = np.empty_like(send) if out is None else out
         self.comm.Allreduce(send, result, op=self._mpi_op(op))
         return result
@@ -46,14 +46,14 @@ class ProcessGroup:
 
     def allgather(self, array: np.ndarray) -> np.ndarray:
         """Stack every member's equally shaped `array` along a new leading axis."""
-        send = np.ascontiguousarray(array)
+        send = np.require(array, requirements="C")
         result = np.empty((self.size,) + send.shape, send.dtype)
         self.comm.Allgather(send, result)
         return result
 
     def broadcast(self, array: np.ndarray, root: int) -> np.ndarray:
         """Every member gets member `root`'s `array` (others pass a buffer of the same shape)."""
-        buffer = np.ascontiguousarray(array)
+        buffer = np.require(array, requirements="C")
         self.comm.Bcast(buffer, root=root)
         return buffer
 
