@@ -1,6 +1,7 @@
 """Compute: meshax vs JAX (CPU) on the same programs, layouts 1x8, 2x4, 4x2 (processes x devices).
 
-    python benchmarks/bench_compute.py [--repeats 5] [--layouts 1x8,2x4,4x2] [--budget 450] [--quick]
+    python benchmarks/bench_compute.py [--repeats 5] [--kernel-rounds 2] [--layouts 1x8,2x4,4x2] [--budget 450]
+                                       [--quick] [--output compute]
 
 Both libraries run in the same benchmark run, on the same machine, one job at a time
 (meshax and JAX jobs alternate). A layout NxK is N processes with K CPU devices each
@@ -20,7 +21,8 @@ call jax.distributed.initialize('localhost:PORT', N, i) (not when N == 1).
 For 2 and 3 (workers/compute_kernels.py; meshax through its launcher) every call is
 preceded by a barrier and timed on every process up to block_until_ready; a call's time
 is the max over processes and the report gives the median over the repetitions after
-warm-up (meshax eager and jit, JAX jit). Each job's checksum (the global sum of the
+warm-up (meshax eager and jit, JAX jit), pooled over --kernel-rounds jobs (default 2) per backend
+and layout whose order alternates. Each job's checksum (the global sum of the
 result) is compared between the libraries.
 
 Every child is bounded in time (run_job's timeout, the launcher's --timeout and a
@@ -52,6 +54,7 @@ JAX_PLAN = [["matmul", "jit", 2, 7, 3, 6], ["chain", "jit", 3, 15, 5, 3]]
 QUICK_MESHAX_PLAN = [[k, m, 1, 2, 1, 1] for k, m, *_ in MESHAX_PLAN]
 QUICK_JAX_PLAN = [[k, m, 1, 2, 1, 1] for k, m, *_ in JAX_PLAN]
 KERNEL_JOB_TIMEOUT = 100.0  # Seconds one kernel job may take at most.
+DIFFER = "differ"  # Checksum marker: processes or jobs of one backend disagree.
 GOALS = {"toy": 0.35, "matmul": 1.0, "chain": 1.5}  # meshax / JAX at most.
 TOY_VARIANTS = ("meshax launch", "meshax independent", "JAX")
 STRIPPED_ENV_PREFIXES = ("MESHAX_", "JAX_", "XLA_FLAGS")
@@ -211,20 +214,42 @@ def combine(records: list[dict[str, Any]], n: int) -> dict[str, Any]:
         times = [max(e["times"][i] for e in entries) for i in range(reps)]
         first = max(e["warmup"][0] for e in entries) if all(e["warmup"] for e in entries) else None
         sums = {e["checksum"] for e in entries}
-        combined[key] = {"times": times, "first": first, "checksum": sums.pop() if len(sums) == 1 else None}
+        combined[key] = {"times": times, "first": first,
+                         "checksum": sums.pop() if len(sums) == 1 else None if None in sums else DIFFER}
     return combined
 
 
-def measure_kernels(run: Run, layouts: list[tuple[int, int]], quick: bool) -> dict[tuple, dict[str, Any]]:
-    out = {}
+def merge(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Pool the repetitions of several jobs of one backend and layout."""
+    merged: dict[str, Any] = {}
+    for results in rounds:
+        for key, value in results.items():
+            entry = merged.setdefault(key, {"times": [], "firsts": [], "checksums": []})
+            entry["times"] += value["times"]
+            if value["first"] is not None:
+                entry["firsts"].append(value["first"])
+            entry["checksums"].append(value["checksum"])
+    for entry in merged.values():
+        entry["first"] = median(entry["firsts"]) if entry["firsts"] else None
+        sums = {c for c in entry["checksums"] if c is not None}
+        entry["checksum"] = None if not sums else sums.pop() if len(sums) == 1 else DIFFER
+    return merged
+
+
+def measure_kernels(run: Run, layouts: list[tuple[int, int]], rounds: int, quick: bool) -> dict[tuple, dict[str, Any]]:
+    """`rounds` jobs per backend and layout, the backends' order alternating between rounds."""
+    collected: dict[tuple, list[dict[str, Any]]] = {}
     for n, k in layouts:
-        for backend in ("meshax", "jax"):
-            results = kernel_job(run, backend, n, k, quick)
-            out[((n, k), backend)] = results
-            summary = ", ".join(f"{key} {median(v['times']) * 1e3:.1f} ms ({len(v['times'])} reps)"
-                                for key, v in results.items() if v["times"])
-            print(f"[kernels {backend} {layout_label(n, k)}] {summary or 'no results'}", file=sys.stderr)
-    return out
+        for round_index in range(rounds):
+            backends = ("meshax", "jax") if round_index % 2 == 0 else ("jax", "meshax")
+            for backend in backends:
+                results = kernel_job(run, backend, n, k, quick)
+                collected.setdefault(((n, k), backend), []).append(results)
+                summary = ", ".join(f"{key} {median(v['times']) * 1e3:.1f} ms ({len(v['times'])} reps)"
+                                    for key, v in results.items() if v["times"])
+                print(f"[kernels {backend} {layout_label(n, k)} round {round_index + 1}] {summary or 'no results'}",
+                      file=sys.stderr)
+    return {key: merge(value) for key, value in collected.items()}
 
 
 # --------------------------------------------------------------------------
@@ -271,8 +296,8 @@ def kernel_table(kernels: dict[tuple, dict[str, Any]], layouts: list[tuple[int, 
         m = kernels.get((layout, "meshax"), {})
         j = kernels.get((layout, "jax"), {})
         me, mj, jj = (d.get(f"{kernel}/{mode}", {}) for d, mode in ((m, "eager"), (m, "jit"), (j, "jit")))
-        sums = [e.get("checksum") for e in (me, mj, jj) if e]
-        agree = "n/a" if len(sums) < 2 else "NO: processes differ" if None in sums else (
+        sums = [e.get("checksum") for e in (me, mj, jj) if e and e.get("checksum") is not None]
+        agree = "NO: processes or jobs differ" if DIFFER in sums else "n/a" if len(sums) < 2 else (
             "yes" if max(abs(s - sums[-1]) for s in sums) <= 1e-4 * max(1.0, abs(sums[-1])) else
             "NO: " + ", ".join(f"{s:.6g}" for s in sums))
         rows.append([layout_label(*layout), fmt_range(me.get("times", [])), fmt_range(mj.get("times", [])),
@@ -285,7 +310,13 @@ def kernel_table(kernels: dict[tuple, dict[str, Any]], layouts: list[tuple[int, 
 
 
 def report(walls: dict[tuple, list[float]], kernels: dict[tuple, dict[str, Any]], layouts: list[tuple[int, int]],
-           repeats: int, failures: list[str], elapsed: float) -> str:
+           repeats: int, rounds: int, quick: bool, failures: list[str], elapsed: float) -> str:
+    plan = {k: (w, lo, hi, cap) for k, m, w, hi, lo, cap in (QUICK_MESHAX_PLAN if quick else MESHAX_PLAN)}
+    reps_text = (f"warm-up: {plan['matmul'][0]} calls for matmul, {plan['chain'][0]} for the chain (the first call, "
+                 f"which includes tracing/compilation, is shown separately); then {plan['matmul'][1]}–"
+                 f"{plan['matmul'][2]} timed repetitions for matmul, {plan['chain'][1]}–{plan['chain'][2]} for the "
+                 f"chain (more only while within {plan['matmul'][3]} s / {plan['chain'][3]} s) per job, and {rounds} "
+                 f"job(s) per backend and layout (the backends' order alternating), their repetitions pooled.")
     try:
         load_end = f"{os.getloadavg()[0]:.2f}"
     except OSError:
@@ -296,9 +327,10 @@ def report(walls: dict[tuple, list[float]], kernels: dict[tuple, dict[str, Any]]
         machine_info() + f"; load average at end {load_end}; whole run {elapsed:.0f} s",
         "",
         "Layouts are processes x CPU devices per process (8 devices in all). Cells: **median** "
-        "(min–max, n = runs or repetitions); ratio = meshax median / JAX median, ✓ when within the goal.",
+        "(min–max, n = runs or pooled repetitions); ratio = meshax median / JAX median, ✓ when within the goal.",
         "",
-        f"### 1. Seeds' toy example, whole job wall time (spawn → all exited), {repeats} runs, interleaved",
+        f"### 1. Seeds' toy example, whole job wall time (spawn → all exited), {repeats} run(s) per cell, "
+        "interleaved",
         "",
         toy_table(walls, layouts),
         "",
@@ -313,10 +345,11 @@ def report(walls: dict[tuple, list[float]], kernels: dict[tuple, dict[str, Any]]
         "Method. Toy: copies of examples/toy.py (free coordinator port; JAX copy imports jax and skips "
         "initialize for one process), JAX_PLATFORMS=cpu, JAX_NUM_CPU_DEVICES=K; job wall includes interpreter "
         "start-up, imports, initialisation and shutdown. Kernels: mesh make_mesh((devices//2, 2), ('a','b')), "
-        "inputs from one seed via make_array_from_callback; after warm-up (2 calls for matmul, 3 for the chain; "
-        "the first call, which includes tracing/compilation, is shown separately) each repetition is a barrier "
+        "inputs from one seed via make_array_from_callback; " + reps_text + " Each repetition is a barrier "
         "(meshax: runtime().world.Barrier(); JAX: multihost_utils.sync_global_devices), then call + "
-        "block_until_ready timed on every process; a repetition's time is the max over processes. meshax runs "
+        "block_until_ready timed on every process; a repetition's time is the max over processes; the first "
+        "call column is the median over jobs of the max over processes. Checksum = float(jnp.sum(result)) of "
+        "the last call, compared across processes, jobs and libraries (relative tolerance 1e-4). meshax runs "
         "under `python -m meshax launch`; JAX as N independent processes. No thread settings are changed "
         "(NumPy's OpenBLAS and XLA use their defaults). The machine is shared: other jobs may have run at the "
         "same time (see the load averages).",
@@ -340,6 +373,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="toy runs per variant and layout")
     parser.add_argument("--layouts", default="1x8,2x4,4x2")
+    parser.add_argument("--kernel-rounds", type=int, default=2, help="jobs per backend and layout for the kernels")
     parser.add_argument("--budget", type=float, default=450.0, help="seconds for all jobs together")
     parser.add_argument("--quick", action="store_true", help="few repetitions, for trying the script")
     parser.add_argument("--output", default="compute", help="results/<output>.md")
@@ -348,14 +382,15 @@ def main() -> int:
     machine_info()  # Taken now, so that its load average is from before the benchmark.
     layouts = parse_layouts(args.layouts)
     repeats = 1 if args.quick else args.repeats
+    rounds = 1 if args.quick else args.kernel_rounds
     started = time.monotonic()
     run = Run(tag=f"bench-compute-{uuid.uuid4().hex}", deadline=started + args.budget)
     try:
         walls = measure_toy(run, layouts, repeats, args.budget * TOY_SHARE)
-        kernels = measure_kernels(run, layouts, args.quick)
+        kernels = measure_kernels(run, layouts, rounds, args.quick)
     finally:
         kill_tagged(run.tag)
-    text = report(walls, kernels, layouts, repeats, run.failures, time.monotonic() - started)
+    text = report(walls, kernels, layouts, repeats, rounds, args.quick, run.failures, time.monotonic() - started)
     print(text)
     print(f"\nwritten to {write_results(args.output, text)}", file=sys.stderr)
     return 1 if run.failures else 0

@@ -300,7 +300,7 @@ def test_resharding_a_scalar_keeps_array_buffers():
     # transfer._local_targets takes a replica's box as a view with source[relative(box, ...)]; for a
     # 0-d array that index is () and NumPy returns a scalar, not an array, so np.asarray(y) fails.
     x = meshax.device_put(np.float32(1.5), DEVICES[0])
-    for target in (DEVICES[1], NamedSharding(MESH, P()), NamedSharding(meshax.make_mesh((1,), ("a",)), P())):
+    for target in (DEVICES[1], NamedSharding(MESH, P()), NamedSharding(meshax.make_mesh((1,), ("a",), devices=[DEVICES[0]]), P())):
         y = meshax.device_put(x, target)
         assert all(isinstance(b, np.ndarray) for b in y.local_buffers().values())
         assert np.asarray(y) == 1.5 and np.asarray(y).shape == ()

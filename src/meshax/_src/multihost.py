@@ -90,7 +90,7 @@ def broadcast_one_to_all(in_tree: Any, is_source: bool | None = None) -> Any:
     layout = group.broadcast_object([(v.shape, v.dtype.str) for v in values], root=root)
     received = []
     for index, (shape, dtype) in enumerate(layout):
-        buffer = np.ascontiguousarray(values[index]) if here == root else np.empty(shape, np.dtype(dtype))
+        buffer = np.require(values[index], requirements="C") if here == root else np.empty(shape, np.dtype(dtype))
         received.append(group.broadcast(buffer, root=root))
     return tree_unflatten(structure, received)
 
