@@ -74,6 +74,40 @@ def _load_average() -> str:
         return "unknown"
 
 
+class ForeignLoad:
+    """How much CPU other processes (not this one or its children) used while a benchmark ran.
+
+    Compares the machine's busy time (/proc/stat) with our own and our reaped
+    descendants' CPU time (getrusage); the result is a share of all cores.
+    """
+
+    def __init__(self) -> None:
+        self.start = self._sample()
+
+    @staticmethod
+    def _sample() -> tuple[float, float, float]:
+        import resource
+
+        fields = [float(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        busy = (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # Minus idle and iowait.
+        ours = sum(getattr(resource.getrusage(who), field) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+                   for field in ("ru_utime", "ru_stime"))
+        return time.monotonic(), busy, ours
+
+    def share(self) -> float:
+        """Other processes' CPU use since construction, as a fraction of all cores (NaN if unknown)."""
+        try:
+            now = self._sample()
+        except (OSError, ValueError, IndexError):
+            return float("nan")
+        wall = now[0] - self.start[0]
+        foreign = (now[1] - self.start[1]) - (now[2] - self.start[2])
+        return max(0.0, foreign) / (wall * (os.cpu_count() or 1)) if wall > 0 else float("nan")
+
+    def describe(self) -> str:
+        return f"other processes used {self.share():.0%} of the machine's CPU time during this benchmark"
+
+
 # --------------------------------------------------------------------------
 # Statistics and Markdown
 # --------------------------------------------------------------------------

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from _common import (WORKERS_DIR, exit_cleanly_on_signals, free_port, machine_info, markdown_table, median,
+from _common import (WORKERS_DIR, ForeignLoad, exit_cleanly_on_signals, free_port, machine_info, markdown_table, median,
                      python, quantile, run_job, venv_tool, write_results)
 
 KB, MB = 1 << 10, 1 << 20
@@ -208,12 +208,13 @@ def across_worlds_table(cells: dict[str, list[Cell | None]], plan: list[list[int
     return markdown_table(headers, rows)
 
 
-def report(cells: dict[str, list[Cell | None]], plan: list[list[int]], n: int) -> str:
+def report(cells: dict[str, list[Cell | None]], plan: list[list[int]], n: int, load: str) -> str:
+    """The Markdown report; `load` describes competing CPU use during the run."""
     caps = ", ".join(f"{_size(size[0])}: {size[2]} reps / {size[3]} s" for size in plan)
     return "\n".join([
         f"## Allreduce (sum, float32) over {n} processes: meshax vs mpi4py",
         "",
-        machine_info(),
+        f"{machine_info()}; {load}",
         "",
         "### meshax ProcessGroup.allreduce vs mpi4py in the same processes (same communicator, interleaved)",
         "",
@@ -241,9 +242,10 @@ def main() -> int:
     args = parser.parse_args()
     exit_cleanly_on_signals()
     machine_info()  # Taken now, so that its load average is from before the benchmark.
+    load = ForeignLoad()
     plan = QUICK_PLAN if args.quick else PLAN
     cells = run_all(args.processes, plan, args.budget)
-    text = report(cells, plan, args.processes)
+    text = report(cells, plan, args.processes, load.describe())
     print(text)
     print(f"\nwritten to {write_results(args.output, text)}", file=sys.stderr)
     measured = [cell for row in cells.values() for cell in row if cell is not None]

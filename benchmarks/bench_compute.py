@@ -45,6 +45,11 @@ from typing import Any
 from _common import (WORKERS_DIR, JobResult, exit_cleanly_on_signals, free_port, machine_info, markdown_table,
                      median, python, run_job, write_results)
 
+try:  # Newer _common.py versions measure other processes' CPU use during the run.
+    from _common import ForeignLoad
+except ImportError:
+    ForeignLoad = None
+
 TOY_TIMEOUT = 60.0  # Seconds one toy job may take.
 TOY_SHARE = 0.45  # Fraction of the budget the toy phase may use.
 # [kernel, mode, warmup calls, max timed reps, min timed reps, seconds cap for the timed reps]
@@ -310,7 +315,7 @@ def kernel_table(kernels: dict[tuple, dict[str, Any]], layouts: list[tuple[int, 
 
 
 def report(walls: dict[tuple, list[float]], kernels: dict[tuple, dict[str, Any]], layouts: list[tuple[int, int]],
-           repeats: int, rounds: int, quick: bool, failures: list[str], elapsed: float) -> str:
+           repeats: int, rounds: int, quick: bool, failures: list[str], elapsed: float, foreign: str) -> str:
     plan = {k: (w, lo, hi, cap) for k, m, w, hi, lo, cap in (QUICK_MESHAX_PLAN if quick else MESHAX_PLAN)}
     reps_text = (f"warm-up: {plan['matmul'][0]} calls for matmul, {plan['chain'][0]} for the chain (the first call, "
                  f"which includes tracing/compilation, is shown separately); then {plan['matmul'][1]}–"
@@ -324,7 +329,7 @@ def report(walls: dict[tuple, list[float]], kernels: dict[tuple, dict[str, Any]]
     parts = [
         "## Compute: meshax vs JAX (CPU), same programs, same run",
         "",
-        machine_info() + f"; load average at end {load_end}; whole run {elapsed:.0f} s",
+        machine_info() + f"; load average at end {load_end}; whole run {elapsed:.0f} s" + foreign,
         "",
         "Layouts are processes x CPU devices per process (8 devices in all). Cells: **median** "
         "(min–max, n = runs or pooled repetitions); ratio = meshax median / JAX median, ✓ when within the goal.",
@@ -384,13 +389,16 @@ def main() -> int:
     repeats = 1 if args.quick else args.repeats
     rounds = 1 if args.quick else args.kernel_rounds
     started = time.monotonic()
+    foreign_load = ForeignLoad() if ForeignLoad is not None else None
     run = Run(tag=f"bench-compute-{uuid.uuid4().hex}", deadline=started + args.budget)
     try:
         walls = measure_toy(run, layouts, repeats, args.budget * TOY_SHARE)
         kernels = measure_kernels(run, layouts, rounds, args.quick)
     finally:
         kill_tagged(run.tag)
-    text = report(walls, kernels, layouts, repeats, rounds, args.quick, run.failures, time.monotonic() - started)
+    foreign = f"; {foreign_load.describe()}" if foreign_load is not None else ""
+    text = report(walls, kernels, layouts, repeats, rounds, args.quick, run.failures, time.monotonic() - started,
+                  foreign)
     print(text)
     print(f"\nwritten to {write_results(args.output, text)}", file=sys.stderr)
     return 1 if run.failures else 0

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from _common import (WORKERS_DIR, JobResult, exit_cleanly_on_signals, free_port, machine_info, markdown_table,
+from _common import (WORKERS_DIR, ForeignLoad, JobResult, exit_cleanly_on_signals, free_port, machine_info, markdown_table,
                      median, python, run_job, venv_tool, write_results)
 
 JOB_TIMEOUT = 60.0  # Seconds one job may take before it is killed.
@@ -130,8 +130,8 @@ def _ms_range(values: list[float]) -> str:
     return f"**{median(values) * 1e3:.0f}** ({min(values) * 1e3:.0f}–{max(values) * 1e3:.0f})"
 
 
-def report(samples: dict[str, list[Sample]], n: int, repeats: int) -> str:
-    """The Markdown report: machine line, table of medians, notes."""
+def report(samples: dict[str, list[Sample]], n: int, repeats: int, load: str) -> str:
+    """The Markdown report: machine line, table of medians, notes; `load` describes competing CPU use."""
     headers = ["variant", "runs ok", "import (ms)", "init call (ms)", "first stmt → init done (ms), median (min–max)",
                "spawn → all init done (ms)", "job wall, spawn → all exited (ms)"]
     rows = []
@@ -145,7 +145,7 @@ def report(samples: dict[str, list[Sample]], n: int, repeats: int) -> str:
     return "\n".join([
         f"## Startup of a {n}-process job (medians of {repeats} runs, variants interleaved)",
         "",
-        machine_info(),
+        f"{machine_info()}; {load}",
         "",
         markdown_table(headers, rows),
         "",
@@ -164,8 +164,9 @@ def main() -> int:
     args = parser.parse_args()
     exit_cleanly_on_signals()
     machine_info()  # Taken now, so that its load average is from before the benchmark.
+    load = ForeignLoad()
     samples = measure(variants(), args.processes, args.repeats, args.budget)
-    text = report(samples, args.processes, args.repeats)
+    text = report(samples, args.processes, args.repeats, load.describe())
     print(text)
     print(f"\nwritten to {write_results('startup', text)}", file=sys.stderr)
     return 0 if all(samples.values()) else 1

@@ -21,6 +21,7 @@ from meshax._src.devices import (
 )
 from meshax._src.mesh import make_mesh
 from meshax._src.jit import jit
+from meshax._src.shard_map import shard_map
 from meshax import numpy, nn, lax  # noqa: E402
 from meshax import debug, experimental  # noqa: E402  (after the names they use)
 
@@ -51,6 +52,7 @@ __all__ = [
     "numpy",
     "process_count",
     "process_index",
+    "shard_map",
     "sharding",
     "tree_util",
 ]

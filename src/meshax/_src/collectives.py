@@ -90,3 +90,92 @@ def _reduce_across(processes: tuple[int, ...], keys: list[tuple[int, ...]], part
         partial[key] = chunk.astype(np.bool_) if as_bytes else chunk
         offset += part.size
 
+
+
+def group_index(mesh: Mesh, axes: Sequence[str], device: Device) -> int:
+    """The position of `device` within its group along `axes` (mixed radix, first axis major)."""
+    position = dict(zip(mesh.axis_names, mesh.coordinates(device)))
+    index = 0
+    for name in axes:
+        index = index * mesh.shape[name] + position[name]
+    return index
+
+
+def _ordered_groups(mesh: Mesh, axes: Sequence[str]) -> list[list[Device]]:
+    """Groups (sorted by key), members ordered by their index along `axes`."""
+    return [sorted(members, key=lambda d: group_index(mesh, axes, d))
+            for _, members in sorted(device_groups(mesh, axes).items())]
+
+
+def gather_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.ndarray]) -> dict[Device, list[np.ndarray]]:
+    """Every local device gets the values of all members of its group along `axes`, in group order."""
+    here = device_table.process_index()
+    groups = [g for g in _ordered_groups(mesh, axes) if any(d.process_index == here for d in g)]
+    known = {d: values[d] for g in groups for d in g if d.process_index == here}
+    by_process_set: dict[tuple[int, ...], list[list[Device]]] = {}
+    for members in groups:
+        processes = tuple(sorted({d.process_index for d in members}))
+        if len(processes) > 1:
+            by_process_set.setdefault(processes, []).append(members)
+    for processes, batch in sorted(by_process_set.items()):
+        known.update(_exchange_members(processes, batch, known))
+    return {d: [known[m] for m in members] for members in groups for d in members if d.process_index == here}
+
+
+def _exchange_members(processes: tuple[int, ...], batch: list[list[Device]], known: dict) -> dict:
+    """One Allgatherv among `processes` of their members' values for the groups in `batch`."""
+    from .runtime.distributed import runtime
+
+    here = device_table.process_index()
+    sample = next(known[d] for members in batch for d in members if d.process_index == here)
+    sample = np.asarray(sample)
+    owned = {p: [d for members in batch for d in members if d.process_index == p] for p in processes}
+    mine = np.concatenate([np.asarray(known[d], sample.dtype).reshape(-1) for d in owned[here]]) \
+        if owned[here] else np.empty(0, sample.dtype)
+    counts = [len(owned[p]) * sample.size for p in processes]
+    gathered = runtime().process_group(processes).allgatherv(mine, counts)
+    found, offset = {}, 0
+    for p, count in zip(processes, counts):
+        pieces = gathered[offset:offset + count].reshape((len(owned[p]),) + sample.shape) if count else []
+        for device, piece in zip(owned[p], pieces):
+            found[device] = piece
+        offset += count
+    return found
+
+
+def permute_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.ndarray],
+                    perm: Sequence[tuple[int, int]]) -> dict[Device, np.ndarray]:
+    """Within each group along `axes`, member i's value goes to member j for each (i, j) in `perm`;
+    members that receive nothing get zeros."""
+    here = device_table.process_index()
+    sample = np.asarray(next(iter(values.values())))
+    result = {d: np.zeros_like(sample) for d in values}
+    requests, comm = [], None
+    for members in _ordered_groups(mesh, axes):
+        for source_index, target_index in perm:
+            source, target = members[source_index], members[target_index]
+            if source.process_index == here and target.process_index == here:
+                result[target] = values[source]
+            elif source.process_index == here or target.process_index == here:
+                comm = comm or _p2p_comm()
+                if source.process_index == here:
+                    data = np.require(values[source], requirements="C")
+                    requests.append(comm.Isend(data, dest=target.process_index, tag=_PERMUTE_TAG))
+                else:
+                    buffer = np.empty_like(sample)
+                    result[target] = buffer
+                    requests.append(comm.Irecv(buffer, source=source.process_index, tag=_PERMUTE_TAG))
+    if requests:
+        from .runtime.mpi import mpi_module
+
+        mpi_module().Request.Waitall(requests)
+    return result
+
+
+_PERMUTE_TAG = 11
+
+
+def _p2p_comm():
+    from .runtime.distributed import runtime
+
+    return runtime().p2p

@@ -1,4 +1,4 @@
 """Experimental APIs, as in jax.experimental."""
-from meshax.experimental import multihost_utils
+from meshax.experimental import multihost_utils, shard_map
 
-__all__ = ["multihost_utils"]
+__all__ = ["multihost_utils", "shard_map"]

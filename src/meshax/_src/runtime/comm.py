@@ -51,6 +51,13 @@ class ProcessGroup:
         self.comm.Allgather(send, result)
         return result
 
+    def allgatherv(self, array: np.ndarray, counts: Sequence[int]) -> np.ndarray:
+        """Concatenate every member's flat `array` (member i contributes counts[i] elements)."""
+        send = np.require(array, requirements="C").reshape(-1)
+        result = np.empty(int(sum(counts)), send.dtype)
+        self.comm.Allgatherv(send, [result, list(counts)])
+        return result
+
     def broadcast(self, array: np.ndarray, root: int) -> np.ndarray:
         """Every member gets member `root`'s `array` (others pass a buffer of the same shape)."""
         buffer = np.require(array, requirements="C")

@@ -1,0 +1,13 @@
+"""The older spelling `jax.experimental.shard_map.shard_map(f, mesh, in_specs, out_specs, check_rep=True)`."""
+from typing import Any, Callable
+
+from meshax._src.shard_map import shard_map as _shard_map
+
+
+def shard_map(f: Callable[..., Any], mesh: Any = None, in_specs: Any = None, out_specs: Any = None,
+              check_rep: bool = True, auto: Any = frozenset()) -> Any:
+    """Map `f` over the shards of its inputs (see meshax.shard_map)."""
+    return _shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_rep=check_rep)
+
+
+__all__ = ["shard_map"]
