@@ -75,15 +75,20 @@ def test_mesh_constructor_like_the_seeds():
 
 
 def test_mesh_reprs_as_in_the_seeds():
-    assert repr(meshax.make_mesh((8,), ("a",))) == "Mesh('a': 8)"
-    assert repr(meshax.make_mesh((4, 2), ("a", "b"))) == "Mesh('a': 4, 'b': 2)"
+    # Inside a sharding, a mesh prints as seed 001 shows it ...
+    assert meshax.make_mesh((8,), ("a",)).short_repr() == "Mesh('a': 8)"
+    assert meshax.make_mesh((4, 2), ("a", "b")).short_repr() == "Mesh('a': 4, 'b': 2)"
     explicit = meshax.make_mesh((8,), ("a",), axis_types=(AxisType.Explicit,))
-    assert repr(explicit) == "Mesh('a': 8, axis_types=(Explicit,))"
+    assert explicit.short_repr() == "Mesh('a': 8, axis_types=(Explicit,))"
     two = meshax.make_mesh((4, 2), ("a", "b"), axis_types=(AxisType.Explicit,) * 2)
-    assert repr(two) == "Mesh('a': 4, 'b': 2, axis_types=(Explicit, Explicit))"
+    assert two.short_repr() == "Mesh('a': 4, 'b': 2, axis_types=(Explicit, Explicit))"
     mixed = meshax.make_mesh((4, 2), ("a", "b"), axis_types=(AxisType.Explicit, AxisType.Auto))
-    assert repr(mixed) == "Mesh('a': 4, 'b': 2, axis_types=(Explicit, Auto))"
+    assert mixed.short_repr() == "Mesh('a': 4, 'b': 2, axis_types=(Explicit, Auto))"
     assert repr(AxisType.Explicit) == "Explicit"
+    # ... and on its own as seed 003 shows it.
+    assert repr(Mesh(np.array(DEVICES), ("i",))) == "Mesh(device_ids=array([0, 1, 2, 3, 4, 5, 6, 7]), axis_names=('i',))"
+    assert repr(Mesh(np.array(DEVICES).reshape(4, 2), ("i", "j"))) == (
+        "Mesh(device_ids=array([[0, 1],\n       [2, 3],\n       [4, 5],\n       [6, 7]]), axis_names=('i', 'j'))")
 
 
 def test_mesh_is_a_context_manager_for_bare_specs():
@@ -177,7 +182,7 @@ def test_sharding_reprs_as_in_the_seeds():
     explicit = meshax.make_mesh((4,), ("a",), devices=DEVICES[4:], axis_types=(AxisType.Explicit,))
     assert str(NamedSharding(explicit, P("a"))) == (
         "NamedSharding(mesh=Mesh('a': 4, axis_types=(Explicit,)), spec=PartitionSpec('a',), memory_kind=device)")
-    assert repr(SingleDeviceSharding(DEVICES[3])) == "SingleDeviceSharding(device=CpuDevice(id=3), memory_kind=device)"
+    assert repr(SingleDeviceSharding(DEVICES[3])) == "SingleDeviceSharding(device=CpuDevice(id=3))"  # seed 003
     # The seed's line for its subset mesh of 8 devices (of 16).
     eight = meshax.make_mesh((8,), ("a",), axis_types=(AxisType.Explicit,))
     assert repr(NamedSharding(eight, P("a"))) == (

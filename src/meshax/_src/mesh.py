@@ -142,6 +142,14 @@ class Mesh:
         return hash(self._key)
 
     def __repr__(self) -> str:
+        """As seed 003 prints a mesh: its device ids and axis names."""
+        ids = np.array2string(self.device_ids, separator=", ", prefix="array(")
+        types = "" if all(t is AxisType.Auto for t in self.axis_types) else \
+            f", axis_types=({', '.join(t.name for t in self.axis_types)}{',' if len(self.axis_types) == 1 else ''})"
+        return f"Mesh(device_ids=array({ids}), axis_names={self.axis_names!r}{types})"
+
+    def short_repr(self) -> str:
+        """As seed 001 prints a mesh inside a sharding: Mesh('a': 8, 'b': 2)."""
         sizes = ", ".join(f"'{name}': {size}" for name, size in self.shape.items())
         if any(t is not AxisType.Auto for t in self.axis_types):
             types = ", ".join(t.name for t in self.axis_types)
