@@ -50,8 +50,21 @@ def device_put(x: Any, device: Any = None, *, src: Any = None, donate: bool = Fa
 
 
 def device_get(x: Any) -> Any:
-    """Host NumPy values of every Array in the pytree `x` (other leaves pass through)."""
-    return tree_map(lambda leaf: np.asarray(leaf) if isinstance(leaf, Array) else leaf, x)
+    """Host NumPy values of every Array in the pytree `x` (other leaves pass through).
+
+    Unlike JAX, an Array spanning devices of other processes is gathered (a collective:
+    every process must call device_get on it, as SPMD programs do) instead of raising."""
+
+    def get(leaf: Any) -> Any:
+        if not isinstance(leaf, Array):
+            return leaf
+        if leaf.is_fully_addressable:
+            return np.asarray(leaf)
+        from .multihost import global_value
+
+        return global_value(leaf)
+
+    return tree_map(get, x)
 
 
 def block_until_ready(x: Any) -> Any:

@@ -32,7 +32,7 @@ def _replicated_everywhere() -> NamedSharding:
     return NamedSharding(Mesh(device_table.devices(), ("processes",)), PartitionSpec())
 
 
-def _global_value(array: Array) -> np.ndarray:
+def global_value(array: Array) -> np.ndarray:
     """The whole value of `array` on every process (a collective when it spans processes)."""
     spans_all = set(array.sharding.process_indices) == set(range(device_table.process_count()))
     if array.is_fully_replicated and spans_all:
@@ -67,7 +67,7 @@ def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
     results = []
     for leaf, spans in zip(leaves, spanning):
         if spans:
-            results.append(_global_value(leaf))
+            results.append(global_value(leaf))
             continue
         value = _host_array(leaf)
         stacked = value[None] if group is None else group.allgather(value)
