@@ -181,3 +181,36 @@ def test_uncaught_exception_in_one_process_stops_the_others():
     assert all(r.returncode != 0 for r in results)
     for index in (0, 2):
         assert "process 1 failed: uncaught ValueError: bad batch" in results[index].stderr, results[index].stderr
+
+
+HANG = "tests/programs/hang.py"
+
+
+def run_hang(mode: str) -> list:
+    address = f"localhost:{free_port()}"
+    env = child_env(1)
+    procs = [start([PYTHON, HANG, address, str(i), "3", mode], env) for i in range(3)]
+    return collect(procs, timeout=60)
+
+
+def test_watchdog_names_a_process_that_skips_a_collective():
+    """The seeds' mistake: only process 0 calls device_put; everyone exits naming it and its line."""
+    began = time.monotonic()
+    results = run_hang("lonely")
+    assert time.monotonic() - began < 40
+    for result in results:
+        assert result.returncode != 0
+        assert "collective watchdog" in result.stderr, result.stderr
+        assert "process 0: in device_put/reshard" in result.stderr and "hang.py:17" in result.stderr
+        assert "process 1: in shutdown" in result.stderr
+
+
+def test_watchdog_names_a_process_stuck_in_python():
+    began = time.monotonic()
+    results = run_hang("sleeper")
+    assert time.monotonic() - began < 40
+    for result in results:
+        assert result.returncode != 0
+        assert "FINISHED" not in result.stdout
+        assert "process 2: not in a communication; running" in result.stderr, result.stderr
+        assert "process 0: in MPI Allreduce" in result.stderr and "hang.py:21" in result.stderr

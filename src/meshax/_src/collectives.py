@@ -14,6 +14,7 @@ import numpy as np
 from . import devices as device_table
 from .devices import Device
 from .mesh import Mesh
+from .runtime.watch import communicating
 
 NUMPY_COMBINE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "sum": np.add,
@@ -168,7 +169,8 @@ def permute_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.nda
     if requests:
         from .runtime.mpi import mpi_module
 
-        mpi_module().Request.Waitall(requests)
+        with communicating(f"ppermute over mesh axes {tuple(axes)}"):
+            mpi_module().Request.Waitall(requests)
     return result
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import devices as device_table
 from .array import Array, read_only
+from .runtime.watch import communicating
 from .sharding import Box, Sharding, unique_boxes
 
 Region = tuple[slice, ...]
@@ -133,7 +134,10 @@ def _exchange(pieces: tuple[Piece, ...], here: int, sources: dict[Box, np.ndarra
             if not direct:
                 landing.append((buffer, filled[piece.target], region))
     if requests:
-        _wait_all(requests)
+        peers = sorted({p.sender if p.receiver == here else p.receiver for p in pieces
+                        if (p.sender == here) != (p.receiver == here)})
+        with communicating(f"device_put/reshard exchanging data with processes {peers}"):
+            _wait_all(requests)
     for buffer, destination, region in landing:
         destination[region] = buffer
 

@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from . import watch
 from .wire import LineSocket, parse_address
 
 FAILURE_EXIT_CODE = 1
@@ -39,11 +40,13 @@ class CoordinatorClient:
     """The control-plane connection of process `process_id`."""
 
     def __init__(self, address: str, process_id: int, heartbeat_timeout: float,
-                 on_failure: Callable[[str], None] = exit_with_failure) -> None:
+                 on_failure: Callable[[str], None] = exit_with_failure, collective_timeout: float = 300.0) -> None:
         self.address = address
+        self.collective_timeout = collective_timeout
+        self._reported_stuck: int | None = None
         self.process_id = process_id
         self.heartbeat_timeout = heartbeat_timeout
-        self.heartbeat_interval = max(0.2, min(10.0, heartbeat_timeout / 5))
+        self.heartbeat_interval = max(0.2, min(10.0, heartbeat_timeout / 5, collective_timeout / 5))
         self._on_failure = on_failure
         self._conn: LineSocket | None = None
         self._rids = itertools.count(1)
@@ -188,6 +191,9 @@ class CoordinatorClient:
             if event == "failure":
                 if not self._closing:
                     self._on_failure(message["message"])
+            elif event == "report_state":
+                self._conn.write_message({"op": "state", "process_id": self.process_id,
+                                          "token": message["token"], "state": watch.describe_process()})
             elif event is None:
                 with self._cond:
                     if message.get("rid") in self._pending:
@@ -200,6 +206,7 @@ class CoordinatorClient:
             if self._closing or self._conn is None:
                 return
             self._conn.write_message({"op": "heartbeat"})
+            self._check_communication()
             silent = time.monotonic() - self._last_heard
             if silent > self.heartbeat_timeout and not self._closing:
                 self._on_failure(
@@ -207,6 +214,15 @@ class CoordinatorClient:
                     f"{silent:.0f} s (heartbeat_timeout_seconds={self.heartbeat_timeout:g})."
                 )
                 return
+
+    def _check_communication(self) -> None:
+        """The collective watchdog: a communication waiting too long makes every process report."""
+        activity = watch.current()
+        if activity is None or activity.sequence == self._reported_stuck:
+            return
+        if time.monotonic() - activity.started > self.collective_timeout:
+            self._reported_stuck = activity.sequence
+            self.send("stuck", state=activity.describe(), timeout=self.collective_timeout)
 
     def _lost_coordinator(self) -> None:
         if not self._closing:

@@ -67,6 +67,7 @@ class CoordinatorServer:
         self._kv_waiters: dict[str, list[_Waiter]] = {}
         self._failure: str | None = None
         self._started = False
+        self._report: dict[str, Any] | None = None
         self._stopping = False
         self._connections: set[LineSocket] = set()
         self._control_connections: set[LineSocket] = set()
@@ -150,8 +151,10 @@ class CoordinatorServer:
         elif op == "abort":
             self.fail(f"process {process_id} failed: {message.get('message', 'no reason given')}", exclude=process_id)
             conn.write_message({"rid": rid, "ok": True})
-        elif op == "failure_report":
-            conn.write_message({"rid": rid, "failure": self._failure})
+        elif op == "stuck":
+            self._collect_states(process_id, message["state"], float(message.get("timeout", 0)))
+        elif op == "state":
+            self._record_state(process_id, message.get("token"), message["state"])
         else:
             conn.write_message({"rid": rid, "error": f"unknown request {op!r}"})
 
@@ -241,6 +244,47 @@ class CoordinatorServer:
                 for waiter in arrived.values():
                     waiter.conn.write_message({"rid": waiter.rid, "ok": True})
 
+    # ---- the collective watchdog's report --------------------------------------------------
+
+    def _collect_states(self, process_id: int, state: str, timeout: float) -> None:
+        """A process waited too long: ask every process what it is doing, then fail with the answers."""
+        with self._cond:
+            if self._report is not None or self._failure is not None:
+                return
+            token = time.monotonic()
+            self._report = {"token": token, "trigger": process_id, "timeout": timeout,
+                            "states": {process_id: state}, "deadline": token + 5.0}
+            for process in self._processes.values():
+                if not process.said_goodbye and process.process_id != process_id:
+                    process.conn.write_message({"event": "report_state", "token": token})
+            self._finish_report_if_complete(time.monotonic())
+
+    def _record_state(self, process_id: int, token: Any, state: str) -> None:
+        with self._cond:
+            if self._report is not None and self._report["token"] == token:
+                self._report["states"][process_id] = state
+                self._finish_report_if_complete(time.monotonic())
+
+    def _finish_report_if_complete(self, now: float) -> None:
+        report = self._report
+        if report is None:
+            return
+        live = [p.process_id for p in self._processes.values() if not p.said_goodbye]
+        if not set(live) <= report["states"].keys() and now < report["deadline"]:
+            return
+        lines = [f"collective watchdog: process {report['trigger']} waited more than {report['timeout']:g} s "
+                 "(collective_timeout) for a communication; what each process is doing:"]
+        for process_id in range(self.num_processes):
+            process = self._processes.get(process_id)
+            if process_id in report["states"]:
+                state = report["states"][process_id]
+            elif process is None or process.said_goodbye:
+                state = "has finished or left the job"
+            else:
+                state = "did not answer (stuck outside Python, e.g. in a C call holding the GIL)"
+            lines.append(f"  process {process_id}: {state}")
+        self._fail_locked("\n".join(lines), exclude=None)
+
     # ---- deadlines, heartbeats and failures -----------------------------------------------
 
     def _monitor_loop(self) -> None:
@@ -252,6 +296,7 @@ class CoordinatorServer:
                 self._expire_barriers(now)
                 self._expire_kv_gets(now)
                 self._check_heartbeats(now)
+                self._finish_report_if_complete(now)
                 processes = [p for p in self._processes.values() if not p.said_goodbye]
             for process in processes:
                 process.conn.write_message({"event": "ping"})

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .. import devices as device_table
-from . import detection, mpi
+from ..config import config
+from . import detection, mpi, watch
 from .client import CoordinatorClient, CoordinatorError, exit_with_failure
 from .comm import ProcessGroup
 from .coordinator import CoordinatorServer
@@ -77,8 +78,13 @@ def initialize(
     heartbeat_timeout_seconds: float = 100,
     shutdown_timeout_seconds: float = 300,
     cluster_detection_method: str | None = None,
+    collective_timeout_seconds: float | None = None,
 ) -> None:
-    """Join this process to its job; call it once, on every process, before touching devices."""
+    """Join this process to its job; call it once, on every process, before touching devices.
+
+    collective_timeout_seconds (default: meshax.config's meshax_collective_timeout, 300 s, env
+    MESHAX_COLLECTIVE_TIMEOUT) bounds any wait in communication: past it, every process reports
+    what it is doing and the job fails with that report."""
     global _runtime
     _configure_logging()
     with _lock:
@@ -95,6 +101,11 @@ def initialize(
                             ("shutdown_timeout_seconds", shutdown_timeout_seconds)):
             if not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"{name}={value!r} must be a positive number of seconds.")
+        if collective_timeout_seconds is not None:
+            if not isinstance(collective_timeout_seconds, (int, float)) or collective_timeout_seconds <= 0:
+                raise ValueError(f"collective_timeout_seconds={collective_timeout_seconds!r} must be a positive "
+                                 "number of seconds.")
+            config.update("meshax_collective_timeout", float(collective_timeout_seconds))
         if isinstance(local_device_ids, int):
             local_device_ids = [local_device_ids]
         spec = detection.resolve(coordinator_address, num_processes, process_id,
@@ -144,7 +155,8 @@ def _join(address: str, process_id: int, num_processes: int, local: list[device_
           init_timeout: float, heartbeat_timeout: float,
           server: CoordinatorServer | None) -> tuple[CoordinatorClient, list[dict[str, Any]]]:
     """Connect to the coordinator and register; returns the client and every process's table."""
-    client = CoordinatorClient(address, process_id, heartbeat_timeout, _failure_handler(server))
+    client = CoordinatorClient(address, process_id, heartbeat_timeout, _failure_handler(server),
+                               collective_timeout=config.read("meshax_collective_timeout"))
     client.connect(init_timeout)
     try:
         tables = client.register(num_processes, {"devices": [[d.id, d.local_hardware_id] for d in local]},
@@ -230,7 +242,8 @@ def shutdown() -> None:
         _leave_after_error(rt)
         return
     try:
-        rt.client.barrier("meshax-shutdown", timeout=rt.shutdown_timeout)
+        with watch.communicating("shutdown, waiting for the other processes to finish"):
+            rt.client.barrier("meshax-shutdown", timeout=rt.shutdown_timeout)
     except CoordinatorError as error:
         exit_with_failure(f"process {rt.process_id}: shutdown did not complete: {error}")
     mpi.finalize()

@@ -1,0 +1,111 @@
+"""JAX collective worker for bench_collectives.py (see coll_common.py for the programs and the loop).
+
+    JAX_PLATFORMS=cpu JAX_NUM_CPU_DEVICES=K python coll_jax.py --plan JSON --budget S \
+        [--address HOST:PORT --process-id I --processes N]
+
+With N > 1 the process calls jax.distributed.initialize(address, N, I) (CPU collectives:
+JAX's default, gloo); with N = 1 it does not. Programs: jax.jit(shard_map(f, mesh=
+jax.make_mesh((D,), ('i',)), in_specs=P('i'), out_specs=...)) with the same bodies
+as coll_meshax.py. Calls are timed until block_until_ready() returns. Barriers and
+process 0's decisions go through JAX's coordination service (wait_at_barrier and the
+key-value store), outside the timed region.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+import coll_common as common
+
+try:
+    from jax import shard_map as _shard_map
+
+    def shard_map(f: Callable[..., Any], mesh: Any, in_specs: Any, out_specs: Any) -> Any:
+        return _shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+except ImportError:  # Older JAX.
+    from jax.experimental.shard_map import shard_map as _old_shard_map
+
+    def shard_map(f: Callable[..., Any], mesh: Any, in_specs: Any, out_specs: Any) -> Any:
+        return _old_shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+
+TIMEOUT_MS = 120_000
+
+
+def join(address: str | None, processes: int, process_id: int) -> tuple[Callable[[], None],
+                                                                         Callable[[int | None, str], int]]:
+    if processes <= 1:
+        return (lambda: None), (lambda phase, key: phase)
+    jax.distributed.initialize(address, processes, process_id, initialization_timeout=60)
+    from jax._src import distributed
+
+    client = distributed.global_state.client
+    counter = [0]
+
+    def barrier() -> None:
+        counter[0] += 1
+        client.wait_at_barrier(f"coll-barrier-{counter[0]}", TIMEOUT_MS)
+
+    def decide(phase: int | None, key: str) -> int:
+        if phase is not None:
+            client.key_value_set(f"coll-phase-{key}", str(phase))
+            return phase
+        return int(client.blocking_key_value_get(f"coll-phase-{key}", TIMEOUT_MS))
+
+    return barrier, decide
+
+
+def builder(mesh: Any) -> Callable[[str, int], tuple[Callable[[], Any], Callable[[Any], bool]]]:
+    devices = mesh.size
+    position = {d: g for g, d in enumerate(mesh.devices.flat)}
+    ring = [(g, (g + 1) % devices) for g in range(devices)]
+    bodies = {
+        "psum": (lambda x: jax.lax.psum(x, "i"), P()),
+        "all_gather": (lambda x: jax.lax.all_gather(x, "i", tiled=True), P()),
+        "ppermute": (lambda x: jax.lax.ppermute(x, "i", ring), P("i")),
+    }
+
+    def build(program: str, count: int) -> tuple[Callable[[], Any], Callable[[Any], bool]]:
+        sharding = NamedSharding(mesh, P("i"))
+        x = jax.make_array_from_callback((devices * count,), sharding,
+                                         lambda index: common.block(count, index[0].start // count))
+        body, out_spec = bodies[program]
+        f = jax.jit(shard_map(body, mesh=mesh, in_specs=P("i"), out_specs=out_spec))
+
+        def call() -> Any:
+            return f(x).block_until_ready()
+
+        def check(result: Any) -> bool:
+            shards = result.addressable_shards
+            if program == "psum":
+                want = common.expected_psum(count, devices)
+                return bool(shards) and all(common.same(np.asarray(s.data), want) for s in shards)
+            if program == "all_gather":
+                want = common.expected_gather(count, devices)
+                return bool(shards) and all(common.same(np.asarray(s.data), want) for s in shards)
+            return bool(shards) and all(
+                common.same(np.asarray(s.data), common.expected_shift(count, position[s.device], devices))
+                for s in shards)
+
+        return call, check
+
+    return build
+
+
+def main() -> None:
+    args = common.parse_args("coll_jax")
+    common.start_watchdog(args.budget, "coll_jax")
+    barrier, decide = join(args.address, args.processes, args.process_id)
+    mesh = jax.make_mesh((jax.device_count(),), ("i",))
+    fw = common.Framework("jax", jax.process_index(), jax.process_count(), jax.local_device_count(),
+                          barrier, decide, builder(mesh),
+                          {"version": jax.__version__,
+                           "cpu_collectives": str(jax.config.jax_cpu_collectives_implementation)})
+    common.run(fw, args.plan, None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
