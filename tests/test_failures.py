@@ -214,3 +214,14 @@ def test_watchdog_names_a_process_stuck_in_python():
         assert "FINISHED" not in result.stdout
         assert "process 2: not in a communication; running" in result.stderr, result.stderr
         assert "process 0: in MPI Allreduce" in result.stderr and "hang.py:21" in result.stderr
+
+
+def test_desync_check_names_every_process_operation():
+    address = f"localhost:{free_port()}"
+    env = child_env(1, MESHAX_CHECK="1")
+    procs = [start([PYTHON, "tests/programs/desync.py", address, str(i)], env) for i in range(3)]
+    results = collect(procs, timeout=60)
+    for result in results:
+        assert result.returncode != 0
+        assert "disagree on communication #1" in result.stderr, result.stderr
+        assert "process 1: MPI Allreduce ('sum', (5,), '<f4') called at" in result.stderr

@@ -21,6 +21,7 @@ class Config:
             "jax_enable_x64": _env_flag("MESHAX_ENABLE_X64", "JAX_ENABLE_X64"),
             "jax_platforms": os.environ.get("JAX_PLATFORMS", "cpu"),
             "meshax_precise_transcendentals": int(os.environ.get("MESHAX_PRECISE_TRANSCENDENTALS", 1 << 16)),
+            "meshax_check": _env_flag("MESHAX_CHECK"),
             "meshax_collective_timeout": float(os.environ.get("MESHAX_COLLECTIVE_TIMEOUT", 300)),
         }
 

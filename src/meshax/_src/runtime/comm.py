@@ -6,11 +6,19 @@ Buffers are NumPy arrays passed to MPI without pickling or extra copies.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+import contextlib
+import zlib
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from ..config import config
+from .mpi import mpi_module
 from .watch import communicating
+
+
+class DesyncError(RuntimeError):
+    """Processes reached different communications: the same program diverged between processes."""
 
 _REDUCTIONS = ("sum", "prod", "max", "min")
 
@@ -24,9 +32,29 @@ class ProcessGroup:
         self.size = len(self.ranks)
         self.rank = comm.Get_rank()
 
-    def _mpi_op(self, op: str) -> Any:
-        from .mpi import mpi_module
+    @contextlib.contextmanager
+    def _operation(self, name: str, signature: Any) -> Iterator[None]:
+        """Run MPI operation `name` under the watchdog; with MESHAX_CHECK, first check that every member
+        is entering the same operation with the same shapes (else raise DesyncError on all of them)."""
+        with communicating(f"MPI {name} among processes {list(self.ranks)}") as activity:
+            if config.read("meshax_check"):
+                self._agree(name, signature, activity)
+            yield
 
+    def _agree(self, name: str, signature: Any, activity: Any) -> None:
+        mine = zlib.crc32(repr((name, signature)).encode())
+        bounds = np.array([mine, -mine], np.int64)
+        self.comm.Allreduce(mpi_module().IN_PLACE, bounds, op=mpi_module().MAX)
+        if bounds[0] == -bounds[1]:
+            return
+        everyone = self.comm.allgather((name, signature, activity.site))
+        lines = [f"process {rank}: MPI {n} {sig} called at {site}" for rank, (n, sig, site) in zip(self.ranks, everyone)]
+        raise DesyncError(
+            f"processes {list(self.ranks)} disagree on communication #{activity.sequence} (they must run the same "
+            "operations in the same order): " + "; ".join(lines)
+        )
+
+    def _mpi_op(self, op: str) -> Any:
         if op not in _REDUCTIONS:
             raise ValueError(f"reduction op={op!r} is not one of {_REDUCTIONS}.")
         MPI = mpi_module()
@@ -36,15 +64,13 @@ class ProcessGroup:
         """Reduce `array` elementwise over the group; every member gets the result."""
         send = np.require(array, requirements="C")
         result = np.empty_like(send) if out is None else out
-        with communicating(f"MPI Allreduce among processes {list(self.ranks)}"):
+        with self._operation("Allreduce", (op, send.shape, send.dtype.str)):
             self.comm.Allreduce(send, result, op=self._mpi_op(op))
         return result
 
     def allreduce_inplace(self, array: np.ndarray, op: str = "sum") -> np.ndarray:
         """Like allreduce, overwriting the contiguous `array` with the result."""
-        from .mpi import mpi_module
-
-        with communicating(f"MPI Allreduce among processes {list(self.ranks)}"):
+        with self._operation("Allreduce", (op, array.shape, array.dtype.str)):
             self.comm.Allreduce(mpi_module().IN_PLACE, array, op=self._mpi_op(op))
         return array
 
@@ -52,7 +78,7 @@ class ProcessGroup:
         """Stack every member's equally shaped `array` along a new leading axis."""
         send = np.require(array, requirements="C")
         result = np.empty((self.size,) + send.shape, send.dtype)
-        with communicating(f"MPI Allgather among processes {list(self.ranks)}"):
+        with self._operation("Allgather", (send.shape, send.dtype.str)):
             self.comm.Allgather(send, result)
         return result
 
@@ -60,25 +86,25 @@ class ProcessGroup:
         """Concatenate every member's flat `array` (member i contributes counts[i] elements)."""
         send = np.require(array, requirements="C").reshape(-1)
         result = np.empty(int(sum(counts)), send.dtype)
-        with communicating(f"MPI Allgatherv among processes {list(self.ranks)}"):
+        with self._operation("Allgatherv", (tuple(counts), send.dtype.str)):
             self.comm.Allgatherv(send, [result, list(counts)])
         return result
 
     def broadcast(self, array: np.ndarray, root: int) -> np.ndarray:
         """Every member gets member `root`'s `array` (others pass a buffer of the same shape)."""
         buffer = np.require(array, requirements="C")
-        with communicating(f"MPI Bcast among processes {list(self.ranks)}"):
+        with self._operation("Bcast", (root, buffer.shape, buffer.dtype.str)):
             self.comm.Bcast(buffer, root=root)
         return buffer
 
     def broadcast_object(self, value: Any, root: int) -> Any:
-        with communicating(f"MPI bcast among processes {list(self.ranks)}"):
+        with self._operation("bcast", root):
             return self.comm.bcast(value, root=root)
 
     def allgather_object(self, value: Any) -> list[Any]:
-        with communicating(f"MPI allgather among processes {list(self.ranks)}"):
+        with self._operation("allgather", None):
             return self.comm.allgather(value)
 
     def barrier(self) -> None:
-        with communicating(f"MPI Barrier among processes {list(self.ranks)}"):
+        with self._operation("Barrier", None):
             self.comm.Barrier()

@@ -1,0 +1,7 @@
+"""Args: address id. Process 1 passes a different shape to an allreduce; with MESHAX_CHECK=1 all raise DesyncError."""
+import sys, numpy as np, meshax
+from meshax._src.runtime.distributed import runtime
+meshax.distributed.initialize(sys.argv[1], 3, int(sys.argv[2]))
+g = runtime().process_group(range(3))
+n = 4 if meshax.process_index() != 1 else 5
+g.allreduce(np.ones(n, np.float32))
