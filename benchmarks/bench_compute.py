@@ -50,7 +50,7 @@ try:  # Newer _common.py versions measure other processes' CPU use during the ru
 except ImportError:
     ForeignLoad = None
 
-TOY_TIMEOUT = 60.0  # Seconds one toy job may take.
+TOY_TIMEOUT = 30.0  # Seconds one toy job may take.
 TOY_SHARE = 0.45  # Fraction of the budget the toy phase may use.
 # [kernel, mode, warmup calls, max timed reps, min timed reps, seconds cap for the timed reps]
 MESHAX_PLAN = [["matmul", "eager", 2, 7, 3, 6], ["matmul", "jit", 2, 7, 3, 6],
