@@ -224,4 +224,12 @@ def test_desync_check_names_every_process_operation():
     for result in results:
         assert result.returncode != 0
         assert "disagree on communication #1" in result.stderr, result.stderr
-        assert "process 1: MPI Allreduce ('sum', (5,), '<f4') called at" in result.stderr
+        assert "process 1: MPI Allreduce ('sum', (5,), '<f4') called at" in result.stderr, result.stderr
+
+
+def test_host_data_of_different_shapes_is_refused_everywhere():
+    address = f"localhost:{free_port()}"
+    procs = [start([PYTHON, "tests/programs/host_mismatch.py", address, str(i)], child_env(1)) for i in range(3)]
+    for result in collect(procs, timeout=60):
+        assert result.returncode != 0 and "FINISHED" not in result.stdout
+        assert "process 1: device_put of host data ((6, 4), '<f4')" in result.stderr, result.stderr

@@ -30,7 +30,19 @@ def _put_one(x: Any, target: Any) -> Array:
     if isinstance(x, Array):
         return reshard(x, sharding)
     value, weak = host_value(x)
+    _check_host_data_agrees(value, sharding)
     return from_host(value, sharding, weak)
+
+
+def _check_host_data_agrees(value: np.ndarray, sharding: Sharding) -> None:
+    """Host data placed on devices of several processes must have one shape and dtype everywhere."""
+    from .runtime.distributed import runtime
+
+    processes = sharding.process_indices
+    rt = runtime()
+    if rt is None or rt.num_processes == 1 or len(processes) < 2 or rt.process_id not in processes:
+        return
+    rt.process_group(processes).check_same("device_put of host data", (value.shape, value.dtype.str))
 
 
 def device_put(x: Any, device: Any = None, *, src: Any = None, donate: bool = False, may_alias: Any = None) -> Any:

@@ -39,24 +39,37 @@ def _lift(x: Any) -> Any:
 
 
 def _cast(x: Any, dtype: np.dtype, weak: bool = False) -> Any:
+    """`x` as `dtype`: arrays and tracers through convert_element_type; host values stay NumPy values unless
+    the result must be weakly typed (a NumPy value cannot say so), then they become weak arrays too."""
     dtype = np.dtype(dtype)
     if _is_array(x):
         if x.dtype == dtype and bool(x.weak_type) == weak:
             return x
         return P.convert_element_type.bind(x, new_dtype=dtype, weak_type=weak)
-    return np.asarray(x, dtype=dtype)
+    value = np.asarray(x, dtype=dtype)
+    if weak:
+        return P.convert_element_type.bind(value, new_dtype=dtype, weak_type=True)
+    return value
 
 
 def _promote(*args: Any) -> list[Any]:
     dtype, weak = dtypes.result_type(*args)
-    return [_cast(_lift(a), dtype, weak and _is_array(a)) for a in args]
+    return [_cast(_lift(a), dtype, weak) for a in args]
 
 
 def _promote_inexact(*args: Any) -> list[Any]:
     dtype, weak = dtypes.result_type(*args)
     if not (np.issubdtype(dtype, np.inexact)):
         dtype = dtypes.default_float_dtype()
-    return [_cast(_lift(a), dtype, weak and _is_array(a)) for a in args]
+    return [_cast(_lift(a), dtype, weak) for a in args]
+
+
+def _as_array(x: Any) -> Any:
+    """An Array (or tracer) for `x`: host values become uncommitted arrays on the default device."""
+    if _is_array(x):
+        return x
+    value, weak = host_value(x)
+    return _placed(value, None, weak)
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -121,12 +134,12 @@ def asarray(a: ArrayLike, dtype: Any = None, order: Any = None, *, device: Any =
     return array(a, dtype=dtype, copy=False, device=device)
 
 
-def _filled(shape: Any, fill: Any, dtype: Any, device: Any) -> Array:
+def _filled(shape: Any, fill: Any, dtype: Any, device: Any, weak: bool = False) -> Array:
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
     if builtins.any(n < 0 for n in shape):
         raise ValueError(f"negative dimensions are not allowed: shape {shape}.")
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_float_dtype())
-    return _placed(np.broadcast_to(np.asarray(fill, dtype), shape), device)
+    return _placed(np.broadcast_to(np.asarray(fill, dtype), shape), device, weak)
 
 
 def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Array:
@@ -142,26 +155,36 @@ def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Array:
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Array:
+    weak = False
     if dtype is None:
-        dtype, _ = dtypes.dtype_of(fill_value) if not _is_array(fill_value) else (fill_value.dtype, False)
+        dtype, weak = dtypes.dtype_of(fill_value) if not _is_array(fill_value) else (fill_value.dtype,
+                                                                                      fill_value.weak_type)
     if _is_array(fill_value):
-        return broadcast_to(astype(fill_value, dtype), shape)
-    return _filled(shape, fill_value, dtype, device)
+        result = broadcast_to(_cast(fill_value, dtypes.canonicalize_dtype(dtype), weak), shape)
+        return result if device is None else device_put(result, device)
+    return _filled(shape, fill_value, dtype, device, weak)
 
 
-def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, Any]:
-    return (dtype if dtype is not None else a.dtype if hasattr(a, "dtype") else dtypes.dtype_of(a)[0],
-            shape if shape is not None else _shape(a))
+def _like(a: Any, dtype: Any, shape: Any, device: Any) -> tuple[Any, Any, bool, Any]:
+    """The dtype, shape, weak type and placement of an array made like `a`."""
+    if dtype is not None:
+        kind, weak = dtypes.canonicalize_dtype(dtype), False
+    elif _is_array(a):
+        kind, weak = a.dtype, bool(a.weak_type)
+    else:
+        kind, weak = dtypes.dtype_of(a)
+    new_shape = _shape(a) if shape is None else ((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
+    if device is None and isinstance(a, Array) and tuple(new_shape) == a.shape and a.committed:
+        device = a.sharding
+    return kind, new_shape, weak, device
 
 
 def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Array:
-    dtype, shape = _like(a, dtype, shape)
-    return zeros(shape, dtype, device=device or _sharding_of(a))
+    return _filled(*_with_fill(_like(a, dtype, shape, device), 0))
 
 
 def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Array:
-    dtype, shape = _like(a, dtype, shape)
-    return ones(shape, dtype, device=device or _sharding_of(a))
+    return _filled(*_with_fill(_like(a, dtype, shape, device), 1))
 
 
 def empty_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Array:
@@ -169,12 +192,16 @@ def empty_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = No
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Array:
-    dtype, shape = _like(a, dtype, shape)
-    return full(shape, fill_value, dtype, device=device or _sharding_of(a))
+    kind, new_shape, weak, device = _like(a, dtype, shape, device)
+    if _is_array(fill_value):
+        result = broadcast_to(_cast(fill_value, kind, weak), new_shape)
+        return result if device is None else device_put(result, device)
+    return _filled(new_shape, fill_value, kind, device, weak)
 
 
-def _sharding_of(a: Any) -> Any:
-    return a.sharding if isinstance(a, Array) else None
+def _with_fill(like: tuple[Any, Any, bool, Any], fill: Any) -> tuple[Any, ...]:
+    kind, shape, weak, device = like
+    return shape, fill, kind, device, weak
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *, device: Any = None) -> Array:
@@ -339,8 +366,9 @@ def clip(a: ArrayLike, a_min: ArrayLike = None, a_max: ArrayLike = None, *, min:
     return result
 
 
-def astype(x: ArrayLike, dtype: Any, copy: bool = False) -> Any:
-    return _cast(_lift(x), dtypes.canonicalize_dtype(dtype))
+def astype(x: ArrayLike, dtype: Any, copy: bool = False, device: Any = None) -> Any:
+    result = _cast(_as_array(x), dtypes.canonicalize_dtype(dtype))
+    return result if device is None else device_put(result, device)
 
 
 def isclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
@@ -477,10 +505,12 @@ def argmin(a: ArrayLike, axis: Any = None, out: None = None, keepdims: bool = Fa
 
 
 def _cumulative(kind: str, a: ArrayLike, axis: Any, dtype: Any) -> Any:
+    """As in JAX, cumulative sums and products keep small integer types; only booleans become integers."""
     (a,) = _promote(a)
-    accumulate = _accumulating_dtype(a, dtype) if kind in ("cumsum", "cumprod") else None
-    if accumulate is not None:
-        a = astype(a, accumulate)
+    if dtype is not None:
+        a = astype(a, dtype)
+    elif a.dtype == np.bool_ and kind in ("cumsum", "cumprod"):
+        a = astype(a, dtypes.default_int_dtype())
     if axis is None:
         a, axis = ravel(a), 0
     (axis,) = _axes(axis, a.ndim)
@@ -611,7 +641,7 @@ def _sum_out(value: Any, letters: str, keep: str) -> tuple[Any, str]:
     drop = tuple(i for i, c in enumerate(letters) if c not in keep)
     if drop:
         value = sum(value, axis=drop)
-        letters = "".join(c for c in letters if c not in keep)
+        letters = "".join(c for c in letters if c in keep)
     return value, letters
 
 
@@ -895,6 +925,11 @@ def argsort(a: ArrayLike, axis: int | None = -1, *, descending: bool = False, st
 
 def _normalize_index(key: Any, ndim: int) -> list[Any]:
     """One entry per addressed dimension (int, slice, array) plus None for new axes; Ellipsis expanded."""
+    if isinstance(key, list):
+        raise TypeError(
+            "Using a non-tuple sequence for multidimensional indexing is not allowed; use `arr[array(seq)]` "
+            "instead of `arr[seq]`. See https://github.com/jax-ml/jax/issues/4564 for more information."
+        )
     key = key if isinstance(key, tuple) else (key,)
     used = builtins.sum(1 for k in key if k is not None and k is not Ellipsis and not _is_bool_index(k)) + \
         builtins.sum(_ndim(k) for k in key if _is_bool_index(k))
@@ -908,7 +943,7 @@ def _normalize_index(key: Any, ndim: int) -> list[Any]:
             entries.extend([slice(None)] * (ndim - used))
         else:
             entries.append(k)
-    if Ellipsis not in key:
+    if not builtins.any(k is Ellipsis for k in key):
         entries.extend([slice(None)] * (ndim - used))
     return entries
 

@@ -38,8 +38,13 @@ class ProcessGroup:
         is entering the same operation with the same shapes (else raise DesyncError on all of them)."""
         with communicating(f"MPI {name} among processes {list(self.ranks)}") as activity:
             if config.read("meshax_check"):
-                self._agree(name, signature, activity)
+                self._agree(f"MPI {name}", signature, activity)
             yield
+
+    def check_same(self, name: str, signature: Any) -> None:
+        """Raise DesyncError on every member unless all pass the same `signature` (always checked)."""
+        with communicating(f"{name} among processes {list(self.ranks)}") as activity:
+            self._agree(name, signature, activity)
 
     def _agree(self, name: str, signature: Any, activity: Any) -> None:
         mine = zlib.crc32(repr((name, signature)).encode())
@@ -48,7 +53,7 @@ class ProcessGroup:
         if bounds[0] == -bounds[1]:
             return
         everyone = self.comm.allgather((name, signature, activity.site))
-        lines = [f"process {rank}: MPI {n} {sig} called at {site}" for rank, (n, sig, site) in zip(self.ranks, everyone)]
+        lines = [f"process {rank}: {n} {sig} called at {site}" for rank, (n, sig, site) in zip(self.ranks, everyone)]
         raise DesyncError(
             f"processes {list(self.ranks)} disagree on communication #{activity.sequence} (they must run the same "
             "operations in the same order): " + "; ".join(lines)
