@@ -628,7 +628,7 @@ case("tile_more_dims", lambda L, x: L.np.tile(x, (2, 1, 1)), F)
 case("tile_1d", lambda L, x: L.np.tile(x, (3, 2)), V)
 case("repeat_flat", lambda L, x: L.np.repeat(x, 2), F)
 case("repeat_axis", lambda L, x: L.np.repeat(x, 3, axis=1), F)
-case("repeat_list", lambda L, x: L.np.repeat(x, [1, 2, 0, 1], axis=1), F)
+case("repeat_array", lambda L, x: L.np.repeat(x, np.array([1, 2, 0, 1]), axis=1), F)
 case("repeat_method", lambda L, x: x.repeat(2, axis=0), F)
 for mode in ["constant", "edge", "reflect", "symmetric", "wrap"]:
     case(f"pad_{mode}", lambda L, x, m=mode: L.np.pad(x, ((1, 2), (0, 3)), mode=m), F)
@@ -759,6 +759,7 @@ for mname, fn in BOOL_OPERATORS:
 NN = dict(rtol=2e-5, atol=2e-6)
 for fname in ["relu", "silu", "sigmoid", "tanh", "softplus", "relu6"]:
     case(f"nn_{fname}", lambda L, x, f=fname: getattr(L.nn, f)(x), F3, **NN)
+for fname in ["relu", "tanh", "softplus", "relu6"]:  # jax.nn.sigmoid and silu reject integers
     case(f"nn_{fname}_int", lambda L, x, f=fname: getattr(L.nn, f)(x), I, **NN)
 case("nn_gelu", lambda L, x: L.nn.gelu(x), F3, **NN)
 case("nn_gelu_exact", lambda L, x: L.nn.gelu(x, approximate=False), F3, **NN)

@@ -280,6 +280,11 @@ equal, not_equal, less, less_equal = _binary("eq"), _binary("ne"), _binary("lt")
 greater, greater_equal = _binary("gt"), _binary("ge")
 
 
+def fabs(x: ArrayLike) -> Any:
+    (x,) = _promote_inexact(x)
+    return P.UNARY["abs"].bind(x)
+
+
 def reciprocal(x: ArrayLike) -> Any:
     (x,) = _promote_inexact(x)
     return P.UNARY["reciprocal"].bind(x)
