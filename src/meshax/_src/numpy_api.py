@@ -162,7 +162,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) 
     if _is_array(fill_value):
         result = broadcast_to(_cast(fill_value, dtypes.canonicalize_dtype(dtype), weak), shape)
         return result if device is None else device_put(result, device)
-    return _filled(shape, fill_value, dtype, device, weak)
+    return _filled(shape, fill_value, dtype, device, weak and device is None)  # as jnp.full: weak only if unplaced
 
 
 def _like(a: Any, dtype: Any, shape: Any, device: Any) -> tuple[Any, Any, bool, Any]:
@@ -401,10 +401,14 @@ def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> Any:
 # ---- reductions --------------------------------------------------------------------------------------------------
 
 
+def _strong(a: Any) -> Any:
+    """`a` without its weak type: reductions and scans of meshax.numpy (as of jax.numpy) are strongly typed."""
+    return _cast(a, a.dtype, False) if a.weak_type else a
+
+
 def _reduce(kind: str, a: ArrayLike, axis: Any, keepdims: bool, where_: Any, fill: Any, dtype: Any = None) -> Any:
     (a,) = _promote(a)
-    if dtype is not None:
-        a = astype(a, dtype)
+    a = _strong(a if dtype is None else astype(a, dtype))
     if where_ is not None:
         a = where(where_, a, fill)
     return P.REDUCE[kind].bind(a, axes=_axes(axis, a.ndim), keepdims=bool(keepdims))
@@ -512,6 +516,7 @@ def argmin(a: ArrayLike, axis: Any = None, out: None = None, keepdims: bool = Fa
 def _cumulative(kind: str, a: ArrayLike, axis: Any, dtype: Any) -> Any:
     """As in JAX, cumulative sums and products keep small integer types; only booleans become integers."""
     (a,) = _promote(a)
+    a = _strong(a)
     if dtype is not None:
         a = astype(a, dtype)
     elif a.dtype == np.bool_ and kind in ("cumsum", "cumprod"):

@@ -180,7 +180,9 @@ def threefry_2x32(keypair: Any, count: Any) -> Any:
 
 def erf_inv(x: Any) -> Any:
     """The inverse error function, as XLA computes it (Giles' polynomial; float16/bfloat16 via float32)."""
-    (x,) = jnp._promote_inexact(x)
+    x = _lift(x)
+    if not dtypes.is_floating(np.zeros((), x.dtype)):
+        x = _cast_to(x, dtypes.default_float_dtype())
     return erf_inv_p.bind(x)
 
 
@@ -463,13 +465,27 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype:
     sqrt2 = np.asarray(np.sqrt(2), dtype)
     lower = _cast_to(lower, dtype)
     upper = _cast_to(upper, dtype)
-    a = P.UNARY["erf"].bind(jnp.divide(lower, sqrt2))
-    b = P.UNARY["erf"].bind(jnp.divide(upper, sqrt2))
+    a = _erf(P.BINARY["div"].bind(lower, sqrt2), dtype)
+    b = _erf(P.BINARY["div"].bind(upper, sqrt2), dtype)
     u = _uniform(key, shape, dtype, a, b)
     out = jnp.multiply(sqrt2, erf_inv_p.bind(u))
-    low = jnp.nextafter(lower, np.asarray(np.inf, dtype))
-    high = jnp.nextafter(upper, np.asarray(-np.inf, dtype))
+    low = P.BINARY["nextafter"].bind(lower, np.asarray(np.inf, dtype))
+    high = P.BINARY["nextafter"].bind(upper, np.asarray(-np.inf, dtype))
     return jnp.minimum(high, jnp.maximum(low, out))
+
+
+def _erf(x: Any, dtype: np.dtype) -> Any:
+    """erf in `dtype`; narrow floats are computed in float32 and rounded, as XLA does."""
+    if np.dtype(dtype).itemsize < 4:
+        return jnp.astype(P.UNARY["erf"].bind(jnp.astype(x, np.float32)), dtype)
+    return P.UNARY["erf"].bind(x)
+
+
+def _log(x: Any) -> Any:
+    with np.errstate(divide="ignore", invalid="ignore"):  # log(0) = -inf, as in JAX, without a warning
+        if np.dtype(x.dtype).itemsize < 4:
+            return jnp.astype(P.UNARY["log"].bind(jnp.astype(x, np.float32)), x.dtype)
+        return P.UNARY["log"].bind(x)
 
 
 def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None) -> Any:
@@ -479,7 +495,7 @@ def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None
     dtype = _float_dtype(dtype, "gumbel")
     u = _uniform(_key_array(key, "gumbel"), _canonical_shape(shape), dtype, np.asarray(dtypes.finfo(dtype).tiny, dtype),
                  np.asarray(1, dtype))
-    return jnp.negative(jnp.log(jnp.negative(jnp.log(u))))
+    return jnp.negative(_log(jnp.negative(_log(u))))
 
 
 def bernoulli(key: Any, p: Any = 0.5, shape: Any = None) -> Any:
@@ -507,57 +523,93 @@ def _int_bounds(value: Any) -> Any:
     return value
 
 
-def _clip_convert(value: Any, dtype: np.dtype) -> Any:
+class _HostOps:
+    """NumPy in place of meshax.numpy for arithmetic on bounds that are all host values (no device work)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(np, name)
+
+    @staticmethod
+    def astype(x: Any, dtype: Any) -> np.ndarray:
+        return np.asarray(x).astype(dtype)
+
+
+def _ops_for(*values: Any) -> Any:
+    return jnp if any(_is_array(v) for v in values) else _HostOps()
+
+
+def _clip_convert(xp: Any, value: Any, dtype: np.dtype) -> Any:
     """`value` clipped to the range of integer `dtype`, then converted."""
     have, want = dtypes.iinfo(value.dtype), dtypes.iinfo(dtype)
     low, high = max(int(have.min), int(want.min)), min(int(have.max), int(want.max))
     if low > int(have.min) or high < int(have.max):
-        value = jnp.minimum(jnp.maximum(value, np.asarray(low, value.dtype)), np.asarray(high, value.dtype))
-    return _cast_to(value, dtype)
+        value = xp.minimum(xp.maximum(value, np.asarray(low, value.dtype)), np.asarray(high, value.dtype))
+    return xp.astype(value, dtype)
 
 
-def _rem(x: Any, span: Any, span_may_be_zero: bool) -> Any:
+def _rem(xp: Any, x: Any, span: Any, span_may_be_zero: bool) -> Any:
     """Unsigned remainder with XLA's convention x % 0 == x."""
     if not span_may_be_zero:
-        return jnp.remainder(x, span)
-    zero = jnp.equal(span, np.asarray(0, span.dtype))
-    safe = jnp.where(zero, np.asarray(1, span.dtype), span)
-    return jnp.where(zero, x, jnp.remainder(x, safe))
+        return xp.remainder(x, span)
+    zero = xp.equal(span, np.asarray(0, span.dtype))
+    safe = xp.where(zero, np.asarray(1, span.dtype), span)
+    return xp.where(zero, x, xp.remainder(x, safe))
 
 
 def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None) -> Any:
-    """Integers uniform in [minval, maxval), from 2 * nbits random bits (slightly biased, as JAX's)."""
+    """Integers uniform in [minval, maxval), from 2 * nbits random bits (slightly biased, as JAX's).
+
+    Bounds are clipped to the dtype's range. As in JAX, dtypes narrower than 32 bits are drawn
+    as int32 in [minval, maxval) with maxval clipped to the dtype's max + 1, then converted."""
     key = _key_array(key, "randint")
     shape = _canonical_shape(shape)
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_int_dtype())
     if not np.issubdtype(dtype, np.integer):
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
-    nbits = dtype.itemsize * 8
     minval, maxval = _int_bounds(minval), _int_bounds(maxval)
     _check_broadcast(minval, shape, "randint", "minval")
     _check_broadcast(maxval, shape, "randint", "maxval")
+    xp = _ops_for(minval, maxval)
+    with np.errstate(all="ignore"):
+        if dtype.itemsize < 4:
+            wide = np.dtype(np.int32)
+            info = dtypes.iinfo(dtype)
+            minval = xp.minimum(xp.maximum(xp.astype(minval, wide), np.asarray(info.min, wide)),
+                                np.asarray(info.max, wide))
+            maxval = xp.minimum(xp.maximum(xp.astype(maxval, wide), np.asarray(info.min, wide)),
+                                np.asarray(int(info.max) + 1, wide))
+            return jnp.astype(_randint(xp, key, shape, minval, maxval, wide), dtype)
+        return _randint(xp, key, shape, minval, maxval, dtype)
+
+
+def _randint(xp: Any, key: Any, shape: tuple[int, ...], minval: Any, maxval: Any, dtype: np.dtype) -> Any:
+    nbits = dtype.itemsize * 8
+    unsigned = np.dtype(f"uint{nbits}")
+    # Bounds: clipped to the dtype; the span maxval - minval is 1 when empty, and one more when maxval
+    # was beyond the dtype (2**nbits then wraps to 0, which XLA's x % 0 == x makes a full-range draw).
     top = min(int(dtypes.iinfo(dtype).max), int(dtypes.iinfo(maxval.dtype).max))
-    out_of_range_possible = int(dtypes.iinfo(maxval.dtype).max) > int(dtypes.iinfo(dtype).max)
-    maxval_out_of_range = jnp.greater(maxval, np.asarray(top, maxval.dtype)) if out_of_range_possible else None
-    minval = _clip_convert(minval, dtype)
-    maxval = _clip_convert(maxval, dtype)
+    maybe_zero = int(dtypes.iinfo(maxval.dtype).max) > int(dtypes.iinfo(dtype).max)
+    maxval_out_of_range = xp.greater(maxval, np.asarray(top, maxval.dtype)) if maybe_zero else None
+    minval = _clip_convert(xp, minval, dtype)
+    maxval = _clip_convert(xp, maxval, dtype)
+    span = xp.astype(xp.subtract(maxval, minval), unsigned)
+    empty = xp.less_equal(maxval, minval)
+    span = xp.where(empty, np.asarray(1, unsigned), span)
+    if maybe_zero:
+        grow = xp.logical_and(maxval_out_of_range, xp.logical_not(empty))
+        span = xp.where(grow, xp.add(span, np.asarray(1, unsigned)), span)
+    # 2**nbits mod span, as (2**(nbits/2) mod span)**2 mod span, to combine two draws of nbits bits.
+    multiplier = _rem(xp, np.asarray(1 << (nbits // 2), unsigned), span, maybe_zero)
+    multiplier = _rem(xp, xp.multiply(multiplier, multiplier), span, maybe_zero)
+    if xp is not jnp:
+        span, multiplier, minval = (np.asarray(v) for v in (span, multiplier, minval))
 
     keys = split(key)
     higher = _bits(keys[..., 0, :], nbits, shape)
     lower = _bits(keys[..., 1, :], nbits, shape)
-    unsigned = np.dtype(f"uint{nbits}")
-    span = jnp.astype(jnp.subtract(maxval, minval), unsigned)
-    empty = jnp.less_equal(maxval, minval)
-    span = jnp.where(empty, np.asarray(1, unsigned), span)
-    if out_of_range_possible:
-        grow = jnp.logical_and(maxval_out_of_range, jnp.logical_not(empty))
-        span = jnp.where(grow, jnp.add(span, np.asarray(1, unsigned)), span)
-    maybe_zero = out_of_range_possible
-    # 2**nbits mod span, as (2**(nbits/2) mod span)**2 mod span, to combine two draws of nbits bits.
-    multiplier = _rem(np.asarray(1 << (nbits // 2), unsigned), span, maybe_zero)
-    multiplier = _rem(jnp.multiply(multiplier, multiplier), span, maybe_zero)
-    offset = jnp.add(jnp.multiply(_rem(higher, span, maybe_zero), multiplier), _rem(lower, span, maybe_zero))
-    offset = _rem(offset, span, maybe_zero)
+    offset = jnp.add(jnp.multiply(_rem(jnp, higher, span, maybe_zero), multiplier),
+                     _rem(jnp, lower, span, maybe_zero))
+    offset = _rem(jnp, offset, span, maybe_zero)
     return jnp.add(minval, jnp.astype(offset, dtype))
 
 
@@ -635,7 +687,11 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p:
             drawn = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)
             result = jnp.getitem(drawn, (slice(None),) * (axis if arr.ndim else 0) + (slice(n_draws),))
     else:
-        (p_arr,) = jnp._promote_inexact(_lift(p))
+        p_arr = _lift(p)
+        if not dtypes.is_floating(np.zeros((), p_arr.dtype)):
+            p_arr = _cast_to(p_arr, dtypes.default_float_dtype())
+        elif _is_array(p_arr) and p_arr.weak_type:
+            p_arr = _cast_to(p_arr, p_arr.dtype)
         if tuple(p_arr.shape) != (n_inputs,):
             raise ValueError(f"p must be None or a 1D vector with the same size as a.shape[axis]; "
                              f"p has shape {tuple(p_arr.shape)} and a.shape[axis] is {n_inputs}.")
@@ -648,7 +704,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p:
             below = jnp.less(p_cuml, jnp.expand_dims(r, -1))
             ind = jnp.astype(jnp.sum(below, axis=-1), int_dtype)
         else:
-            g = jnp.add(gumbel(key, (n_inputs,), p_arr.dtype), jnp.log(p_arr))
+            g = jnp.add(gumbel(key, (n_inputs,), p_arr.dtype), _log(p_arr))
             # top_k's indices: largest first, ties broken by the lower index.
             ind = jnp.astype(jnp.getitem(jnp.argsort(jnp.negative(g), stable=True), slice(n_draws)), int_dtype)
         result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis=axis)
