@@ -22,7 +22,7 @@ from meshax._src.devices import (
 from meshax._src.mesh import make_mesh
 from meshax._src.jit import jit
 from meshax._src.shard_map import shard_map
-from meshax import numpy, nn, lax  # noqa: E402
+from meshax import numpy, nn, lax, random  # noqa: E402
 from meshax import debug, experimental  # noqa: E402  (after the names they use)
 
 __version__ = "0.1.0"
@@ -53,6 +53,7 @@ __all__ = [
     "process_count",
     "process_index",
     "shard_map",
+    "random",
     "sharding",
     "tree_util",
 ]

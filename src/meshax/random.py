@@ -1,0 +1,27 @@
+"""Pseudo-random numbers (as jax.random): JAX's default threefry-2x32 PRNG with raw uint32[2] keys."""
+from meshax._src.random import (  # noqa: F401
+    PRNGKey,
+    bernoulli,
+    bits,
+    choice,
+    fold_in,
+    gumbel,
+    key,
+    key_data,
+    normal,
+    permutation,
+    randint,
+    random_bits,
+    split,
+    threefry2x32,
+    threefry_2x32,
+    truncated_normal,
+    uniform,
+    wrap_key_data,
+)
+
+__all__ = [
+    "PRNGKey", "bernoulli", "bits", "choice", "fold_in", "gumbel", "key", "key_data", "normal", "permutation",
+    "randint", "random_bits", "split", "threefry2x32", "threefry_2x32", "truncated_normal", "uniform",
+    "wrap_key_data",
+]
