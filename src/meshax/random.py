@@ -4,6 +4,7 @@ from meshax._src.random import (  # noqa: F401
     bernoulli,
     bits,
     choice,
+    clone,
     fold_in,
     gumbel,
     key,
@@ -14,14 +15,13 @@ from meshax._src.random import (  # noqa: F401
     random_bits,
     split,
     threefry2x32,
-    threefry_2x32,
     truncated_normal,
     uniform,
     wrap_key_data,
 )
 
 __all__ = [
-    "PRNGKey", "bernoulli", "bits", "choice", "fold_in", "gumbel", "key", "key_data", "normal", "permutation",
-    "randint", "random_bits", "split", "threefry2x32", "threefry_2x32", "truncated_normal", "uniform",
+    "PRNGKey", "bernoulli", "bits", "choice", "clone", "fold_in", "gumbel", "key", "key_data", "normal", "permutation",
+    "randint", "random_bits", "split", "threefry2x32", "truncated_normal", "uniform",
     "wrap_key_data",
 ]

@@ -126,6 +126,8 @@ def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Shardin
                 f"the array on {device} has shape {array.shape} but its shard of {shape} has shape "
                 f"{box_shape(boxes[device])}."
             )
+        if device in given:
+            raise ValueError(f"make_array_from_single_device_arrays got two arrays for device {device}.")
         given[device] = array.local_buffers()[device]
     missing = [d for d in local if d not in given]
     if missing:

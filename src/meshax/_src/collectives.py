@@ -85,12 +85,20 @@ def _reduce_across(processes: tuple[int, ...], keys: list[tuple[int, ...]], part
     flat = np.concatenate([p.astype(np.uint8) if as_bytes else p for p in parts], axis=None) if len(parts) > 1 \
         else np.ascontiguousarray(parts[0].astype(np.uint8) if as_bytes else parts[0]).reshape(-1)
     reduced = group.allreduce(flat, op=_MPI_OP[op])
+    if op in ("max", "min") and np.issubdtype(flat.dtype, np.floating):
+        _restore_nans(group, flat, reduced)  # MPI's MAX/MIN skip NaN; NumPy's (and XLA's) propagate it
     offset = 0
     for key, part in zip(keys, parts):
         chunk = reduced[offset:offset + part.size].reshape(part.shape)
         partial[key] = chunk.astype(np.bool_) if as_bytes else chunk
         offset += part.size
 
+
+
+def _restore_nans(group, flat: np.ndarray, reduced: np.ndarray) -> None:
+    anywhere = group.allreduce(np.isnan(flat).astype(np.uint8), op="max")
+    if anywhere.any():
+        reduced[anywhere.astype(bool)] = np.nan
 
 
 def group_index(mesh: Mesh, axes: Sequence[str], device: Device) -> int:

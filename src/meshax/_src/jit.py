@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 from .api import device_put
 from .array import Array
 from .core import Jaxpr, aval_of, eval_jaxpr, trace_to_jaxpr
-from .sharding import Sharding
+from .sharding import PartitionSpec, Sharding
 from .tree_util import tree_flatten, tree_unflatten
 
 
@@ -24,7 +24,11 @@ def _as_tuple(x: Any) -> tuple[Any, ...]:
 
 
 def _signature_of(leaf: Any) -> Any:
-    aval = aval_of(leaf)
+    try:
+        aval = aval_of(leaf)
+    except TypeError:
+        raise TypeError(f"jit: argument {leaf!r} of type {type(leaf).__name__} is not an array or number; pass it "
+                        "as a static argument (static_argnums / static_argnames).") from None
     sharding = leaf.sharding if isinstance(leaf, Array) else None
     return (aval.shape, aval.dtype, aval.weak_type, sharding)
 
@@ -54,8 +58,9 @@ class Jitted:
         if self.in_shardings is not None:
             dynamic_args = _apply_shardings(dynamic_args, self.in_shardings)
         leaves, structure = tree_flatten((dynamic_args, dynamic_kwargs))
+        signature = tuple(_signature_of(x) for x in leaves)
         try:
-            key = (structure, tuple(_signature_of(x) for x in leaves), static_positional, static_named)
+            key = (structure, signature, static_positional, static_named)
             hash(key)
         except TypeError as error:
             raise ValueError(f"jit: static arguments must be hashable ({error}); pass them as static_argnums.") from None
@@ -146,6 +151,9 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     from . import primitives as P
 
     leaves, structure = tree_flatten(x)
-    targets = [shardings] * len(leaves) if not isinstance(shardings, (list, tuple)) else list(shardings)
+    single = isinstance(shardings, (Sharding, PartitionSpec)) or not isinstance(shardings, (list, tuple))
+    targets = [shardings] * len(leaves) if single else list(shardings)
+    if len(targets) != len(leaves):
+        raise ValueError(f"with_sharding_constraint got {len(targets)} shardings for {len(leaves)} arrays.")
     return tree_unflatten(structure, [P.sharding_constraint.bind(leaf, sharding=s) for leaf, s in zip(leaves, targets)])
 

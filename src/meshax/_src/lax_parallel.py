@@ -17,6 +17,8 @@ from .tree_util import tree_map
 
 
 def _names(axis_name: Any) -> tuple[str, ...]:
+    if not isinstance(axis_name, (str, tuple, list)):
+        raise TypeError(f"axis_name must be a mesh axis name or a tuple of names; got {axis_name!r}.")
     names = (axis_name,) if isinstance(axis_name, str) else tuple(axis_name)
     if not names or not all(isinstance(n, str) for n in names):
         raise TypeError(f"axis_name must be a mesh axis name or a tuple of names; got {axis_name!r}.")

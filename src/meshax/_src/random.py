@@ -24,6 +24,7 @@ accept a key array of shape (*batch, 2) and return `batch + shape` results equal
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, Sequence
 
 import numpy as np
@@ -38,8 +39,8 @@ from .core import Primitive, ShapedArray, Tracer
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits", "random_bits", "uniform",
-    "normal", "randint", "bernoulli", "permutation", "choice", "truncated_normal", "gumbel", "threefry2x32",
-    "threefry_2x32", "erf_inv",
+    "normal", "randint", "bernoulli", "permutation", "choice", "truncated_normal", "gumbel", "clone",
+    "threefry2x32", "erf_inv",
 ]
 
 _U32 = np.dtype(np.uint32)
@@ -98,6 +99,8 @@ def _fma_impl(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     round-to-odd float64 result, which then rounds correctly to float32. Other dtypes:
     two roundings."""
     a, b, c = np.asarray(a), np.asarray(b), np.asarray(c)
+    if a.dtype == np.float64:
+        return _fma64(a, b, c)
     if a.dtype != np.float32:
         return a * b + c
     with np.errstate(invalid="ignore", over="ignore"):
@@ -110,6 +113,28 @@ def _fma_impl(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         if np.any(inexact):
             s = np.where(inexact, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
         return np.asarray(s.astype(np.float32))
+
+
+def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """float64 a * b + c from error-free transformations (Veltkamp/Dekker product, Knuth's TwoSum):
+    correctly rounded except in rare near-halfway cases."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        p = a * b
+        if not np.all(np.isfinite(p)):
+            return np.asarray(a * b + c)
+
+        def halves(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            t = 134217729.0 * x  # 2**27 + 1
+            high = t - (t - x)
+            return high, x - high
+
+        ah, al = halves(a)
+        bh, bl = halves(b)
+        e = ((ah * bh - p) + ah * bl + al * bh) + al * bl  # a * b == p + e exactly
+        s = p + c
+        bc = s - p
+        t = (p - (s - bc)) + (c - bc)  # p + c == s + t exactly
+        return np.asarray(s + (t + e))
 
 
 fma_p = Primitive("fma", _fma_impl, lambda a, b, c, **_: ShapedArray(
@@ -159,23 +184,6 @@ erf_inv_p = Primitive("erf_inv", _erf_inv_impl, lambda x, **_: ShapedArray(x.sha
 def threefry2x32(k0: Any, k1: Any, x0: Any, x1: Any) -> list[Any]:
     """The threefry-2x32 hash of counters (x0, x1) under key (k0, k1), elementwise with broadcasting."""
     return threefry2x32_p.bind(*(_as_u32(v) for v in (k0, k1, x0, x1)))
-
-
-def threefry_2x32(keypair: Any, count: Any) -> Any:
-    """JAX's `jax.random.threefry_2x32`: hash a flat array of counts (its two halves are the counter words)."""
-    k = _key_array(keypair, "threefry_2x32")
-    count = _lift(count)
-    shape = count.shape
-    flat = jnp.ravel(_as_u32(count))
-    odd = flat.shape[0] % 2
-    if odd:
-        flat = jnp.concatenate([flat, np.zeros(1, _U32)])
-    half = flat.shape[0] // 2
-    out0, out1 = threefry2x32(k[0], k[1], flat[:half], flat[half:])
-    out = jnp.concatenate([out0, out1])
-    if odd:
-        out = out[:-1]
-    return jnp.reshape(out, shape)
 
 
 def erf_inv(x: Any) -> Any:
@@ -237,18 +245,12 @@ def _canonical_shape(shape: Any, what: str = "shape") -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
     try:
-        out = tuple(int(operator_index(n)) for n in shape)
+        out = tuple(operator.index(n) for n in shape)
     except TypeError:
         raise TypeError(f"{what} must be a sequence of integers; got {shape!r}.") from None
     if any(n < 0 for n in out):
         raise ValueError(f"{what} {out} has a negative dimension.")
     return out
-
-
-def operator_index(n: Any) -> int:
-    import operator
-
-    return operator.index(n)
 
 
 def _counters(shape: tuple[int, ...]) -> tuple[Any, Any]:
@@ -366,6 +368,11 @@ def key_data(keys: Any) -> Any:
 def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> Any:
     """Keys from their uint32 data: the data itself, as meshax keys are raw."""
     return _key_array(key_bits_array, "wrap_key_data")
+
+
+def clone(key: Any) -> Any:
+    """Keys are immutable values here: the key itself."""
+    return _key_array(key, "clone")
 
 
 def split(key: Any, num: int | tuple[int, ...] = 2) -> Any:
@@ -692,6 +699,8 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p:
             p_arr = _cast_to(p_arr, dtypes.default_float_dtype())
         elif _is_array(p_arr) and p_arr.weak_type:
             p_arr = _cast_to(p_arr, p_arr.dtype)
+        if not _is_array(p_arr):
+            p_arr = jnp.asarray(p_arr)
         if tuple(p_arr.shape) != (n_inputs,):
             raise ValueError(f"p must be None or a 1D vector with the same size as a.shape[axis]; "
                              f"p has shape {tuple(p_arr.shape)} and a.shape[axis] is {n_inputs}.")

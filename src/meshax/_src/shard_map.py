@@ -124,8 +124,9 @@ def _local_aval(aval: ShapedArray, mesh: Mesh, spec: PartitionSpec, index: int) 
 
 
 def _global_aval(aval: ShapedArray, mesh: Mesh, spec: PartitionSpec) -> ShapedArray:
+    NamedSharding(mesh, spec)  # unknown or repeated axis names raise here, naming them
     axes = spec.normalized()
-    if len(axes) > aval.ndim:
+    if len(axes) > aval.ndim:  # trailing Nones beyond the rank are accepted, as seed 003 writes them
         raise ValueError(f"shard_map out_specs {spec!r} is longer than the rank {aval.ndim} of the output {aval}.")
     parts = _parts(mesh, spec, aval.ndim)
     return ShapedArray(tuple(s * n for s, n in zip(aval.shape, parts)), aval.dtype, aval.weak_type)

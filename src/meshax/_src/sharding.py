@@ -161,9 +161,9 @@ class NamedSharding(Sharding):
         return f"NamedSharding(mesh={self.mesh.short_repr()}, spec={self.spec!r}, memory_kind={self.memory_kind})"
 
     def check_rank(self, ndim: int, what: str = "the array") -> None:
-        if len(self._axes) > ndim:
+        if len(self.spec) > ndim:
             raise ValueError(
-                f"{self.spec!r} has {len(self._axes)} entries but {what} has rank {ndim}; "
+                f"{self.spec!r} has {len(self.spec)} entries but {what} has rank {ndim}; "
                 "a PartitionSpec may not be longer than the array's rank."
             )
 
