@@ -2,24 +2,32 @@
 
 Keys are ordinary meshax arrays of dtype uint32 whose last dimension has size 2 (JAX's
 "raw" keys, what `jax.random.PRNGKey` returns). `key(seed)` returns the same raw key
-rather than a typed key array, and `key_data` / `wrap_key_data` are identities on raw keys.
+rather than a typed key array, and `key_data` / `wrap_key_data` / `clone` return raw keys as they are.
 
-The scheme is JAX's default since `jax_threefry_partitionable` became True (JAX 0.5):
+The scheme is JAX's default with `jax_threefry_partitionable=True` (the default of the JAX 0.10
+used as the test oracle):
 
 * a seed s becomes the key [s >> 32, s & 0xFFFFFFFF] (the high word is 0 unless x64 is on);
 * every random value at position i of a shape (i is the row-major flat index, a 64-bit
-  counter split in two words) is the hash threefry2x32(key, [i >> 32, i & 0xFFFFFFFF]);
+  counter split in two words) comes from the hash threefry2x32(key, [i >> 32, i & 0xFFFFFFFF]);
 * split(key, shape)[i] is that hash itself (both output words), fold_in(key, d) is the
   hash of the counter [0, uint32(d)] (so fold_in(key, i) == split(key, n)[i]);
 * 32 random bits are out0 ^ out1 (8 and 16 bits: its low bits; 64: out0 << 32 | out1).
 
-Every operation is built from one elementwise primitive, `threefry2x32`, and meshax.numpy,
-so the functions run eagerly on sharded keys, under jit and inside shard_map (per device).
+The distributions follow JAX's observable algorithms: uniform sets the top mantissa bits of a float in
+[1, 2) (computed here as an exact integer-times-power-of-two) and scales it with one fused multiply-add
+for float32/float64, as XLA's CPU backend contracts it; normal is sqrt(2) * erfinv(u) with Giles'
+single-precision erfinv, as XLA evaluates it; randint combines two draws of nbits bits.
+
+Three elementwise primitives carry the work besides meshax.numpy: `threefry2x32` (4 uint32 operands
+-> 2 uint32 results), `fma` and `erf_inv`; so everything runs eagerly on sharded keys, under jit and
+inside shard_map (which evaluates the same primitives per device).
 
 Extension: where JAX needs `jax.vmap` for a batch of keys, the key-level functions here
 (split, fold_in, bits, uniform, normal, randint, bernoulli, truncated_normal, gumbel) also
 accept a key array of shape (*batch, 2) and return `batch + shape` results equal to
-`jax.vmap` of the JAX function; permutation and choice need a single key.
+`jax.vmap` of the JAX function (fold_in's data broadcasts against the batch); permutation and
+choice need a single key.
 """
 from __future__ import annotations
 
