@@ -122,9 +122,9 @@ def test_startup_timeout_names_the_processes_that_never_connected():
 def test_two_processes_with_the_same_id():
     address = f"localhost:{free_port()}"
     env = child_env(1)
-    procs = [start([PYTHON, INIT_ONLY, address, str(i), "3", "20"], env) for i in (0, 1)]
+    procs = [start([PYTHON, INIT_ONLY, address, str(i), "3", "8"], env) for i in (0, 1)]
     time.sleep(1.0)
-    procs.append(start([PYTHON, INIT_ONLY, address, "1", "3", "20"], env))
+    procs.append(start([PYTHON, INIT_ONLY, address, "1", "3", "8"], env))
     results = collect(procs, timeout=40)
     assert all(r.returncode != 0 for r in results)
     assert any("process_id=1 is already registered" in r.stderr for r in results)

@@ -210,5 +210,6 @@ def _trace(f: Callable[..., Any], mesh: Mesh, structure: Any, avals: list[Shaped
         _meshes.stack.pop()
     out_spec_list = tuple(_specs_for(out_specs, out_structure[0], len(outputs), "out_specs"))
     out_avals = tuple(_global_aval(aval_of(o), mesh, s) for o, s in zip(outputs, out_spec_list))
+    out_spec_list = tuple(PartitionSpec(*tuple(s)[:a.ndim]) for s, a in zip(out_spec_list, out_avals))
     return jaxpr, out_structure[0], out_spec_list, out_avals, local
 
