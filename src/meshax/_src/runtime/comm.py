@@ -31,12 +31,16 @@ class ProcessGroup:
         self.ranks = tuple(ranks)
         self.size = len(self.ranks)
         self.rank = comm.Get_rank()
+        self._labels: dict[str, str] = {}
 
     @contextlib.contextmanager
     def _operation(self, name: str, signature: Any) -> Iterator[None]:
         """Run MPI operation `name` under the watchdog; with MESHAX_CHECK, first check that every member
         is entering the same operation with the same shapes (else raise DesyncError on all of them)."""
-        with communicating(f"MPI {name} among processes {list(self.ranks)}") as activity:
+        label = self._labels.get(name)
+        if label is None:
+            label = self._labels[name] = f"MPI {name} among processes {list(self.ranks)}"
+        with communicating(label) as activity:
             if config.read("meshax_check"):
                 self._agree(f"MPI {name}", signature, activity)
             yield

@@ -7,27 +7,30 @@ coordinator quote it, or, outside communication, the line the main thread is run
 """
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 import sys
 import threading
 import time
-from dataclasses import dataclass
-from typing import Iterator
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _THREADING = os.path.dirname(os.path.abspath(threading.__file__))
 
 
-@dataclass(frozen=True)
 class Activity:
-    """A communication in progress."""
+    """A communication in progress; where it was called from is worked out only when asked."""
 
-    sequence: int
-    what: str
-    site: str
-    started: float
+    __slots__ = ("sequence", "what", "frame", "started")
+
+    def __init__(self, sequence: int, what: str, frame, started: float) -> None:
+        self.sequence = sequence
+        self.what = what
+        self.frame = frame
+        self.started = started
+
+    @property
+    def site(self) -> str:
+        return "the end of the program" if self.frame is None else _frame_site(self.frame)
 
     def describe(self, now: float | None = None) -> str:
         waited = (now or time.monotonic()) - self.started
@@ -43,27 +46,38 @@ def _frame_site(frame) -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
 
 
-def user_site(frame=None) -> str:
-    """The innermost stack frame outside meshax (and outside the standard library's threading)."""
-    frame = frame or sys._getframe(1)
+def _user_frame(frame):
+    """The innermost frame from `frame` outward that is outside meshax and the threading module."""
     while frame is not None:
-        filename = os.path.abspath(frame.f_code.co_filename)
+        filename = frame.f_code.co_filename
         if not filename.startswith(_PACKAGE) and not filename.startswith(_THREADING):
-            return _frame_site(frame)
+            return frame
         frame = frame.f_back
-    return "the end of the program"
+    return None
 
 
-@contextlib.contextmanager
-def communicating(what: str) -> Iterator[Activity]:
-    """Mark the current thread as blocked in communication `what` until the block ends."""
-    global _current
-    activity = Activity(next(_sequence), what, user_site(sys._getframe(2)), time.monotonic())
-    previous, _current = _current, activity
-    try:
-        yield activity
-    finally:
-        _current = previous
+def user_site(frame=None) -> str:
+    """Where the user's code is: file:line of the innermost frame outside meshax."""
+    found = _user_frame(frame or sys._getframe(1))
+    return "the end of the program" if found is None else _frame_site(found)
+
+
+class communicating:
+    """Context manager marking this thread as blocked in communication `what` until the block ends."""
+
+    __slots__ = ("activity", "previous")
+
+    def __init__(self, what: str) -> None:
+        self.activity = Activity(next(_sequence), what, _user_frame(sys._getframe(1)), time.monotonic())
+
+    def __enter__(self) -> Activity:
+        global _current
+        self.previous, _current = _current, self.activity
+        return self.activity
+
+    def __exit__(self, *exc: object) -> None:
+        global _current
+        _current = self.previous
 
 
 def current() -> Activity | None:
