@@ -15,7 +15,7 @@ from . import devices as device_table
 from .array import Array, read_only
 from .collectives import allreduce_devices
 from .core import Primitive, ShapedArray, Trace, aval_of, set_eager_trace
-from .mesh import Mesh
+from .mesh import AxisType, Mesh
 from .rules import Spec, replicated
 from .sharding import NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding
 from .transfer import from_host, reshard
@@ -99,6 +99,9 @@ class EagerTrace(Trace):
         mesh = choose_mesh(args)
         layout = primitive.sharding_rule(current_specs(args, mesh), avals, mesh_shape=dict(mesh.shape),
                                          out_ndims=[a.ndim for a in out_avals], **params)
+        out_sharding = params.get("out_sharding")
+        if out_sharding is None:
+            _refuse_ambiguous_explicit(primitive, mesh, layout.reduce_axes)
         inputs = [place(a, mesh, s, v) for a, s, v in zip(args, layout.in_specs, avals)]
         results = run_locally(primitive, inputs, params, mesh, out_avals, layout.out_specs)
         if layout.reduce_axes:
@@ -108,7 +111,21 @@ class EagerTrace(Trace):
             _make_output(aval, sharding_for(mesh, spec), buffers, committed)
             for aval, spec, buffers in zip(out_avals, layout.out_specs, results)
         ]
+        if out_sharding is not None:
+            outputs = [reshard(o, NamedSharding(mesh, out_sharding)) for o in outputs]
         return outputs if primitive.multiple_results else outputs[0]
+
+
+def _refuse_ambiguous_explicit(primitive: Primitive, mesh: Mesh, reduce_axes: Sequence[str]) -> None:
+    """With Explicit mesh axes, a contraction split over them has no single obvious result sharding."""
+    explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types) if t is AxisType.Explicit}
+    ambiguous = [a for a in reduce_axes if a in explicit]
+    if primitive.name == "dot_general" and ambiguous:
+        raise TypeError(
+            f"the contracted dimension of this matmul/dot/einsum is sharded over the Explicit mesh axes "
+            f"{tuple(ambiguous)}, so its result sharding is ambiguous; pass out_sharding= (e.g. "
+            f"out_sharding=PartitionSpec(...)) or reshard an operand so the contracted dimension is not split."
+        )
 
 
 def run_locally(primitive: Primitive, inputs: list[Array], params: dict[str, Any], mesh: Mesh,

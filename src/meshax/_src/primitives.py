@@ -208,7 +208,7 @@ CUMULATIVE = {
 
 
 def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
-                      preferred_element_type: Any = None) -> np.ndarray:
+                      preferred_element_type: Any = None, out_sharding: Any = None) -> np.ndarray:
     (lc, rc), (lb, rb) = dimension_numbers
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     lhs_sub = [next(letters) for _ in range(lhs.ndim)]
@@ -228,7 +228,7 @@ def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: An
 
 
 def _dot_general_aval(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers: Any,
-                      preferred_element_type: Any = None) -> ShapedArray:
+                      preferred_element_type: Any = None, out_sharding: Any = None) -> ShapedArray:
     (lc, rc), (lb, rb) = dimension_numbers
     for l, r in list(zip(lc, rc)) + list(zip(lb, rb)):
         if lhs.shape[l] != rhs.shape[r]:
