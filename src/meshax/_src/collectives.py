@@ -37,14 +37,31 @@ def device_groups(mesh: Mesh, axes: Sequence[str]) -> dict[tuple[int, ...], list
     return groups
 
 
-def tree_combine(values: list[np.ndarray], combine: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
-    """Combine `values` pairwise, neighbours first: ((v0+v1)+(v2+v3))+..."""
-    while len(values) > 1:
-        paired = [combine(values[i], values[i + 1]) for i in range(0, len(values) - 1, 2)]
-        if len(values) % 2:
-            paired.append(values[-1])
-        values = paired
-    return values[0]
+def tree_combine(values: list[np.ndarray], combine: Callable[..., np.ndarray]) -> np.ndarray:
+    """Combine `values` pairwise in a balanced tree, neighbours first (((v0+v1)+(v2+v3))+...), into one
+    new buffer, with one scratch buffer per tree level."""
+    first = np.asarray(values[0])
+    out = np.empty(np.broadcast_shapes(*[np.shape(v) for v in values]), first.dtype)
+    _combine_into(values, out, combine)
+    return out
+
+
+def _combine_into(values: list[np.ndarray], out: np.ndarray, combine: Callable[..., np.ndarray]) -> None:
+    if len(values) == 1:
+        out[...] = values[0]
+        return
+    if len(values) == 2:
+        combine(values[0], values[1], out=out)
+        return
+    half = 1 << ((len(values) - 1).bit_length() - 1)  # the largest power of two below len(values)
+    _combine_into(values[:half], out, combine)
+    rest = values[half:]
+    if len(rest) == 1:
+        combine(out, rest[0], out=out)
+        return
+    scratch = np.empty_like(out)
+    _combine_into(rest, scratch, combine)
+    combine(out, scratch, out=out)
 
 
 def allreduce_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.ndarray], op: str) -> dict[Device, np.ndarray]:
@@ -80,19 +97,22 @@ def _reduce_across(processes: tuple[int, ...], keys: list[tuple[int, ...]], part
 
     group = runtime().process_group(processes)
     parts = [np.asarray(partial[k]) for k in keys]
-    dtype = parts[0].dtype
-    as_bytes = dtype == np.bool_
-    flat = np.concatenate([p.astype(np.uint8) if as_bytes else p for p in parts], axis=None) if len(parts) > 1 \
-        else np.ascontiguousarray(parts[0].astype(np.uint8) if as_bytes else parts[0]).reshape(-1)
-    reduced = group.allreduce(flat, op=_MPI_OP[op])
-    if op in ("max", "min") and np.issubdtype(flat.dtype, np.floating):
-        _restore_nans(group, flat, reduced)  # MPI's MAX/MIN skip NaN; NumPy's (and XLA's) propagate it
+    as_bytes = parts[0].dtype == np.bool_
+    if len(parts) > 1 or as_bytes:
+        flat = np.concatenate([p.astype(np.uint8) if as_bytes else p for p in parts], axis=None)
+    else:  # one group: reduce in place in a buffer we own (the local tree's result, or a copy)
+        flat = parts[0] if parts[0].base is None and parts[0].flags.writeable and parts[0].flags.c_contiguous \
+            else np.array(parts[0], copy=True, order="C")
+        flat = flat.reshape(-1)
+    sent = flat.copy() if op in ("max", "min") and np.issubdtype(flat.dtype, np.floating) else None
+    reduced = group.allreduce_inplace(flat, op=_MPI_OP[op])
+    if sent is not None:
+        _restore_nans(group, sent, reduced)  # MPI's MAX/MIN skip NaN; NumPy's (and XLA's) propagate it
     offset = 0
     for key, part in zip(keys, parts):
         chunk = reduced[offset:offset + part.size].reshape(part.shape)
         partial[key] = chunk.astype(np.bool_) if as_bytes else chunk
         offset += part.size
-
 
 
 def _restore_nans(group, flat: np.ndarray, reduced: np.ndarray) -> None:
@@ -128,7 +148,11 @@ def gather_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.ndar
             by_process_set.setdefault(processes, []).append(members)
     for processes, batch in sorted(by_process_set.items()):
         known.update(_exchange_members(processes, batch, known))
-    return {d: [known[m] for m in members] for members in groups for d in members if d.process_index == here}
+    result: dict[Device, list[np.ndarray]] = {}
+    for members in groups:
+        gathered = [known[m] for m in members]  # one list per group, shared by its local devices
+        result.update({d: gathered for d in members if d.process_index == here})
+    return result
 
 
 def _exchange_members(processes: tuple[int, ...], batch: list[list[Device]], known: dict) -> dict:
@@ -158,7 +182,7 @@ def permute_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.nda
     members that receive nothing get zeros."""
     here = device_table.process_index()
     sample = np.asarray(next(iter(values.values())))
-    result = {d: np.zeros_like(sample) for d in values}
+    result: dict[Device, np.ndarray] = {}
     requests, comm = [], None
     for members in _ordered_groups(mesh, axes):
         for source_index, target_index in perm:
@@ -174,6 +198,9 @@ def permute_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.nda
                     buffer = np.empty_like(sample)
                     result[target] = buffer
                     requests.append(comm.Irecv(buffer, source=source.process_index, tag=_PERMUTE_TAG))
+    for device in values:
+        if device not in result:
+            result[device] = np.zeros_like(sample)  # receives from nobody
     if requests:
         from .runtime.mpi import mpi_module
 

@@ -112,7 +112,12 @@ def _gather_device(trace: Any, x: Any, *, axes: tuple[str, ...], axis: int, tile
     x = trace.lift(x)
     members = gather_devices(trace.mesh, axes, x.values)
     join = np.concatenate if tiled else np.stack
-    out = {d: join(values, axis=axis) for d, values in members.items()}
+    joined: dict[int, np.ndarray] = {}  # devices of one group share one result
+    out = {}
+    for device, values in members.items():
+        if id(values) not in joined:
+            joined[id(values)] = join(values, axis=axis)
+        out[device] = joined[id(values)]
     return PerDevice(_gather_eval(x.aval, axes=axes, axis=axis, tiled=tiled), out)
 
 

@@ -94,6 +94,8 @@ class ProcessGroup:
     def allgatherv(self, array: np.ndarray, counts: Sequence[int]) -> np.ndarray:
         """Concatenate every member's flat `array` (member i contributes counts[i] elements)."""
         send = np.require(array, requirements="C").reshape(-1)
+        if len(set(counts)) == 1:  # MPICH's Allgatherv is far slower than Allgather for equal parts
+            return self.allgather(send).reshape(-1)
         result = np.empty(int(sum(counts)), send.dtype)
         with self._operation("Allgatherv", (tuple(counts), send.dtype.str)):
             self.comm.Allgatherv(send, [result, list(counts)])
