@@ -184,7 +184,8 @@ def permute_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.nda
     sample = np.asarray(next(iter(values.values())))
     result: dict[Device, np.ndarray] = {}
     requests, comm = [], None
-    for members in _ordered_groups(mesh, axes):
+    in_mesh_order = sorted(axes, key=mesh.axis_names.index)  # JAX numbers ppermute's devices in mesh order
+    for members in _ordered_groups(mesh, in_mesh_order):
         for source_index, target_index in perm:
             source, target = members[source_index], members[target_index]
             if source.process_index == here and target.process_index == here:

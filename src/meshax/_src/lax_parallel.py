@@ -179,7 +179,7 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *, til
         parts = [jnp.getitem(mine, k) for k in range(n)]
         if tiled:
             return jnp.concatenate(parts, axis=concat_axis)
-        return jnp.stack(parts, axis=concat_axis)
+        return jnp.stack([jnp.squeeze(p, split) for p in parts], axis=concat_axis)
 
     return tree_map(one, x)
 

@@ -98,8 +98,6 @@ def _specs_for(specs: Any, tree: Any, count: int, what: str) -> list[PartitionSp
     if isinstance(specs, PartitionSpec) or specs is None:
         return [specs or PartitionSpec()] * count
     flat, _ = tree_flatten(specs, is_leaf=lambda x: isinstance(x, PartitionSpec) or x is None)
-    if len(flat) == 1 and count != 1 and isinstance(specs, (tuple, list)) and len(specs) == 1 and count:
-        return [flat[0] or PartitionSpec()] * count
     if len(flat) != count:
         raise ValueError(f"shard_map {what} has {len(flat)} PartitionSpecs but there are {count} {what[:-6]}s "
                          f"({tree}); give one spec per {what[:-6]}.")
