@@ -132,3 +132,11 @@ def test_allgather_and_broadcast_of_scalars_and_local_arrays_follow_jax(n, k):
     assert not failures, "\n".join(failures)
     for lines in by_process.values():
         assert lines[-1] == "DONE"
+
+
+@pytest.mark.parametrize("n,k", [(2, 4), (4, 2)], ids=["2x4", "4x2"])
+def test_hypothesis_round_trips_in_a_multi_process_job(n, k):
+    result = run_launcher("tests/programs/reshard_property.py", n, k, timeout=200)
+    assert result.returncode == 0, result.stderr[-3000:]
+    outputs = lines_by_process(result.stdout)
+    assert all(any(line.startswith("PROPERTY-OK") for line in outputs[i]) for i in range(n)), result.stdout[-2000:]
