@@ -14,6 +14,7 @@ import functools
 import json
 import os
 import platform
+import resource
 import signal
 import socket
 import statistics
@@ -86,8 +87,6 @@ class ForeignLoad:
 
     @staticmethod
     def _sample() -> tuple[float, float, float]:
-        import resource
-
         fields = [float(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
         busy = (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # Minus idle and iowait.
         ours = sum(getattr(resource.getrusage(who), field) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
@@ -268,9 +267,11 @@ def _raise_system_exit(signum: int, _frame: object) -> None:
 
 
 def exit_cleanly_on_signals() -> None:
-    """Turn SIGTERM/SIGHUP into SystemExit, so that `finally` blocks kill the children."""
+    """Turn SIGTERM/SIGHUP into SystemExit and SIGINT into KeyboardInterrupt (even if it was
+    inherited as ignored, as by background jobs of scripts), so that `finally` blocks kill the children."""
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_system_exit)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def python() -> str:

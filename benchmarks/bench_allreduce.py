@@ -2,18 +2,18 @@
 
     python benchmarks/bench_allreduce.py [--processes 4] [--budget 250] [--quick] [--output allreduce]
 
-Runs workers/allreduce_worker.py in four configurations, one job per configuration
+Runs workers/allreduce_worker.py in three configurations, one job per configuration
 and size, one job after the other:
 
 1. meshax as shipped: N independent processes with an explicit coordinator address
    (`python worker.py ... localhost:PORT i N`), interleaving meshax's
    `group.allreduce(x)`, `group.allreduce(x, out=buf)` and mpi4py's
    `world.Allreduce(x, buf, op=MPI.SUM)` on the same communicator (runtime().world).
-2. the same with meshax's MPI_Init_thread patched (in the worker only) to request
-   MPI_THREAD_MULTIPLE instead of MPI_THREAD_SERIALIZED: a what-if experiment.
-3. plain `mpiexec -n N` + mpi4py with its default thread level (MULTIPLE).
-4. plain `mpiexec -n N` + mpi4py with MPI4PY_RC_THREAD_LEVEL=serialized, the level
-   meshax requests.
+2. plain `mpiexec -n N` + mpi4py with its default thread level (MULTIPLE).
+3. plain `mpiexec -n N` + mpi4py with MPI4PY_RC_THREAD_LEVEL=serialized: the level
+   meshax used to request, kept as a reference for why it must not (with fewer
+   than MULTIPLE, MPICH uses spin-waiting shared-memory collectives that are
+   extremely slow when processes outnumber cores).
 
 For 4 KB, 4 MB and 64 MB every call follows a barrier; a call's time is the max
 over processes; reported are medians over the repetitions (each size is capped in
@@ -40,6 +40,7 @@ PLAN = [[4 * KB, 20, 1000, 5], [4 * MB, 1, 60, 15], [64 * MB, 1, 12, 12]]
 QUICK_PLAN = [[4 * KB, 2, 20, 2], [4 * MB, 1, 3, 3], [64 * MB, 1, 2, 3]]
 JOB_SLACK = 15.0  # Seconds a job may take beyond its size's cap (start-up, last round, shutdown).
 VARIANTS = ("meshax", "meshax(out)", "mpi4py")
+Cell = dict[str, Any]  # One job's measurement, combined over its processes (see combine()).
 
 
 @dataclass
@@ -54,7 +55,6 @@ class Config:
 
 CONFIGS = [
     Config("meshax as shipped", "meshax", False, {}),
-    Config("meshax, what-if THREAD_MULTIPLE", "meshax-thread-multiple", False, {}),
     Config("plain mpiexec + mpi4py (default)", "mpi4py", True, {"MPI4PY_RC_THREAD_LEVEL": "multiple"}),
     Config("plain mpiexec + mpi4py, THREAD_SERIALIZED", "mpi4py", True, {"MPI4PY_RC_THREAD_LEVEL": "serialized"}),
 ]
@@ -75,7 +75,7 @@ def commands(config: Config, n: int, size: list[int], budget: float) -> list[lis
     return [[*worker, "--address", address, "--process-id", str(i), "--processes", str(n)] for i in range(n)]
 
 
-def combine(records: list[dict[str, Any]], n: int) -> dict[str, Any] | None:
+def combine(records: list[dict[str, Any]], n: int) -> Cell | None:
     """One measurement from the per-process records: per repetition the max over processes."""
     if len(records) != n:
         return None
@@ -93,7 +93,7 @@ def combine(records: list[dict[str, Any]], n: int) -> dict[str, Any] | None:
     )
 
 
-def run_cell(config: Config, n: int, size: list[int], timeout: float) -> dict[str, Any] | None:
+def run_cell(config: Config, n: int, size: list[int], timeout: float) -> Cell | None:
     """Run one job for one size; its combined measurement (possibly partial), or None."""
     env = dict(os.environ, **config.env)
     job = run_job(commands(config, n, size, timeout + 5), timeout=timeout, env=env)
@@ -105,10 +105,10 @@ def run_cell(config: Config, n: int, size: list[int], timeout: float) -> dict[st
     return result
 
 
-def run_all(n: int, plan: list[list[int]], budget: float) -> dict[str, list[dict[str, Any] | None]]:
+def run_all(n: int, plan: list[list[int]], budget: float) -> dict[str, list[Cell | None]]:
     """Run every (configuration, size) as its own job, within `budget` seconds overall."""
     deadline = time.monotonic() + budget
-    cells: dict[str, list[dict[str, Any] | None]] = {}
+    cells: dict[str, list[Cell | None]] = {}
     for config in CONFIGS:
         cells[config.label] = []
         for size in plan:
@@ -134,9 +134,6 @@ def _time(seconds: float) -> str:
     if seconds != seconds:  # NaN
         return "n/a"
     return f"{seconds * 1e6:.0f} µs" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"
-
-
-Cell = dict[str, Any]  # One job's combined measurement (see combine()).
 
 
 def _median_of(cell: Cell | None, name: str) -> float:
@@ -165,6 +162,13 @@ def _ratio(numerator: float, denominator: float) -> str:
     return "n/a" if ratio != ratio else (f"{ratio:.2f}" if ratio < 10 else f"{ratio:,.0f}")
 
 
+def _paired(cell: Cell | None, name: str, base: str = "mpi4py") -> float:
+    """Median over rounds of time(name) / time(base) within the same round (robust to load drifts)."""
+    if cell is None:
+        return float("nan")
+    return median([a / b for a, b in zip(cell["times"][name], cell["times"][base]) if b > 0])
+
+
 def _exact(cell: Cell | None) -> str:
     if cell is None:
         return "n/a"
@@ -180,7 +184,8 @@ def _level(cells: list[Cell | None]) -> str:
 def same_world_table(cells: dict[str, list[Cell | None]], plan: list[list[int]]) -> str:
     """meshax vs mpi4py in the same processes, for the meshax jobs."""
     headers = ["job", "thread level", "size", "reps", "meshax `allreduce(x)`", "meshax `allreduce(x, out=buf)`",
-               "mpi4py `Allreduce(x, buf)`, same world", "meshax / mpi4py", "meshax(out) / mpi4py", "exact"]
+               "mpi4py `Allreduce(x, buf)`, same world", "meshax / mpi4py", "meshax(out) / mpi4py",
+               "paired ratios meshax, meshax(out) / mpi4py", "exact"]
     rows = []
     for config in CONFIGS:
         if config.mpiexec:
@@ -191,13 +196,14 @@ def same_world_table(cells: dict[str, list[Cell | None]], plan: list[list[int]])
             rows.append([config.label, _level(cells[config.label]), _size(size[0]), reps,
                          *(_cell(cell, name) for name in VARIANTS),
                          _ratio(_median_of(cell, "meshax"), base), _ratio(_median_of(cell, "meshax(out)"), base),
+                         f"{_ratio(_paired(cell, 'meshax'), 1.0)}, {_ratio(_paired(cell, 'meshax(out)'), 1.0)}",
                          _exact(cell)])
     return markdown_table(headers, rows)
 
 
 def across_worlds_table(cells: dict[str, list[Cell | None]], plan: list[list[int]]) -> str:
     """mpi4py's Allreduce in each job's world; meshax's allreduce vs a plain mpiexec + mpi4py job."""
-    shipped, reference = cells[CONFIGS[0].label], cells[CONFIGS[2].label]
+    shipped, reference = cells[CONFIGS[0].label], cells[CONFIGS[1].label]
     headers = (["size"] + [f"{c.label} [{_level(cells[c.label])}]" for c in CONFIGS]
                + ["meshax as shipped `allreduce(x)` / plain mpiexec + mpi4py (default)"])
     rows = []
@@ -224,12 +230,16 @@ def report(cells: dict[str, list[Cell | None]], plan: list[list[int]], n: int, l
         "",
         across_worlds_table(cells, plan),
         "",
+        "Jobs run one after the other, so this table compares runs made at different moments: trust it only "
+        "when other processes used little CPU (see the machine line).",
+        "",
         "Time per call: median over repetitions (interquartile range in parentheses); a repetition's time is "
-        "the max over processes; every call follows a barrier; variants interleaved in rotating order. Every "
+        "the max over processes; every call follows a barrier; variants interleaved in rotating order. Ratios: "
+        "of the medians, and 'paired': the median over rounds of the ratio within one round (less sensitive to "
+        "load from other processes changing during the run). Every "
         "(job, size) is its own job, limited to a number of repetitions or a time cap, whichever comes first "
         f"({caps}; at least 2 repetitions), so slow configurations have fewer repetitions. † = the job was "
-        "killed at its time limit (cap + 15 s) and only what it measured until then is shown. "
-        "'what-if THREAD_MULTIPLE' patches meshax's MPI_Init_thread request inside the benchmark worker only.",
+        f"killed at its time limit (cap + {JOB_SLACK:g} s) and only what it measured until then is shown.",
     ])
 
 

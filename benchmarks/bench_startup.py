@@ -31,8 +31,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from _common import (WORKERS_DIR, ForeignLoad, JobResult, exit_cleanly_on_signals, free_port, machine_info, markdown_table,
-                     median, python, run_job, venv_tool, write_results)
+from _common import (WORKERS_DIR, ForeignLoad, JobResult, exit_cleanly_on_signals, free_port, machine_info,
+                     markdown_table, median, python, run_job, venv_tool, write_results)
 
 JOB_TIMEOUT = 60.0  # Seconds one job may take before it is killed.
 
@@ -151,8 +151,9 @@ def report(samples: dict[str, list[Sample]], n: int, repeats: int, load: str) ->
         "",
         "Per-process columns are the max over the processes of one job; 'first stmt' is the child's first "
         "statement (after interpreter start-up). 'init call' is initialize() for meshax/JAX and MPI_Init_thread "
-        "for mpi4py. meshax's initialize includes MPI_Init through its own PMI server; JAX's only connects to its "
-        "coordination service (no data plane yet). Job wall includes each library's shutdown.",
+        "for mpi4py; it includes waiting for the slowest process to arrive (4 processes import concurrently on "
+        f"{os.cpu_count()} cores). meshax's initialize includes MPI_Init through its own PMI server; JAX's only "
+        "connects to its coordination service (no data plane yet). Job wall includes each library's shutdown.",
     ])
 
 

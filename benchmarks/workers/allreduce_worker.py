@@ -9,19 +9,16 @@ Modes:
   communicator (meshax's group of all processes *is* runtime().world):
   meshax `group.allreduce(send)` (allocates its result), meshax
   `group.allreduce(send, out=buf)` and mpi4py `world.Allreduce(send, recv, op=MPI.SUM)`.
-* meshax-thread-multiple: the same, but meshax's MPI_Init_thread is made to request
-  MPI_THREAD_MULTIPLE instead of MPI_THREAD_SERIALIZED (a what-if experiment: the
-  patch lives in this process only and is undone once initialize() returns).
 * mpi4py: plain mpi4py under mpiexec (`from mpi4py import MPI` initialises MPI;
   MPI4PY_RC_THREAD_LEVEL selects the thread level), world.Allreduce only.
 
 --size is [bytes, warmup_rounds, repetitions, seconds_cap]. A round calls every
 variant once, in rotating order, each call after a barrier and timed on every
 process. Process 0 decides each round (warmup, timed, or stop once the repetitions
-are done or the time cap is spent) and broadcasts it. Every process checks every
-result against the exact sums (small integers: exact in float32) and keeps its
-times in $BENCH_RECORD_DIR/<rank>.json, rewritten as it goes, so a job killed for
-overrunning still leaves its measurements. The process exits with status 3 if it
+are done or the time cap is spent) and broadcasts it. Every process checks the
+warmup results and each call's last result against the exact sums (small
+integers: exact in float32) and keeps its times in $BENCH_RECORD_DIR/<rank>.json,
+rewritten as it goes, so a job killed for overrunning still leaves its measurements. The process exits with status 3 if it
 runs longer than --budget seconds.
 """
 from __future__ import annotations
@@ -57,36 +54,13 @@ def start_watchdog(budget: float) -> None:
 # --------------------------------------------------------------------------
 
 
-def _request_thread_multiple() -> Callable[[], None]:
-    """Make meshax's mpi.start() ask for MPI_THREAD_MULTIPLE; returns the undo function."""
-    from meshax._src.runtime import mpi as meshax_mpi
-
-    original = meshax_mpi.mpi_module
-
-    class _ThreadMultiple:
-        def __getattr__(self, name: str) -> Any:
-            real = original()
-            return real.THREAD_MULTIPLE if name == "THREAD_SERIALIZED" else getattr(real, name)
-
-    meshax_mpi.mpi_module = _ThreadMultiple
-
-    def undo() -> None:
-        meshax_mpi.mpi_module = original
-
-    return undo
-
-
-def join_meshax(args: argparse.Namespace, thread_multiple: bool) -> tuple[Any, Any]:
+def join_meshax(args: argparse.Namespace) -> tuple[Any, Any]:
     """Initialise meshax; returns (group of all processes, world communicator)."""
     import meshax
     from meshax._src.runtime.distributed import runtime
 
-    undo = _request_thread_multiple() if thread_multiple else (lambda: None)
-    try:
-        meshax.distributed.initialize(args.address, args.processes, args.process_id, initialization_timeout=60,
-                                      shutdown_timeout_seconds=30)
-    finally:
-        undo()
+    meshax.distributed.initialize(args.address, args.processes, args.process_id, initialization_timeout=60,
+                                  shutdown_timeout_seconds=30)
     rt = runtime()
     return rt.process_group(range(meshax.process_count())), rt.world
 
@@ -179,22 +153,30 @@ class RecordWriter:
 
 def time_size(world: Any, group: Any | None, nbytes: int, warmup: int, repetitions: int, cap: float,
               header: dict[str, Any]) -> None:
-    """Rounds of every call (rotating order) until done or `cap` s spent; every result is checked."""
+    """Rounds of every call (rotating order) until done or `cap` s spent.
+
+    Warmup results and each call's last result are checked; timed calls are not
+    checked right away, because the check's temporary arrays would change how the
+    memory allocator serves the next call (and so hide the cost of allocating results).
+    """
     send, expected = make_data(nbytes // 4, world.Get_rank(), world.Get_size())
     calls = make_calls(send, world, group)
     names = list(calls)
     writer = RecordWriter(dict(header, bytes=nbytes), names)
+    last: dict[str, np.ndarray] = {}
     started, rounds = time.monotonic(), 0
     while (phase := next_phase(world, started, rounds, warmup, repetitions, cap)) != STOP:
         shift = rounds % len(names)
         for name in names[shift:] + names[:shift]:
             world.Barrier()
             start = time.perf_counter()
-            result = calls[name]()
+            last[name] = calls[name]()
             elapsed = time.perf_counter() - start
-            writer.add(name, elapsed, phase == TIMED, check(name, result, expected))
+            writer.add(name, elapsed, phase == TIMED, phase != WARMUP or check(name, last[name], expected))
         writer.write()
         rounds += 1
+    for name, result in last.items():
+        writer.record["correct"][name] &= check(name, result, expected)
     writer.write(complete=True)
 
 
@@ -218,7 +200,7 @@ def _thread_level(level: int) -> str:
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="allreduce benchmark worker")
-    parser.add_argument("--mode", choices=("meshax", "meshax-thread-multiple", "mpi4py"), required=True)
+    parser.add_argument("--mode", choices=("meshax", "mpi4py"), required=True)
     parser.add_argument("--address")
     parser.add_argument("--process-id", type=int)
     parser.add_argument("--processes", type=int)
@@ -234,7 +216,7 @@ def main() -> None:
     if args.mode == "mpi4py":
         world, group = join_mpi4py(), None
     else:
-        group, world = join_meshax(args, thread_multiple=args.mode == "meshax-thread-multiple")
+        group, world = join_meshax(args)
     run(world, group, args.size, args.mode)
 
 
