@@ -1,7 +1,11 @@
 """Neural-network functions (as jax.nn)."""
 from meshax._src.nn import (
-    gelu, log_softmax, logsumexp, one_hot, relu, relu6, sigmoid, silu, softmax, softplus, standardize, swish, tanh,
+    celu, dot_product_attention, elu, gelu, glu, hard_sigmoid, hard_silu, hard_swish, hard_tanh, identity, leaky_relu,
+    log1mexp, log_sigmoid, log_softmax, logmeanexp, logsumexp, mish, one_hot, relu, relu6, selu, sigmoid, silu,
+    soft_sign, softmax, softplus, sparse_plus, sparse_sigmoid, squareplus, standardize, swish, tanh,
 )
 
-__all__ = ["gelu", "log_softmax", "logsumexp", "one_hot", "relu", "relu6", "sigmoid", "silu", "softmax", "softplus",
-           "standardize", "swish", "tanh"]
+__all__ = ["celu", "dot_product_attention", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish",
+           "hard_tanh", "identity", "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax", "logmeanexp", "logsumexp",
+           "mish", "one_hot", "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus",
+           "sparse_plus", "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh"]

@@ -28,7 +28,11 @@ _OPERATORS = {
     "__eq__": jnp.equal, "__ne__": jnp.not_equal, "__lt__": jnp.less, "__le__": jnp.less_equal,
     "__gt__": jnp.greater, "__ge__": jnp.greater_equal, "__neg__": jnp.negative, "__pos__": jnp.positive,
     "__abs__": jnp.absolute, "__invert__": jnp.invert, "__getitem__": jnp.getitem,
-    "__divmod__": lambda x, y: (jnp.floor_divide(x, y), jnp.remainder(x, y)),
+    "__divmod__": jnp.divmod, "__rdivmod__": _swap(jnp.divmod),
+    "__round__": lambda x, ndigits=None: (jnp.round(x, ndigits or 0) if ndigits is not None  # round(x) is an int,
+                                          else jnp.astype(jnp.round(x), int)),  # as for a Python float
+    "__contains__": lambda x, value: jnp.any(jnp.equal(x, value)),
+    "__copy__": lambda x: x, "__deepcopy__": lambda x, memo: x,  # arrays are immutable
 }
 
 _METHODS = {
@@ -38,7 +42,8 @@ _METHODS = {
     "squeeze": jnp.squeeze, "clip": jnp.clip, "round": jnp.round, "conj": jnp.conjugate,
     "conjugate": jnp.conjugate, "dot": jnp.dot, "swapaxes": jnp.swapaxes, "take": jnp.take, "sort": jnp.sort,
     "argsort": jnp.argsort, "repeat": jnp.repeat, "diagonal": jnp.diagonal, "trace": jnp.trace,
-    "nonzero": jnp.nonzero,
+    "nonzero": jnp.nonzero, "ptp": jnp.ptp, "searchsorted": jnp.searchsorted, "copy": jnp.copy,
+    "compress": lambda x, condition, axis=None: jnp.compress(condition, x, axis),
 }
 
 
@@ -68,6 +73,10 @@ def install(cls: type) -> None:
     cls.real = property(lambda self: jnp.real(self))
     cls.imag = property(lambda self: jnp.imag(self))
     cls.at = property(lambda self: jnp._IndexUpdateHelper(self))
+    cls.__array_namespace__ = lambda self, api_version=None: __import__("meshax.numpy").numpy
+    cls.is_ready = lambda self: True
+    cls.is_deleted = lambda self: False
+    cls.tobytes = lambda self, order="C": self.__array__().tobytes(order)
 
 
 install(Array)

@@ -23,6 +23,7 @@ def sigmoid(x: Any) -> Any:
 
 
 def silu(x: Any) -> Any:
+    x = jnp.asarray(x)
     return jnp.multiply(x, sigmoid(x))
 
 
@@ -98,3 +99,143 @@ def standardize(x: Any, axis: Any = -1, mean: Any = None, variance: Any = None, 
     mean = jnp.mean(x, axis, keepdims=True) if mean is None else mean
     variance = jnp.var(x, axis, keepdims=True) if variance is None else variance
     return jnp.multiply(jnp.subtract(x, mean), jnp.power(jnp.add(variance, epsilon), -0.5))
+
+
+def identity(x: Any) -> Any:
+    return jnp.asarray(x)
+
+
+def elu(x: Any, alpha: Any = 1.0) -> Any:
+    # the formulas below are jax.nn's, operation for operation, so that dtypes and weak types agree
+    x = jnp.asarray(x)
+    positive = jnp.greater(x, 0)
+    return jnp.where(positive, x, jnp.multiply(alpha, jnp.expm1(jnp.where(positive, 0.0, x))))
+
+
+def celu(x: Any, alpha: Any = 1.0) -> Any:
+    return jnp.add(jnp.maximum(x, 0.0), jnp.multiply(alpha, jnp.expm1(jnp.divide(jnp.minimum(x, 0.0), alpha))))
+
+
+def selu(x: Any) -> Any:
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    return jnp.multiply(scale, elu(x, alpha))
+
+
+def leaky_relu(x: Any, negative_slope: Any = 1e-2) -> Any:
+    x = jnp.asarray(x)
+    return jnp.where(jnp.greater_equal(x, 0), x, jnp.multiply(negative_slope, x))
+
+
+def hard_tanh(x: Any) -> Any:
+    x = jnp.asarray(x)
+    return jnp.where(jnp.greater(x, 1), 1, jnp.where(jnp.less(x, -1), -1, x))
+
+
+def hard_sigmoid(x: Any) -> Any:
+    return jnp.divide(relu6(jnp.add(x, 3.0)), 6.0)
+
+
+def hard_silu(x: Any) -> Any:
+    x = jnp.asarray(x)
+    return jnp.multiply(x, hard_sigmoid(x))
+
+
+hard_swish = hard_silu
+
+
+def log_sigmoid(x: Any) -> Any:
+    return jnp.negative(softplus(jnp.negative(jnp.asarray(x))))
+
+
+def mish(x: Any) -> Any:
+    x = jnp.asarray(x)
+    return jnp.multiply(x, jnp.tanh(softplus(x)))
+
+
+def soft_sign(x: Any) -> Any:
+    x = jnp.asarray(x)
+    return jnp.divide(x, jnp.add(jnp.absolute(x), 1))
+
+
+def squareplus(x: Any, b: Any = 4) -> Any:
+    x = jnp.asarray(x)
+    return jnp.divide(jnp.add(x, jnp.sqrt(jnp.add(jnp.square(x), b))), 2)
+
+
+def sparse_plus(x: Any) -> Any:
+    x = jnp.asarray(x)
+    middle = jnp.divide(jnp.power(jnp.add(x, 1.0), 2), 4)
+    return jnp.where(jnp.less_equal(x, -1.0), 0.0, jnp.where(jnp.greater_equal(x, 1.0), x, middle))
+
+
+def sparse_sigmoid(x: Any) -> Any:
+    return jnp.multiply(0.5, jnp.clip(jnp.add(x, 1.0), 0.0, 2.0))
+
+
+def glu(x: Any, axis: int = -1) -> Any:
+    x = jnp.asarray(x)
+    size = x.shape[axis]
+    if size % 2:
+        raise ValueError(f"glu: axis {axis} of size {size} must have an even size.")
+    first, second = jnp.split(x, 2, axis)
+    return jnp.multiply(first, sigmoid(second))
+
+
+def log1mexp(x: Any) -> Any:
+    """log(1 - exp(-x)), accurate on both sides of log 2."""
+    x = jnp.asarray(x)
+    small = jnp.log(jnp.negative(jnp.expm1(jnp.negative(x))))
+    large = jnp.log1p(jnp.negative(jnp.exp(jnp.negative(x))))
+    return jnp.where(jnp.less(x, jnp.log(2.0)), small, large)
+
+
+def logmeanexp(x: Any, axis: Any = None, where: Any = None, keepdims: bool = False) -> Any:
+    (x,) = jnp._promote_inexact(x)
+    total = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
+    if where is None:
+        count = np.prod([x.shape[d] for d in jnp._axes(axis, x.ndim)])
+        return jnp.subtract(total, jnp.log(jnp.asarray(count, dtype=x.dtype)))
+    count = jnp.sum(jnp.broadcast_to(where, x.shape), axis=axis, keepdims=keepdims, dtype=x.dtype)
+    return jnp.subtract(total, jnp.log(count))
+
+
+def dot_product_attention(query: Any, key: Any, value: Any, bias: Any = None, mask: Any = None, *,
+                          scale: Any = None, is_causal: bool = False, query_seq_lengths: Any = None,
+                          key_value_seq_lengths: Any = None, local_window_size: Any = None,
+                          implementation: Any = None) -> Any:
+    """softmax(q k^T * scale + bias, masked) v over [batch, length, heads, head_dim] arrays (as jax.nn's
+    XLA implementation: logits and softmax in float32, grouped-query heads when key has fewer heads)."""
+    if implementation not in (None, "xla"):
+        raise ValueError(f"dot_product_attention: implementation {implementation!r} is not available; use 'xla'.")
+    if query_seq_lengths is not None or key_value_seq_lengths is not None or local_window_size is not None:
+        raise NotImplementedError("dot_product_attention: sequence lengths and local windows are not supported.")
+    query, key, value = jnp._promote_inexact(query, key, value)
+    unbatched = query.ndim == 3
+    if unbatched:
+        query, key, value = (jnp.expand_dims(t, 0) for t in (query, key, value))
+    batch, q_len, heads, head_dim = query.shape
+    _, kv_len, kv_heads, _ = key.shape
+    if heads % kv_heads:
+        raise ValueError(f"dot_product_attention: {heads} query heads are not a multiple of {kv_heads} key heads.")
+    groups = heads // kv_heads
+    scale = 1.0 / np.sqrt(head_dim) if scale is None else scale
+    grouped = jnp.reshape(query, (batch, q_len, kv_heads, groups, head_dim))
+    logits = jnp.einsum("btkgh,bskh->bkgts", grouped, key)
+    logits = jnp.astype(jnp.reshape(logits, (batch, heads, q_len, kv_len)), np.float32)
+    logits = jnp.multiply(logits, np.float32(scale))
+    if bias is not None:
+        bias = jnp.asarray(bias)
+        logits = jnp.add(logits, jnp.astype(bias if not unbatched else jnp.expand_dims(bias, 0), np.float32))
+    keep = None
+    if mask is not None:
+        mask = jnp.asarray(mask)
+        keep = jnp.astype(mask if not unbatched else jnp.expand_dims(mask, 0), np.bool_)
+    if is_causal:
+        causal = np.tril(np.ones((q_len, kv_len), np.bool_))
+        keep = causal if keep is None else jnp.logical_and(keep, causal)
+    if keep is not None:
+        logits = jnp.where(keep, logits, np.float32(0.7 * np.finfo(np.float32).min))
+    probs = jnp.astype(softmax(logits, axis=-1), query.dtype)
+    probs = jnp.reshape(probs, (batch, kv_heads, groups, q_len, kv_len))
+    encoded = jnp.reshape(jnp.einsum("bkgts,bskh->btkgh", probs, value), (batch, q_len, heads, head_dim))
+    return encoded[0] if unbatched else encoded

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 import string
 from typing import Any, Sequence
 
@@ -80,12 +81,35 @@ def _ndim(x: Any) -> int:
     return len(_shape(x))
 
 
+def _dtype(dtype: Any) -> np.dtype:
+    """A dtype specifier as the dtype arrays get (64-bit types narrowed unless x64); like JAX, only numbers
+    and booleans."""
+    canonical = dtypes.canonicalize_dtype(dtype)
+    if canonical.kind not in "biufc" and not (canonical.kind == "V" and canonical.itemsize in (1, 2)):
+        raise TypeError(f"JAX only supports number and bool dtypes, got dtype {canonical}.")
+    return canonical
+
+
+def _dims(shape: Any) -> tuple[int, ...]:
+    """A shape argument (an integer or a sequence of them) as a tuple of Python ints."""
+    entries = shape if isinstance(shape, (tuple, list)) or (isinstance(shape, np.ndarray) and shape.ndim == 1) \
+        else (shape,)
+    try:
+        return tuple(operator.index(n) for n in entries)
+    except TypeError:
+        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got {shape!r}.") from None
+
+
 def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
     normalized = []
     for a in axes:
+        try:
+            a = operator.index(a)
+        except TypeError:
+            raise TypeError(f"axis must be an integer or a tuple of integers, got {axis!r}.") from None
         if not -ndim <= int(a) < builtins.max(ndim, 1):
             raise ValueError(f"axis {a} is out of bounds for an array of rank {ndim}.")
         normalized.append(int(a) % builtins.max(ndim, 1))
@@ -118,7 +142,7 @@ def array(object: ArrayLike, dtype: Any = None, copy: bool = True, order: Any = 
         return stack([array(e, dtype) for e in object]) if object else array(np.asarray(object), dtype)
     value, weak = host_value(object)
     if dtype is not None:
-        value, weak = np.asarray(value, dtypes.canonicalize_dtype(dtype)), False
+        value, weak = np.asarray(value, _dtype(dtype)), False
     if ndmin > value.ndim:
         value = value.reshape((1,) * (ndmin - value.ndim) + value.shape)
     return _placed(value, device, weak and np.ndim(object) == 0)
@@ -135,10 +159,10 @@ def asarray(a: ArrayLike, dtype: Any = None, order: Any = None, *, device: Any =
 
 
 def _filled(shape: Any, fill: Any, dtype: Any, device: Any, weak: bool = False) -> Array:
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+    shape = _dims(shape)
     if builtins.any(n < 0 for n in shape):
         raise ValueError(f"negative dimensions are not allowed: shape {shape}.")
-    dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_float_dtype())
+    dtype = _dtype(dtype if dtype is not None else dtypes.default_float_dtype())
     return _placed(np.broadcast_to(np.asarray(fill, dtype), shape), device, weak)
 
 
@@ -160,7 +184,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) 
         dtype, weak = dtypes.dtype_of(fill_value) if not _is_array(fill_value) else (fill_value.dtype,
                                                                                       fill_value.weak_type)
     if _is_array(fill_value):
-        result = broadcast_to(_cast(fill_value, dtypes.canonicalize_dtype(dtype), weak), shape)
+        result = broadcast_to(_cast(fill_value, _dtype(dtype), weak), shape)
         return result if device is None else device_put(result, device)
     return _filled(shape, fill_value, dtype, device, weak and device is None)  # as jnp.full: weak only if unplaced
 
@@ -168,12 +192,12 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) 
 def _like(a: Any, dtype: Any, shape: Any, device: Any) -> tuple[Any, Any, bool, Any]:
     """The dtype, shape, weak type and placement of an array made like `a`."""
     if dtype is not None:
-        kind, weak = dtypes.canonicalize_dtype(dtype), False
+        kind, weak = _dtype(dtype), False
     elif _is_array(a):
         kind, weak = a.dtype, bool(a.weak_type)
     else:
         kind, weak = dtypes.dtype_of(a)
-    new_shape = _shape(a) if shape is None else ((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
+    new_shape = _shape(a) if shape is None else _dims(shape)
     if device is None and isinstance(a, Array) and tuple(new_shape) == a.shape and a.committed:
         device = a.sharding
     return kind, new_shape, weak, device
@@ -209,18 +233,18 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
         else np.arange(0, start, step)
     if dtype is None:
         dtype = dtypes.result_type(*[a for a in (start, stop, step) if a is not None])[0]
-    return _placed(value.astype(dtypes.canonicalize_dtype(dtype)), device)
+    return _placed(value.astype(_dtype(dtype)), device)
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False,
              dtype: Any = None, axis: int = 0, *, device: Any = None) -> Any:
     value, step = np.linspace(np.asarray(start), np.asarray(stop), num, endpoint, retstep=True, axis=axis)
-    out = _placed(value.astype(dtypes.canonicalize_dtype(dtype or dtypes.default_float_dtype())), device)
+    out = _placed(value.astype(_dtype(dtype or dtypes.default_float_dtype())), device)
     return (out, step) if retstep else out
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None) -> Array:
-    return _placed(np.eye(N, M, k, dtype=dtypes.canonicalize_dtype(dtype or dtypes.default_float_dtype())), device)
+    return _placed(np.eye(N, M, k, dtype=_dtype(dtype or dtypes.default_float_dtype())), device)
 
 
 def identity(n: int, dtype: Any = None, *, device: Any = None) -> Array:
@@ -299,7 +323,7 @@ pow = power
 
 
 def float_power(x: ArrayLike, y: ArrayLike) -> Any:
-    return power(astype(x, dtypes.canonicalize_dtype(np.float64)), y)
+    return power(astype(x, _dtype(np.float64)), y)
 
 
 def round(a: ArrayLike, decimals: int = 0) -> Any:
@@ -372,7 +396,7 @@ def clip(a: ArrayLike, a_min: ArrayLike = None, a_max: ArrayLike = None, *, min:
 
 
 def astype(x: ArrayLike, dtype: Any, copy: bool = False, device: Any = None) -> Any:
-    result = _cast(_as_array(x), dtypes.canonicalize_dtype(dtype))
+    result = _cast(_as_array(x), _dtype(dtype))
     return result if device is None else device_put(result, device)
 
 
@@ -416,7 +440,7 @@ def _reduce(kind: str, a: ArrayLike, axis: Any, keepdims: bool, where_: Any, fil
 
 def _accumulating_dtype(a: Any, dtype: Any) -> Any:
     if dtype is not None:
-        return dtypes.canonicalize_dtype(dtype)
+        return _dtype(dtype)
     kind = dtypes.dtype_of(a)[0] if not _is_array(a) else a.dtype
     if kind == np.bool_ or (np.issubdtype(kind, np.integer) and kind.itemsize < dtypes.default_int_dtype().itemsize):
         return dtypes.default_uint_dtype() if np.issubdtype(kind, np.unsignedinteger) else dtypes.default_int_dtype()
@@ -440,6 +464,7 @@ def max(a: ArrayLike, axis: Any = None, out: None = None, keepdims: bool = False
     (a,) = _promote(a)
     if where is not None and initial is None:
         raise ValueError("max with where= needs initial= (the value for rows where nothing is selected).")
+    _check_identity("max", a, axis, initial)
     fill = initial if initial is not None else 0
     result = _reduce("max", a, axis, keepdims, where, fill)
     return result if initial is None else maximum(result, initial)
@@ -450,12 +475,18 @@ def min(a: ArrayLike, axis: Any = None, out: None = None, keepdims: bool = False
     (a,) = _promote(a)
     if where is not None and initial is None:
         raise ValueError("min with where= needs initial= (the value for rows where nothing is selected).")
+    _check_identity("min", a, axis, initial)
     fill = initial if initial is not None else 0
     result = _reduce("min", a, axis, keepdims, where, fill)
     return result if initial is None else minimum(result, initial)
 
 
 amax, amin = max, min
+
+
+def _check_identity(name: str, a: Any, axis: Any, initial: Any) -> None:
+    if initial is None and builtins.any(a.shape[d] == 0 for d in _axes(axis, a.ndim)):
+        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
 
 
 def any(a: ArrayLike, axis: Any = None, out: None = None, keepdims: bool = False, *, where: Any = None) -> Any:
@@ -669,7 +700,11 @@ def _contract_pair(sa: str, a: Any, sb: str, b: Any, rest: str) -> tuple[str, An
 def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     a = _promote(a)[0]
     n = a.ndim
-    axis1, axis2 = axis1 % n, axis2 % n
+    if n < 2:
+        raise ValueError(f"diagonal requires an array of at least two dimensions; got shape {a.shape}.")
+    axis1, axis2 = _axes(axis1, n)[0], _axes(axis2, n)[0]
+    if axis1 == axis2:
+        raise ValueError(f"diagonal: axis1 and axis2 are both {axis1}; they must differ.")
     size = builtins.max(0, builtins.min(a.shape[axis1] - builtins.max(0, -offset), a.shape[axis2] - builtins.max(0, offset)))
     rows = np.arange(size) + builtins.max(0, -offset)
     cols = np.arange(size) + builtins.max(0, offset)
@@ -686,8 +721,9 @@ def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
 
 def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any = None) -> Any:
     a = _promote(a)[0]
-    shape = newshape if shape is None else shape
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+    shape = _dims(newshape if shape is None else shape)
+    if builtins.any(n < -1 for n in shape):
+        raise ValueError(f"reshape: negative dimensions are not allowed (other than one -1); got {shape}.")
     if shape.count(-1) > 1:
         raise ValueError(f"reshape: at most one dimension may be -1; got {shape}.")
     if -1 in shape:
@@ -746,9 +782,8 @@ def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Any:
 
 def expand_dims(a: ArrayLike, axis: Any) -> Any:
     a = _promote(a)[0]
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    ndim = a.ndim + len(axes)
-    axes = sorted(int(x) % ndim for x in axes)
+    count = 1 if not isinstance(axis, (tuple, list)) else len(axis)
+    axes = sorted(_axes(axis, a.ndim + count))
     shape = list(a.shape)
     for x in axes:
         shape.insert(x, 1)
@@ -766,7 +801,9 @@ def squeeze(a: ArrayLike, axis: Any = None) -> Any:
 
 def broadcast_to(a: ArrayLike, shape: Any) -> Any:
     a = _promote(a)[0]
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+    shape = _dims(shape)
+    if builtins.any(n < 0 for n in shape):
+        raise ValueError(f"broadcast_to: negative dimensions are not allowed; got shape {shape}.")
     if tuple(a.shape) == shape:
         return a
     if len(shape) < a.ndim or builtins.any(n not in (1, m) for n, m in zip(a.shape[::-1], shape[::-1])):
@@ -850,7 +887,7 @@ def array_split(ary: ArrayLike, indices_or_sections: Any, axis: int = 0) -> list
     ary = _promote(ary)[0]
     if isinstance(indices_or_sections, (int, np.integer)):
         size, parts = ary.shape[axis], int(indices_or_sections)
-        base, extra = divmod(size, parts)
+        base, extra = builtins.divmod(size, parts)
         points = np.cumsum([base + 1] * extra + [base] * (parts - extra))[:-1].tolist()
         return split(ary, points, axis)
     return split(ary, indices_or_sections, axis)
@@ -864,7 +901,9 @@ def _take_range(a: Any, axis: int, start: int, stop: int) -> Any:
 
 def tile(A: ArrayLike, reps: Any) -> Any:
     A = _promote(A)[0]
-    reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
+    reps = _dims(reps)
+    if builtins.any(r < 0 for r in reps):
+        raise ValueError(f"tile: negative repetitions are not allowed; got {reps}.")
     ndim = builtins.max(A.ndim, len(reps))
     A = reshape(A, (1,) * (ndim - A.ndim) + tuple(A.shape))
     reps = (1,) * (ndim - len(reps)) + reps
@@ -925,9 +964,14 @@ def argsort(a: ArrayLike, axis: int | None = -1, *, descending: bool = False, st
     a = _promote(a)[0]
     if axis is None:
         a, axis = ravel(a), 0
-    if descending:
-        a = negative(a)
-    return P.argsort.bind(a, axis=_axes(axis, a.ndim)[0], index_dtype=dtypes.default_int_dtype())
+    (axis,) = _axes(axis, a.ndim)
+    index_dtype = dtypes.default_int_dtype()
+    if not descending:
+        return P.argsort.bind(a, axis=axis, index_dtype=index_dtype)
+    # Largest first, equal elements in their original order: a stable ascending sort of the reversed array,
+    # read backwards, with positions mapped back (negating would break unsigned integers and booleans).
+    backwards = P.argsort.bind(flip(a, axis), axis=axis, index_dtype=index_dtype)
+    return subtract(np.asarray(a.shape[axis] - 1, index_dtype), flip(backwards, axis))
 
 
 # ---- indexing --------------------------------------------------------------------------------------------------------
@@ -976,9 +1020,7 @@ def getitem(a: Any, key: Any) -> Any:
             if e is not None:
                 size = a.shape[dim]
                 if isinstance(e, (int, np.integer)):
-                    if not -size <= int(e) < size:
-                        raise IndexError(f"index {int(e)} is out of bounds for axis {dim} with size {size}.")
-                    e = int(e) % size
+                    e = _static_index(e, size, dim)
                 elif not isinstance(e, slice):
                     raise TypeError(f"unsupported index {e!r}; use integers, slices, None, ... or integer arrays.")
                 dim += 1
@@ -987,32 +1029,93 @@ def getitem(a: Any, key: Any) -> Any:
     return _gather(a, entries)
 
 
-def _gather(a: Any, entries: list[Any]) -> Any:
+def _static_index(index: Any, size: int, dim: int) -> int:
+    """A static integer index, wrapped if negative. Out of range it is an IndexError, as in NumPy: JAX would
+    clamp it (as it clamps index arrays, which meshax does too), but a constant out of range is a mistake."""
+    index = int(index)
+    if not -size <= index < size:
+        raise IndexError(f"index {index} is out of bounds for axis {dim} with size {size}.")
+    return index % size
+
+
+def _check_mask(mask: np.ndarray, shape: tuple[int, ...], dim: int) -> None:
+    for offset, size in enumerate(mask.shape):
+        if dim + offset >= len(shape) or shape[dim + offset] != size:
+            have = shape[dim + offset] if dim + offset < len(shape) else "missing"
+            raise IndexError(f"boolean index did not match the indexed array along dimension {dim + offset}; "
+                             f"dimension is {have} but corresponding boolean dimension is {size}.")
+
+
+def _default_fill(dtype: np.dtype) -> Any:
+    """What JAX reads at an out-of-range index in mode="fill": NaN, the lowest signed or highest unsigned
+    integer, or True."""
+    if np.issubdtype(dtype, np.inexact):
+        return np.nan
+    if dtype == np.bool_:
+        return True
+    info = np.iinfo(dtype)
+    return info.min if np.issubdtype(dtype, np.signedinteger) else info.max
+
+
+def _gather(a: Any, entries: list[Any], mode: str | None = None, fill_value: Any = None) -> Any:
+    """a[entries]. Out-of-range indices are clamped (mode None or "clip", JAX's default for indexing),
+    wrapped ("wrap") or read as `fill_value` ("fill": the array gets one extra row of it along each
+    indexed dimension, and out-of-range indices are sent there)."""
+    if mode not in (None, "clip", "promise_in_bounds", "wrap", "fill"):
+        raise ValueError(f"invalid gather mode {mode!r}; use 'clip', 'wrap', 'fill' or 'promise_in_bounds'.")
     arrays, index = [], []
     expanded: list[Any] = []
+    dim = 0
     for e in entries:
         if _is_bool_index(e):
             if isinstance(e, Tracer):
                 raise IndexError("boolean mask indexing needs concrete masks; inside jit use jnp.where instead.")
-            expanded.extend(np.nonzero(np.asarray(e)))
+            mask = np.asarray(e)
+            _check_mask(mask, a.shape, dim)
+            expanded.extend(np.nonzero(mask))
+            dim += mask.ndim
         else:
             expanded.append(e)
+            dim += e is not None
     if builtins.any(e is None for e in expanded):
         new_axes = [i for i, e in enumerate(expanded) if e is None]
         body = [e for e in expanded if e is not None]
-        result = _gather(a, body)
+        result = _gather(a, body, mode, fill_value)
         for position in new_axes:
             result = expand_dims(result, builtins.min(position, result.ndim))
         return result
-    for e in expanded:
+    widen: list[int] = []
+    for dim, e in enumerate(expanded):
+        size = a.shape[dim]
         if _is_array_index(e):
             value = _lift(e) if _is_array(e) else np.asarray(e)
             if not np.issubdtype(aval_of(value).dtype, np.integer):
                 raise IndexError(f"array indices must be integers or booleans; got dtype {aval_of(value).dtype}.")
+            if mode == "wrap":
+                value = remainder(value, size) if _is_array(value) else np.mod(value, size)
+            elif mode == "fill" and _is_array(value):
+                widen.append(dim)
+                value = where(less(value, 0), add(value, size), value)
+                value = where(logical_or(less(value, 0), greater_equal(value, size)), size, value)
+            elif mode == "fill":  # concrete indices: widen only if some are out of range
+                value = np.where(value < 0, value + size, value)
+                if builtins.any(((value < 0) | (value >= size)).ravel()):
+                    widen.append(dim)
+                    value = np.where((value < 0) | (value >= size), size, value)
             arrays.append(value)
             index.append("array")
+        elif isinstance(e, (int, np.integer)):
+            if mode == "wrap" and size:
+                e = int(e) % size
+            elif mode == "fill" and not -size <= int(e) < size:
+                widen.append(dim)
+                e = size
+            index.append(_static_index(e, size + (dim in widen), dim))
         else:
-            index.append(int(e) if isinstance(e, (int, np.integer)) else e)
+            index.append(e)
+    if widen:
+        fill = _default_fill(a.dtype) if fill_value is None else fill_value
+        a = pad(a, [(0, 1) if d in widen else (0, 0) for d in range(a.ndim)], constant_values=fill)
     return P.gather.bind(a, *arrays, index=tuple(index))
 
 
@@ -1023,25 +1126,72 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, mode: Any = 
     (axis,) = _axes(axis, a.ndim)
     entries: list[Any] = [slice(None)] * a.ndim
     entries[axis] = indices if _is_array(indices) else np.asarray(indices)
-    return _gather(a, entries)
+    return _gather(a, entries, "fill" if mode is None else mode, fill_value)  # JAX's take fills by default
 
 
-def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None) -> Any:
+def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None, mode: Any = None,
+                    fill_value: Any = None) -> Any:
     arr = _promote(arr)[0]
     if axis is None:
         arr, axis = ravel(arr), 0
     (axis,) = _axes(axis, arr.ndim)
     idx = np.asarray(indices) if not _is_array(indices) else indices
-    grids = np.indices(_shape(idx), sparse=True)
+    if len(_shape(idx)) != arr.ndim:
+        raise ValueError("take_along_axis: indices and arr must have the same number of dimensions; "
+                         f"{len(_shape(idx))} vs. {arr.ndim}.")
+    shape = [n if d == axis else np.broadcast_shapes((n,), (arr.shape[d],))[0] for d, n in enumerate(_shape(idx))]
+    grids = np.indices(shape, sparse=True)
     entries = [idx if d == axis else grids[d] for d in range(arr.ndim)]
-    return _gather(arr, entries)
+    return _gather(arr, entries, "fill" if mode is None else mode, fill_value)
 
 
 def nonzero(a: ArrayLike, *, size: Any = None, fill_value: Any = None) -> tuple[Any, ...]:
-    if isinstance(a, Tracer):
-        raise TypeError("nonzero has a data-dependent shape; inside jit pass size= (not supported yet) or use where.")
-    found = np.nonzero(np.asarray(a))
-    return tuple(array(i.astype(dtypes.default_int_dtype())) for i in found)
+    """The indices of the nonzero elements, one array per dimension. The result's length depends on the
+    data, so under jit pass `size=` (the first `size` indices, padded with `fill_value`, 0 by default)."""
+    index_dtype = dtypes.default_int_dtype()
+    if size is None:
+        if isinstance(a, Tracer):
+            raise TypeError("nonzero has a data-dependent shape; inside jit pass size= or use where.")
+        found = np.nonzero(np.asarray(a))
+        return tuple(_host_result(i.astype(index_dtype), a) for i in found)
+    shape = _shape(a)
+    if not shape:
+        raise ValueError("nonzero of a 0-d array; use atleast_1d first.")
+    flat = ravel(not_equal(a, 0))
+    count = sum(flat)
+    order = argsort(logical_not(flat))[:size] if flat.size >= size else \
+        concatenate([argsort(logical_not(flat)), np.zeros(size - flat.size, index_dtype)])
+    valid = less(np.arange(size, dtype=index_dtype), count)
+    fills = fill_value if isinstance(fill_value, tuple) else (0 if fill_value is None else fill_value,) * len(shape)
+    out, rest = [], order
+    strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    for d, stride in enumerate(strides):
+        coordinate = floor_divide(rest, stride) if stride > 1 else rest
+        rest = remainder(rest, stride) if stride > 1 else rest
+        out.append(astype(where(valid, coordinate, fills[d]), index_dtype))
+    return tuple(out)
+
+
+def _host_result(value: np.ndarray, like: Any) -> Array:
+    """A result computed on the host from the value of `like`: replicated over its mesh if `like` is a
+    committed array on one (as JAX's result of a data-dependent shape is), else on the default device."""
+    from .sharding import NamedSharding, PartitionSpec
+
+    value, _ = host_value(value)
+    if isinstance(like, Array) and like.committed and isinstance(like.sharding, NamedSharding):
+        return _placed(value, NamedSharding(like.sharding.mesh, PartitionSpec()))
+    return _placed(value, None)
+
+
+def flatnonzero(a: ArrayLike, *, size: Any = None, fill_value: Any = None) -> Any:
+    return nonzero(ravel(a), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a: ArrayLike, *, size: Any = None, fill_value: Any = None) -> Any:
+    a = _as_array(a)
+    if a.ndim == 0:
+        a = reshape(a, (1,))
+    return stack(nonzero(a, size=size, fill_value=fill_value), axis=-1)
 
 
 class _IndexUpdateHelper:
@@ -1059,26 +1209,63 @@ class _IndexUpdateRef:
         self.array = array
         self.index = index
 
-    def get(self, **_: Any) -> Any:
-        return getitem(self.array, self.index)
+    def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None,
+            fill_value: Any = None) -> Any:
+        if mode in (None, "clip", "promise_in_bounds") and fill_value is None:
+            return getitem(self.array, self.index)
+        return _gather(self.array, _normalize_index(self.index, self.array.ndim), mode or "fill", fill_value)
 
     def _scatter(self, values: Any, mode: str) -> Any:
+        """As in JAX, updates at out-of-range indices are dropped: an out-of-range static integer drops the
+        whole update; out-of-range entries of index arrays are sent to an extra row that is cut off after."""
         a = self.array
         entries = _normalize_index(self.index, a.ndim)
         arrays, index = [], []
+        widen: list[int] = []  # dimensions that get the extra row
+        dim = 0
         for e in entries:
+            if e is None:
+                index.append(None)
+                continue
             if _is_bool_index(e):
                 if isinstance(e, Tracer):
                     raise IndexError("boolean mask updates need concrete masks; inside jit use jnp.where instead.")
+                mask = np.asarray(e)
+                _check_mask(mask, a.shape, dim)
                 index.append("array")
-                arrays.append(np.asarray(e))
-            elif _is_array_index(e):
+                arrays.append(mask)
+                dim += mask.ndim
+                continue
+            size = a.shape[dim]
+            if _is_array_index(e):
+                value = _lift(e) if _is_array(e) else np.asarray(e)
+                if not np.issubdtype(aval_of(value).dtype, np.integer):
+                    raise IndexError(f"array indices must be integers or booleans; got dtype {aval_of(value).dtype}.")
+                if _is_array(value):
+                    value = where(less(value, 0), add(value, size), value)
+                    value = where(logical_or(less(value, 0), greater_equal(value, size)), size, value)
+                    widen.append(dim)
+                else:
+                    value = np.where(value < 0, value + size, value)
+                    if builtins.any(((value < 0) | (value >= size)).ravel()):
+                        value = np.where((value < 0) | (value >= size), size, value)
+                        widen.append(dim)
                 index.append("array")
-                arrays.append(_lift(e))
+                arrays.append(value)
+            elif isinstance(e, (int, np.integer)):
+                if not -size <= int(e) < size:
+                    return a  # nothing to update
+                index.append(int(e) % size)
             else:
-                index.append(int(e) if isinstance(e, (int, np.integer)) else e)
+                index.append(e)
+            dim += 1
         values = _cast(_lift(values), a.dtype)
-        return P.scatter.bind(a, values, *arrays, index=tuple(index), mode=mode)
+        if not widen:
+            return P.scatter.bind(a, values, *arrays, index=tuple(index), mode=mode)
+        widths = [(0, 1) if d in widen else (0, 0) for d in range(a.ndim)]
+        wide = pad(a, widths)
+        updated = P.scatter.bind(wide, values, *arrays, index=tuple(index), mode=mode)
+        return updated[tuple(slice(0, n) for n in a.shape)]
 
     def set(self, values: Any, **_: Any) -> Any:
         return self._scatter(values, "set")
@@ -1125,3 +1312,761 @@ def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
 
 def issubdtype(arg1: Any, arg2: Any) -> bool:
     return np.issubdtype(arg1, arg2)
+
+
+# ---- more of NumPy's API, written with the functions above -------------------------------------------------------------
+
+acos, acosh, asin, asinh, atan, atanh, atan2 = arccos, arccosh, arcsin, arcsinh, arctan, arctanh, arctan2
+bitwise_invert, bitwise_left_shift, bitwise_right_shift = invert, left_shift, right_shift
+iterable = np.iterable
+broadcast_shapes = np.broadcast_shapes
+s_, index_exp = np.s_, np.index_exp
+
+
+def divmod(x: ArrayLike, y: ArrayLike) -> tuple[Any, Any]:
+    return floor_divide(x, y), remainder(x, y)
+
+
+def copy(a: ArrayLike, order: Any = None) -> Any:
+    return array(a, copy=True)
+
+
+def isscalar(element: Any) -> bool:
+    """Python and NumPy scalars and 0-d arrays (as jnp.isscalar; np.isscalar says no to 0-d arrays)."""
+    if _is_array(element) or isinstance(element, np.ndarray):
+        return element.ndim == 0
+    return type(element) in (bool, int, float, complex) or np.isscalar(element)
+
+
+def iscomplexobj(x: Any) -> bool:
+    kind = x.dtype if hasattr(x, "dtype") else dtypes.dtype_of(x)[0]
+    return bool(np.issubdtype(kind, np.complexfloating))
+
+
+def isrealobj(x: Any) -> bool:
+    return not iscomplexobj(x)
+
+
+def iscomplex(x: ArrayLike) -> Any:
+    return not_equal(imag(x), 0) if iscomplexobj(x) else zeros_like(x, dtype=bool)
+
+
+def isreal(x: ArrayLike) -> Any:
+    return equal(imag(x), 0) if iscomplexobj(x) else ones_like(x, dtype=bool)
+
+
+def isposinf(x: ArrayLike) -> Any:
+    (x,) = _promote(x)
+    if not np.issubdtype(x.dtype, np.floating):
+        return zeros_like(x, dtype=bool)
+    return logical_and(isinf(x), logical_not(signbit(x)))
+
+
+def isneginf(x: ArrayLike) -> Any:
+    (x,) = _promote(x)
+    if not np.issubdtype(x.dtype, np.floating):
+        return zeros_like(x, dtype=bool)
+    return logical_and(isinf(x), signbit(x))
+
+
+def nan_to_num(x: ArrayLike, copy: bool = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
+    (x,) = _promote(x)
+    if np.issubdtype(x.dtype, np.complexfloating):
+        parts = [nan_to_num(part, nan=nan, posinf=posinf, neginf=neginf) for part in (real(x), imag(x))]
+        return add(parts[0], multiply(parts[1], _cast(1j, x.dtype)))
+    if not np.issubdtype(x.dtype, np.inexact):
+        return x
+    info = np.finfo(x.dtype)
+    out = where(isnan(x), _cast(nan, x.dtype), x)
+    out = where(isposinf(x), _cast(info.max if posinf is None else posinf, x.dtype), out)
+    return where(isneginf(x), _cast(info.min if neginf is None else neginf, x.dtype), out)
+
+
+def deg2rad(x: ArrayLike) -> Any:
+    (x,) = _promote_inexact(x)
+    return multiply(x, _cast(np.pi / 180, x.dtype, x.weak_type))
+
+
+def rad2deg(x: ArrayLike) -> Any:
+    (x,) = _promote_inexact(x)
+    return multiply(x, _cast(180 / np.pi, x.dtype, x.weak_type))
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def fmax(x1: ArrayLike, x2: ArrayLike) -> Any:
+    """The larger of each pair, ignoring NaN unless both are NaN."""
+    x1, x2 = _promote(x1, x2)
+    if not np.issubdtype(x1.dtype, np.inexact):
+        return maximum(x1, x2)
+    return where(isnan(x1), x2, where(isnan(x2), x1, maximum(x1, x2)))
+
+
+def fmin(x1: ArrayLike, x2: ArrayLike) -> Any:
+    x1, x2 = _promote(x1, x2)
+    if not np.issubdtype(x1.dtype, np.inexact):
+        return minimum(x1, x2)
+    return where(isnan(x1), x2, where(isnan(x2), x1, minimum(x1, x2)))
+
+
+def heaviside(x1: ArrayLike, x2: ArrayLike) -> Any:
+    x1, x2 = _promote_inexact(x1, x2)
+    zero, one = _cast(0, x1.dtype, x1.weak_type), _cast(1, x1.dtype, x1.weak_type)
+    return where(less(x1, 0), zero, where(greater(x1, 0), one, x2))
+
+
+def logaddexp2(x1: ArrayLike, x2: ArrayLike) -> Any:
+    x1, x2 = _promote_inexact(x1, x2)
+    peak = maximum(x1, x2)
+    delta = subtract(x1, x2)
+    spread = divide(log1p(exp2(negative(absolute(delta)))), _cast(np.log(2), x1.dtype, x1.weak_type))
+    return where(isnan(delta), add(x1, x2), add(peak, spread))
+
+
+def sinc(x: ArrayLike) -> Any:
+    (x,) = _promote_inexact(x)
+    scaled = multiply(x, _cast(np.pi, x.dtype, x.weak_type))
+    safe = where(equal(x, 0), _cast(1, x.dtype, x.weak_type), scaled)
+    return where(equal(x, 0), _cast(1, x.dtype, x.weak_type), divide(sin(safe), safe))
+
+
+def modf(x: ArrayLike) -> tuple[Any, Any]:
+    (x,) = _promote_inexact(x)
+    whole = trunc(x)
+    return subtract(x, whole), whole
+
+
+def ldexp(x1: ArrayLike, x2: ArrayLike) -> Any:
+    (x1,) = _promote_inexact(x1)
+    if not np.issubdtype(aval_of(_lift(x2)).dtype, np.integer):
+        raise TypeError("ldexp: the exponents must be integers.")
+    return multiply(x1, exp2(astype(x2, x1.dtype)))
+
+
+def atleast_3d(*arys: ArrayLike) -> Any:
+    out = []
+    for a in arys:
+        a = _promote(a)[0]
+        if a.ndim == 0:
+            a = reshape(a, (1, 1, 1))
+        elif a.ndim == 1:
+            a = reshape(a, (1, a.shape[0], 1))
+        elif a.ndim == 2:
+            a = reshape(a, a.shape + (1,))
+        out.append(a)
+    return out[0] if len(out) == 1 else out
+
+
+def column_stack(tup: Sequence[ArrayLike]) -> Any:
+    return concatenate([reshape(a, (-1, 1)) if _ndim(a) < 2 else a for a in tup], axis=1)
+
+
+def dstack(tup: Sequence[ArrayLike], dtype: Any = None) -> Any:
+    return concatenate([atleast_3d(a) for a in tup], axis=2, dtype=dtype)
+
+
+def hsplit(ary: ArrayLike, indices_or_sections: Any) -> list[Any]:
+    return split(ary, indices_or_sections, axis=1 if _ndim(ary) > 1 else 0)
+
+
+def vsplit(ary: ArrayLike, indices_or_sections: Any) -> list[Any]:
+    return split(ary, indices_or_sections, axis=0)
+
+
+def dsplit(ary: ArrayLike, indices_or_sections: Any) -> list[Any]:
+    return split(ary, indices_or_sections, axis=2)
+
+
+def unstack(x: ArrayLike, axis: int = 0) -> tuple[Any, ...]:
+    x = _promote(x)[0]
+    (axis,) = _axes(axis, x.ndim)
+    moved = moveaxis(x, axis, 0)
+    return tuple(moved[i] for i in range(moved.shape[0]))
+
+
+def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Any:
+    a = _promote(a)[0]
+    n = a.ndim
+    (axis,) = _axes(axis, n)
+    start = start + n if start < 0 else start
+    if not 0 <= start <= n:
+        raise ValueError(f"rollaxis: start={start} is out of range for an array of rank {n}.")
+    if axis < start:
+        start -= 1
+    return moveaxis(a, axis, start) if axis != start else a
+
+
+def rot90(m: ArrayLike, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
+    m = _promote(m)[0]
+    first, second = _axes(axes[0], m.ndim)[0], _axes(axes[1], m.ndim)[0]
+    if first == second:
+        raise ValueError("rot90: the two axes must differ.")
+    k %= 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(flip(m, first), second)
+    order = list(range(m.ndim))
+    order[first], order[second] = order[second], order[first]
+    return transpose(flip(m, second), order) if k == 1 else flip(transpose(m, order), second)
+
+
+def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Any:
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)])
+    return concatenate([arr, values], axis=axis)
+
+
+def delete(arr: ArrayLike, obj: Any, axis: int | None = None) -> Any:
+    arr = _promote(arr)[0]
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    (axis,) = _axes(axis, arr.ndim)
+    size = arr.shape[axis]
+    drop = np.arange(size)[obj] if isinstance(obj, slice) else np.asarray(obj)
+    keep = np.setdiff1d(np.arange(size), np.where(drop < 0, drop + size, drop))
+    return take(arr, keep, axis=axis)
+
+
+def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike = None, append: ArrayLike = None) -> Any:
+    a = _promote(a)[0]
+    (axis,) = _axes(axis, a.ndim)
+
+    def edge(extra: ArrayLike) -> Any:
+        extra = _promote(extra)[0]
+        if extra.ndim == 0:
+            shape = list(a.shape)
+            shape[axis] = 1
+            extra = broadcast_to(extra, shape)
+        return extra
+
+    if prepend is not None or append is not None:
+        a = concatenate(([edge(prepend)] if prepend is not None else []) + [a] +
+                        ([edge(append)] if append is not None else []), axis=axis)
+    for _ in range(n):
+        first = _take_range(a, axis, 1, a.shape[axis])
+        second = _take_range(a, axis, 0, a.shape[axis] - 1)
+        a = not_equal(first, second) if a.dtype == np.bool_ else subtract(first, second)
+    return a
+
+
+def ediff1d(ary: ArrayLike, to_end: ArrayLike = None, to_begin: ArrayLike = None) -> Any:
+    flat = ravel(ary)
+    result = diff(flat) if flat.shape[0] > 0 else flat
+    pieces = ([ravel(to_begin)] if to_begin is not None else []) + [result] + \
+        ([ravel(to_end)] if to_end is not None else [])
+    return concatenate([astype(p, flat.dtype) for p in pieces]) if len(pieces) > 1 else result
+
+
+def _cumulative_with_initial(kind: str, x: ArrayLike, axis: int | None, dtype: Any, include_initial: bool) -> Any:
+    x = _promote(x)[0]
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError(f"{kind}: axis is required for arrays of rank {x.ndim} > 1.")
+        axis = 0
+    if x.ndim == 0:
+        raise ValueError(f"{kind} needs an array of rank at least 1.")
+    (axis,) = _axes(axis, x.ndim)
+    # unlike cumsum, the Array API's cumulative_sum/prod widen small integers as sum does
+    result = _cumulative("cumsum" if kind == "cumulative_sum" else "cumprod", x, axis, _accumulating_dtype(x, dtype))
+    if include_initial:
+        shape = list(result.shape)
+        shape[axis] = 1
+        start = full(shape, 0 if kind == "cumulative_sum" else 1, dtype=result.dtype)
+        result = concatenate([start, result], axis=axis)
+    return result
+
+
+def cumulative_sum(x: ArrayLike, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
+    return _cumulative_with_initial("cumulative_sum", x, axis, dtype, include_initial)
+
+
+def cumulative_prod(x: ArrayLike, /, *, axis: int | None = None, dtype: Any = None,
+                    include_initial: bool = False) -> Any:
+    return _cumulative_with_initial("cumulative_prod", x, axis, dtype, include_initial)
+
+
+def count_nonzero(a: ArrayLike, axis: Any = None, keepdims: bool = False) -> Any:
+    return sum(not_equal(a, 0), axis=axis, keepdims=keepdims, dtype=dtypes.default_int_dtype())
+
+
+def ptp(a: ArrayLike, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
+    return subtract(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
+
+
+def average(a: ArrayLike, axis: Any = None, weights: ArrayLike = None, returned: bool = False,
+            keepdims: bool = False) -> Any:
+    if weights is None:
+        result = mean(a, axis=axis, keepdims=keepdims)
+        total = _promote_inexact(a)[0]
+        count = math.prod(_shape(total)[d] for d in _axes(axis, _ndim(total)))
+        scale = full_like(result, count) if returned else None
+        return (result, scale) if returned else result
+    a, weights = _promote_inexact(a, weights)
+    if weights.shape != a.shape:
+        if axis is None or weights.ndim != 1:
+            raise ValueError("average: 1-D weights need an axis; other weights must have the array's shape.")
+        (single,) = _axes(axis, a.ndim)
+        shape = [1] * a.ndim
+        shape[single] = weights.shape[0]
+        weights = broadcast_to(reshape(weights, shape), a.shape)
+    scale = sum(weights, axis=axis, keepdims=keepdims)
+    result = divide(sum(multiply(a, weights), axis=axis, keepdims=keepdims), scale)
+    return (result, broadcast_to(scale, result.shape)) if returned else result
+
+
+# NaN-ignoring reductions
+
+def _without_nan(a: ArrayLike, fill: Any) -> Any:
+    (a,) = _promote(a)
+    if not np.issubdtype(a.dtype, np.inexact):
+        return a
+    return where(isnan(a), _cast(fill, a.dtype), a)
+
+
+def nansum(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> Any:
+    return sum(_without_nan(a, 0), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
+
+
+def nanprod(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False,
+            initial: Any = None, where: Any = None) -> Any:
+    return prod(_without_nan(a, 1), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
+
+
+def _nan_extreme(function: Any, fill: Any, a: ArrayLike, axis: Any, keepdims: bool, initial: Any, where_: Any) -> Any:
+    (a,) = _promote(a)
+    if not np.issubdtype(a.dtype, np.inexact):
+        return function(a, axis=axis, keepdims=keepdims, initial=initial, where=where_)
+    result = function(where(isnan(a), _cast(fill, a.dtype), a), axis=axis, keepdims=keepdims, initial=initial,
+                      where=where_)
+    everything_nan = all(isnan(a), axis=axis, keepdims=keepdims, where=where_)
+    return where(everything_nan, _cast(np.nan, result.dtype), result)
+
+
+def nanmax(a: ArrayLike, axis: Any = None, out: None = None, keepdims: bool = False, initial: Any = None,
+           where: Any = None) -> Any:
+    return _nan_extreme(max, -np.inf, a, axis, keepdims, initial, where)
+
+
+def nanmin(a: ArrayLike, axis: Any = None, out: None = None, keepdims: bool = False, initial: Any = None,
+           where: Any = None) -> Any:
+    return _nan_extreme(min, np.inf, a, axis, keepdims, initial, where)
+
+
+def nanmean(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False,
+            where: Any = None) -> Any:
+    (a,) = _promote_inexact(a)
+    if dtype is not None:
+        a = astype(a, dtype)
+    present = logical_not(isnan(a))
+    if where is not None:
+        present = logical_and(present, where)
+    count = sum(present, axis=axis, keepdims=keepdims, dtype=a.dtype)
+    return divide(nansum(a, axis=axis, keepdims=keepdims, where=where), count)
+
+
+def nanvar(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
+           keepdims: bool = False, where: Any = None) -> Any:
+    (a,) = _promote_inexact(a)
+    centered = subtract(a, nanmean(a, axis=axis, keepdims=True, where=where))
+    squares = real(multiply(centered, conjugate(centered))) if np.issubdtype(a.dtype, np.complexfloating) \
+        else square(centered)
+    present = logical_not(isnan(a))
+    if where is not None:
+        present = logical_and(present, where)
+    count = sum(present, axis=axis, keepdims=keepdims, dtype=squares.dtype)
+    return divide(nansum(squares, axis=axis, keepdims=keepdims, where=where), subtract(count, ddof))
+
+
+def nanstd(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
+           keepdims: bool = False, where: Any = None) -> Any:
+    return sqrt(nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where))
+
+
+def _nan_arg(function: Any, fill: Any, a: ArrayLike, axis: Any, keepdims: bool) -> Any:
+    (a,) = _promote(a)
+    if not np.issubdtype(a.dtype, np.inexact):
+        return function(a, axis=axis, keepdims=keepdims)
+    nan = isnan(a)
+    result = function(where(nan, _cast(fill, a.dtype), a), axis=axis, keepdims=keepdims)
+    return where(all(nan, axis=axis, keepdims=keepdims), _cast(-1, result.dtype), result)
+
+
+def nanargmax(a: ArrayLike, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
+    return _nan_arg(argmax, -np.inf, a, axis, keepdims)
+
+
+def nanargmin(a: ArrayLike, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
+    return _nan_arg(argmin, np.inf, a, axis, keepdims)
+
+
+def nancumsum(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None) -> Any:
+    return cumsum(_without_nan(a, 0), axis=axis, dtype=dtype)
+
+
+def nancumprod(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None) -> Any:
+    return cumprod(_without_nan(a, 1), axis=axis, dtype=dtype)
+
+
+# order statistics
+
+def quantile(a: ArrayLike, q: ArrayLike, axis: Any = None, out: None = None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False, *, interpolation: Any = None) -> Any:
+    return _quantile(a, q, axis, method if interpolation is None else interpolation, keepdims)
+
+
+def _quantile(a: ArrayLike, q: ArrayLike, axis: Any, method: str, keepdims: bool) -> Any:
+    """Sort along the reduced axes, then read (and interpolate) the order statistics at fixed positions."""
+    if method not in ("linear", "lower", "higher", "nearest", "midpoint"):
+        raise ValueError(f"quantile: method {method!r} is not supported; use linear, lower, higher, nearest or "
+                         "midpoint.")
+    if isinstance(q, Tracer):
+        raise TypeError("quantile needs concrete quantiles q (they decide which elements are read).")
+    a = _promote_inexact(a)[0]
+    qs = np.asarray(q, dtype=np.float64)
+    if builtins.any((qs < 0).ravel()) or builtins.any((qs > 1).ravel()):
+        raise ValueError("quantiles must be in the range [0, 1].")
+    axes = _axes(axis, a.ndim)
+    kept = [d for d in range(a.ndim) if d not in axes]
+    moved = transpose(a, kept + list(axes))
+    moved = reshape(moved, [a.shape[d] for d in kept] + [math.prod(a.shape[d] for d in axes)])
+    ordered = sort(moved, axis=-1)
+    n = ordered.shape[-1]
+    position = qs * (n - 1)
+    low = np.floor(position).astype(np.int64)
+    high = np.minimum(low + 1, n - 1)
+    flat_low, flat_high = low.ravel(), high.ravel()
+    lower_values = take(ordered, flat_low, axis=-1)
+    upper_values = take(ordered, flat_high, axis=-1)
+    fraction = (position - low).ravel().astype(a.dtype)
+    if method == "lower":
+        values = lower_values
+    elif method == "higher":
+        values = take(ordered, np.ceil(position).astype(np.int64).ravel(), axis=-1)
+    elif method == "nearest":
+        values = take(ordered, np.round(position).astype(np.int64).ravel(), axis=-1)
+    elif method == "midpoint":
+        higher = take(ordered, np.ceil(position).astype(np.int64).ravel(), axis=-1)
+        values = multiply(add(lower_values, higher), _cast(0.5, a.dtype))
+    else:
+        values = add(lower_values, multiply(subtract(upper_values, lower_values), fraction))
+    # NaNs sort last: a slice holding one gives NaN, as in NumPy and JAX
+    if np.issubdtype(a.dtype, np.inexact):
+        values = where(any(isnan(moved), axis=-1, keepdims=True), _cast(np.nan, a.dtype), values)
+    values = moveaxis(values, -1, 0)  # the quantiles first
+    kept_shape = [a.shape[d] for d in kept]
+    if keepdims:
+        kept_shape = [1 if d in axes else a.shape[d] for d in range(a.ndim)]
+    return reshape(values, qs.shape + tuple(kept_shape))
+
+
+def percentile(a: ArrayLike, q: ArrayLike, axis: Any = None, out: None = None, overwrite_input: bool = False,
+               method: str = "linear", keepdims: bool = False, *, interpolation: Any = None) -> Any:
+    if isinstance(q, Tracer):
+        raise TypeError("percentile needs concrete percentiles q.")
+    return quantile(a, np.asarray(q, np.float64) / 100, axis, method=method, keepdims=keepdims,
+                    interpolation=interpolation)
+
+
+def median(a: ArrayLike, axis: Any = None, out: None = None, overwrite_input: bool = False,
+           keepdims: bool = False) -> Any:
+    return quantile(a, 0.5, axis=axis, keepdims=keepdims)
+
+
+# matrices and grids
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Array:
+    return _placed(np.tri(N, M, k, dtype=_dtype(dtype or dtypes.default_float_dtype())), None)
+
+
+def _triangle(m: ArrayLike, k: int, lower: bool) -> Any:
+    m = _promote(m)[0]
+    if m.ndim < 2:
+        raise ValueError("tril/triu need an array of rank at least 2.")
+    rows, cols = m.shape[-2:]
+    mask = np.tri(rows, cols, k, dtype=bool) if lower else ~np.tri(rows, cols, k - 1, dtype=bool)
+    return where(mask, m, _cast(0, m.dtype, m.weak_type))
+
+
+def tril(m: ArrayLike, k: int = 0) -> Any:
+    return _triangle(m, k, True)
+
+
+def triu(m: ArrayLike, k: int = 0) -> Any:
+    return _triangle(m, k, False)
+
+
+def diag(v: ArrayLike, k: int = 0) -> Any:
+    v = _promote(v)[0]
+    if v.ndim == 2:
+        return diagonal(v, k)
+    if v.ndim != 1:
+        raise ValueError("diag needs a 1-D or 2-D array.")
+    n = v.shape[0] + builtins.abs(k)
+    padded = pad(v, (0, k) if k >= 0 else (-k, 0))
+    return where(np.eye(n, k=k, dtype=bool), reshape(padded, (n, 1)), _cast(0, v.dtype, v.weak_type))
+
+
+def diagflat(v: ArrayLike, k: int = 0) -> Any:
+    return diag(ravel(v), k)
+
+
+def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, ...]:
+    return tuple(array(i.astype(dtypes.default_int_dtype())) for i in np.tril_indices(n, k, m))
+
+
+def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, ...]:
+    return tuple(array(i.astype(dtypes.default_int_dtype())) for i in np.triu_indices(n, k, m))
+
+
+def diag_indices(n: int, ndim: int = 2) -> tuple[Any, ...]:
+    return tuple(array(i.astype(dtypes.default_int_dtype())) for i in np.diag_indices(n, ndim))
+
+
+def indices(dimensions: Sequence[int], dtype: Any = None, sparse: bool = False) -> Any:
+    dtype = _dtype(dtype or dtypes.default_int_dtype())
+    grids = np.indices(tuple(dimensions), dtype=dtype, sparse=sparse)
+    return tuple(array(g) for g in grids) if sparse else array(grids)
+
+
+def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list[Any]:
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', not {indexing!r}.")
+    arrays = [ravel(x) for x in xi]
+    places = list(range(len(arrays)))  # the output dimension along which each input varies
+    if indexing == "xy" and len(arrays) >= 2:
+        places[0], places[1] = 1, 0  # Cartesian: the first input varies along columns
+    shape = [0] * len(arrays)
+    for a, place in zip(arrays, places):
+        shape[place] = a.shape[0]
+    out = []
+    for a, place in zip(arrays, places):
+        expanded = reshape(a, [n if d == place else 1 for d, n in enumerate(shape)])
+        out.append(expanded if sparse else broadcast_to(expanded, shape))
+    return out
+
+
+def kron(a: ArrayLike, b: ArrayLike) -> Any:
+    a, b = _promote(a, b)
+    n = builtins.max(a.ndim, b.ndim)
+    a = reshape(a, (1,) * (n - a.ndim) + tuple(a.shape))
+    b = reshape(b, (1,) * (n - b.ndim) + tuple(b.shape))
+    product = multiply(reshape(a, [x for d in a.shape for x in (d, 1)]),
+                       reshape(b, [x for d in b.shape for x in (1, d)]))
+    return reshape(product, [x * y for x, y in zip(a.shape, b.shape)])
+
+
+def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None) -> Any:
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = _promote(a, b)
+    a, b = moveaxis(a, axisa, -1), moveaxis(b, axisb, -1)
+    if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
+        raise ValueError("cross: the vectors must have 2 or 3 components.")
+    both_planar = a.shape[-1] == 2 and b.shape[-1] == 2
+    if a.shape[-1] == 2:
+        a = pad(a, [(0, 0)] * (a.ndim - 1) + [(0, 1)])
+    if b.shape[-1] == 2:
+        b = pad(b, [(0, 0)] * (b.ndim - 1) + [(0, 1)])
+    a0, a1, a2 = (a[..., i] for i in range(3))
+    b0, b1, b2 = (b[..., i] for i in range(3))
+    z = subtract(multiply(a0, b1), multiply(a1, b0))
+    if both_planar:
+        return z  # the cross product of two 2-vectors is a scalar: its z component
+    c = stack([subtract(multiply(a1, b2), multiply(a2, b1)), subtract(multiply(a2, b0), multiply(a0, b2)), z],
+              axis=-1)
+    return moveaxis(c, -1, axisc)
+
+
+def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Any:
+    x1, x2 = _promote(x1, x2)
+    x1, x2 = broadcast_arrays(x1, x2)
+    if np.issubdtype(x1.dtype, np.complexfloating):
+        x1 = conjugate(x1)
+    (axis,) = _axes(axis, x1.ndim)
+    batch = tuple(d for d in range(x1.ndim) if d != axis)
+    return _dot_general(x1, x2, ((axis,), (axis,)), (batch, batch))
+
+
+def matvec(x1: ArrayLike, x2: ArrayLike, /) -> Any:
+    return squeeze(matmul(x1, expand_dims(x2, -1)), -1)
+
+
+def vecmat(x1: ArrayLike, x2: ArrayLike, /) -> Any:
+    x1 = _lift(x1)
+    if np.issubdtype(aval_of(x1).dtype, np.complexfloating):
+        x1 = conjugate(x1)
+    return squeeze(matmul(expand_dims(x1, -2), x2), -2)
+
+
+def trapezoid(y: ArrayLike, x: ArrayLike = None, dx: ArrayLike = 1.0, axis: int = -1) -> Any:
+    y = _promote_inexact(y)[0]
+    (axis,) = _axes(axis, y.ndim)
+    n = y.shape[axis]
+    pairs = add(_take_range(y, axis, 1, n), _take_range(y, axis, 0, n - 1))
+    if x is None:
+        return multiply(sum(pairs, axis=axis), divide(dx, 2.0))
+    x = _promote_inexact(x)[0]
+    if x.ndim == 1:
+        steps = subtract(x[1:], x[:-1])
+        shape = [1] * y.ndim
+        shape[axis] = n - 1
+        steps = reshape(steps, shape)
+    else:
+        steps = diff(x, axis=axis)
+    return divide(sum(multiply(pairs, steps), axis=axis), 2.0)
+
+
+def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLike = None, *,
+                 method: str = "scan") -> Any:
+    """Where `v` would go in the sorted 1-D `a`: the number of elements of `a` before each value."""
+    a = _promote(a)[0]
+    if a.ndim != 1:
+        raise ValueError("searchsorted: a must be one-dimensional.")
+    if sorter is not None:
+        a = take(a, sorter)
+    a, v = _promote(a, v)
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', not {side!r}.")
+    before = (less if side == "left" else less_equal)(a, expand_dims(v, -1))
+    return sum(before, axis=-1, dtype=dtypes.default_int_dtype())
+
+
+def isin(element: ArrayLike, test_elements: ArrayLike, assume_unique: bool = False, invert: bool = False, *,
+         method: str = "auto") -> Any:
+    element = _promote(element)[0]
+    found = any(equal(expand_dims(element, -1), ravel(test_elements)), axis=-1)
+    return logical_not(found) if invert else found
+
+
+def array_equiv(a1: ArrayLike, a2: ArrayLike) -> Any:
+    try:
+        shape = np.broadcast_shapes(_shape(a1), _shape(a2))
+    except ValueError:
+        return array(False)
+    return all(equal(broadcast_to(a1, shape), broadcast_to(a2, shape)))
+
+
+def polyval(p: ArrayLike, x: ArrayLike, *, unroll: int = 16) -> Any:
+    p, x = _promote(p, x)
+    result = zeros_like(x) if p.shape[0] == 0 else broadcast_to(p[0], x.shape)
+    for i in range(1, p.shape[0]):
+        result = add(multiply(result, x), p[i])
+    return result
+
+
+def bincount(x: ArrayLike, weights: ArrayLike = None, minlength: int = 0, *, length: int | None = None) -> Any:
+    x = _lift(x)
+    if not np.issubdtype(aval_of(x).dtype, np.integer):
+        raise TypeError("bincount needs integer input.")
+    if length is None:
+        if isinstance(x, Tracer):
+            raise TypeError("bincount under jit needs a static length=.")
+        length = builtins.max(int(np.max(np.asarray(x), initial=-1)) + 1, minlength)
+    values = ones(_shape(x), dtypes.default_int_dtype()) if weights is None else _promote(weights)[0]
+    base = zeros(length, values.dtype)
+    flat = ravel(x)
+    return base.at[clip(flat, 0, None)].add(where(less(flat, 0), _cast(0, values.dtype), ravel(values)))
+
+
+def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
+           axis: int | None = None, *, size: Any = None, fill_value: Any = None, equal_nan: bool = True) -> Any:
+    """As numpy.unique, computed on the host: the result's shape depends on the data (eager only)."""
+    if isinstance(ar, Tracer):
+        raise TypeError("unique has a data-dependent shape, so it needs concrete values (it cannot run under jit).")
+    if size is not None:
+        raise NotImplementedError("unique(size=...) is not supported; call it outside jit.")
+    value = np.asarray(ar)
+    out = np.unique(value, return_index=return_index, return_inverse=return_inverse, return_counts=return_counts,
+                    axis=axis, equal_nan=equal_nan)
+    if not isinstance(out, tuple):
+        return _host_result(out, ar)
+    index_dtype = dtypes.default_int_dtype()
+    return tuple([_host_result(out[0], ar)] + [_host_result(o.astype(index_dtype), ar) for o in out[1:]])
+
+
+def compress(condition: ArrayLike, a: ArrayLike, axis: int | None = None, *, size: Any = None,
+             fill_value: Any = 0) -> Any:
+    if isinstance(condition, Tracer):
+        raise TypeError("compress needs a concrete condition (its result's shape depends on it).")
+    keep = np.nonzero(np.asarray(condition).ravel())[0]
+    a = _promote(a)[0]
+    if axis is None:
+        a, axis = ravel(a), 0
+    return take(a, keep[keep < _shape(a)[axis]], axis=axis)
+
+
+def extract(condition: ArrayLike, arr: ArrayLike) -> Any:
+    if isinstance(condition, Tracer):
+        raise TypeError("extract needs a concrete condition (its result's shape depends on it).")
+    return compress(np.ravel(np.asarray(condition)), ravel(arr))
+
+
+def cov(m: ArrayLike, y: ArrayLike = None, rowvar: bool = True, bias: bool = False, ddof: int | None = None,
+        fweights: ArrayLike = None, aweights: ArrayLike = None) -> Any:
+    if fweights is not None or aweights is not None:
+        raise NotImplementedError("cov: fweights and aweights are not supported.")
+    m = atleast_2d(_promote_inexact(m)[0])
+    if not rowvar and m.shape[0] != 1:
+        m = m.T
+    if y is not None:
+        y = atleast_2d(_promote_inexact(y)[0])
+        if not rowvar and y.shape[0] != 1:
+            y = y.T
+        m = concatenate([m, y], axis=0)
+    ddof = (0 if bias else 1) if ddof is None else ddof
+    centered = subtract(m, mean(m, axis=1, keepdims=True))
+    count = m.shape[1] - ddof
+    product = matmul(centered, conjugate(centered).T)
+    return squeeze(divide(product, float(count)))
+
+
+def corrcoef(x: ArrayLike, y: ArrayLike = None, rowvar: bool = True) -> Any:
+    c = cov(x, y, rowvar)
+    if c.ndim == 0:
+        return divide(c, c)
+    d = diagonal(c)
+    scale = sqrt(real(d)) if np.issubdtype(c.dtype, np.complexfloating) else sqrt(d)
+    c = divide(divide(c, expand_dims(scale, 1)), expand_dims(scale, 0))
+    return clip(c, -1, 1) if not np.issubdtype(c.dtype, np.complexfloating) else c
+
+
+def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, base: ArrayLike = 10.0,
+             dtype: Any = None, axis: int = 0) -> Any:
+    exponents = linspace(start, stop, num, endpoint, dtype=None, axis=axis)
+    result = power(_cast(base, exponents.dtype), exponents)
+    return result if dtype is None else astype(result, dtype)
+
+
+def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, dtype: Any = None,
+              axis: int = 0) -> Any:
+    value = np.geomspace(np.asarray(start), np.asarray(stop), num, endpoint, axis=axis)
+    kind = _dtype(dtype) if dtype is not None else \
+        (dtypes.default_complex_dtype() if np.iscomplexobj(value) else dtypes.default_float_dtype())
+    return _placed(value.astype(kind), None)
+
+
+def _window(function: Any, M: int, *args: Any) -> Array:
+    return _placed(function(M, *args).astype(dtypes.default_float_dtype()), None)
+
+
+def hamming(M: int) -> Array:
+    return _window(np.hamming, M)
+
+
+def hanning(M: int) -> Array:
+    return _window(np.hanning, M)
+
+
+def bartlett(M: int) -> Array:
+    return _window(np.bartlett, M)
+
+
+def blackman(M: int) -> Array:
+    return _window(np.blackman, M)
+
+
+def kaiser(M: int, beta: float) -> Array:
+    return _window(np.kaiser, M, beta)

@@ -31,7 +31,8 @@ def _same_aval(x: ShapedArray, *rest: ShapedArray, **_: Any) -> ShapedArray:
 
 
 def _bool_aval(*avals: ShapedArray, **_: Any) -> ShapedArray:
-    return ShapedArray(rules.broadcast_shapes(*[a.shape for a in avals]), np.dtype(np.bool_), False)
+    return ShapedArray(rules.broadcast_shapes(*[a.shape for a in avals]), np.dtype(np.bool_),
+                       all(a.weak_type for a in avals))
 
 
 def _precise(function: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:

@@ -54,7 +54,7 @@ def elementwise(specs: Sequence[Spec], avals: Sequence[ShapedArray], **_: Any) -
             if entry and not (set(entry) & taken):
                 out[dim] = entry
                 taken |= set(entry)
-            break
+                break  # the largest operand split along this dimension decides; unsplit ones do not
     out_spec = tuple(out)
     in_specs = []
     for aval in avals:
