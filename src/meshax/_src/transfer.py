@@ -111,28 +111,30 @@ def _local_targets(target: Sharding, shape: tuple[int, ...], here: int, dtype: n
 
 def _exchange(pieces: tuple[Piece, ...], here: int, sources: dict[Box, np.ndarray],
               filled: dict[Box, np.ndarray], shared: set[Box], dtype: np.dtype) -> None:
-    """Copy local pieces and move remote ones with nonblocking point-to-point messages."""
+    """Copy local pieces and move remote ones with nonblocking point-to-point messages, one message for
+    all the pieces a sender has for one destination box when they stack into one block of rows."""
     requests, landing, keep_alive = [], [], []
     comm = None
     for piece in pieces:
-        if piece.receiver == here and piece.sender == here:
-            if piece.target not in shared:
-                source = sources[piece.source][relative(piece.box, piece.source)]
-                filled[piece.target][relative(piece.box, piece.target)] = source
-        elif piece.sender == here:
-            comm = comm or _p2p()
-            data = np.ascontiguousarray(sources[piece.source][relative(piece.box, piece.source)])
-            requests.append(comm.Isend(data, dest=piece.receiver, tag=_TAG))
+        if piece.receiver == here and piece.sender == here and piece.target not in shared:
+            source = sources[piece.source][relative(piece.box, piece.source)]
+            filled[piece.target][relative(piece.box, piece.target)] = source
+    for parts, box in _messages(pieces, here):
+        comm = comm or _p2p()
+        first = parts[0]
+        if first.sender == here:
+            blocks = [sources[p.source][relative(p.box, p.source)] for p in parts]
+            data = np.ascontiguousarray(blocks[0]) if len(blocks) == 1 else np.concatenate(blocks, axis=0)
+            requests.append(comm.Isend(data, dest=first.receiver, tag=_TAG))
             keep_alive.append(data)
-        elif piece.receiver == here:
-            comm = comm or _p2p()
-            region = relative(piece.box, piece.target)
-            view = filled[piece.target][region]
+        else:
+            region = relative(box, first.target)
+            view = filled[first.target][region]
             direct = view.flags.c_contiguous  # e.g. a block of whole leading rows: receive in place
-            buffer = view if direct else np.empty(box_shape(piece.box), dtype)
-            requests.append(comm.Irecv(buffer, source=piece.sender, tag=_TAG))
+            buffer = view if direct else np.empty(box_shape(box), dtype)
+            requests.append(comm.Irecv(buffer, source=first.sender, tag=_TAG))
             if not direct:
-                landing.append((buffer, filled[piece.target], region))
+                landing.append((buffer, filled[first.target], region))
     if requests:
         peers = sorted({p.sender if p.receiver == here else p.receiver for p in pieces
                         if (p.sender == here) != (p.receiver == here)})
@@ -140,6 +142,38 @@ def _exchange(pieces: tuple[Piece, ...], here: int, sources: dict[Box, np.ndarra
             _wait_all(requests)
     for buffer, destination, region in landing:
         destination[region] = buffer
+
+
+def _messages(pieces: tuple[Piece, ...], here: int) -> list[tuple[list[Piece], Box]]:
+    """This process's remote pieces as messages, in plan order (the same on sender and receiver): pieces
+    from one sender into one destination box travel together when their boxes stack along dimension 0."""
+    groups: dict[tuple[int, int, Box], list[Piece]] = {}
+    for piece in pieces:
+        if (piece.sender == here) != (piece.receiver == here):
+            groups.setdefault((piece.sender, piece.receiver, piece.target), []).append(piece)
+    messages = []
+    for parts in groups.values():
+        parts = sorted(parts, key=lambda p: p.box)
+        merged = _stacked(parts) if any(_strided(p) for p in parts) else None
+        messages.extend([(parts, merged)] if merged is not None else [([p], p.box) for p in parts])
+    return messages
+
+
+def _strided(piece: Piece) -> bool:
+    """Whether the piece is a strided (non-contiguous) part of its source box, so sending it means packing
+    anyway; contiguous pieces go out as they are, without a copy."""
+    return any(part != whole for part, whole in zip(piece.box[1:], piece.source[1:]))
+
+
+def _stacked(parts: list[Piece]) -> Box | None:
+    """The box that `parts` (sorted) fill when they are consecutive row blocks of equal columns, else None."""
+    boxes = [p.box for p in parts]
+    if not boxes[0]:
+        return None if len(boxes) > 1 else boxes[0]
+    for before, after in zip(boxes, boxes[1:]):
+        if before[1:] != after[1:] or before[0][1] != after[0][0]:
+            return None
+    return ((boxes[0][0][0], boxes[-1][0][1]),) + boxes[0][1:]
 
 
 _TAG = 7
