@@ -8,8 +8,8 @@ Both libraries run in the same benchmark run, on the same machine, one job at a 
 (8 devices in all). JAX processes get JAX_PLATFORMS=cpu and JAX_NUM_CPU_DEVICES=K and
 call jax.distributed.initialize('localhost:PORT', N, i) (not when N == 1).
 
-1. Toy: the seeds' example end to end (workers/compute_toy_{meshax,jax}.py: copies of
-   examples/toy.py taking a free coordinator port; the JAX copy imports jax). Wall time of
+1. Toy: the seeds' example end to end (workers/compute_toy.py runs examples/toy.py with a
+   free coordinator port; for JAX with its imports swapped to jax). Wall time of
    the whole job, from just before spawning to every process exited, median of --repeats
    runs; the variants are interleaved within each repetition. meshax is started two ways:
    `python -m meshax launch -n N --cpu-devices K toy.py ...` (the launcher's own start-up
@@ -141,11 +141,12 @@ def toy_commands(variant: str, n: int, k: int, tag: str) -> tuple[list[list[str]
     if variant == "meshax launch":
         timeout = f"{TOY_TIMEOUT - 5:g}"
         return ([[python(), "-m", "meshax", "launch", "-n", str(n), "--cpu-devices", str(k), "--timeout", timeout,
-                  str(WORKERS_DIR / "compute_toy_meshax.py"), "{process_id}", "{num_processes}", address, tag]],
+                  str(WORKERS_DIR / "compute_toy.py"), "meshax", "{process_id}", "{num_processes}", address, tag]],
                 base_env())
-    worker = "compute_toy_meshax.py" if variant == "meshax independent" else "compute_toy_jax.py"
+    framework = "meshax" if variant == "meshax independent" else "jax"
     env = dict(base_env(), MESHAX_NUM_CPU_DEVICES=str(k)) if variant != "JAX" else jax_env(k)
-    return [[python(), str(WORKERS_DIR / worker), str(i), str(n), address, tag] for i in range(n)], env
+    return [[python(), str(WORKERS_DIR / "compute_toy.py"), framework, str(i), str(n), address, tag]
+            for i in range(n)], env
 
 
 def toy_ok(result: JobResult, n: int) -> bool:
