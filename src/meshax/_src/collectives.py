@@ -15,6 +15,7 @@ from . import devices as device_table
 from .devices import Device
 from .mesh import Mesh
 from .runtime.watch import communicating
+from .transfer import p2p_comm, wait_all
 
 NUMPY_COMBINE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "sum": np.add,
@@ -191,7 +192,7 @@ def permute_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.nda
             if source.process_index == here and target.process_index == here:
                 result[target] = values[source]
             elif source.process_index == here or target.process_index == here:
-                comm = comm or _p2p_comm()
+                comm = comm or p2p_comm()
                 if source.process_index == here:
                     data = np.require(values[source], requirements="C")
                     requests.append(comm.Isend(data, dest=target.process_index, tag=_PERMUTE_TAG))
@@ -203,17 +204,9 @@ def permute_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.nda
         if device not in result:
             result[device] = np.zeros_like(sample)  # receives from nobody
     if requests:
-        from .runtime.mpi import mpi_module
-
         with communicating(f"ppermute over mesh axes {tuple(axes)}"):
-            mpi_module().Request.Waitall(requests)
+            wait_all(requests)
     return result
 
 
 _PERMUTE_TAG = 11
-
-
-def _p2p_comm():
-    from .runtime.distributed import runtime
-
-    return runtime().p2p

@@ -120,7 +120,7 @@ def _exchange(pieces: tuple[Piece, ...], here: int, sources: dict[Box, np.ndarra
             source = sources[piece.source][relative(piece.box, piece.source)]
             filled[piece.target][relative(piece.box, piece.target)] = source
     for parts, box in _messages(pieces, here):
-        comm = comm or _p2p()
+        comm = comm or p2p_comm()
         first = parts[0]
         if first.sender == here:
             blocks = [sources[p.source][relative(p.box, p.source)] for p in parts]
@@ -139,7 +139,7 @@ def _exchange(pieces: tuple[Piece, ...], here: int, sources: dict[Box, np.ndarra
         peers = sorted({p.sender if p.receiver == here else p.receiver for p in pieces
                         if (p.sender == here) != (p.receiver == here)})
         with communicating(f"device_put/reshard exchanging data with processes {peers}"):
-            _wait_all(requests)
+            wait_all(requests)
     for buffer, destination, region in landing:
         destination[region] = buffer
 
@@ -179,7 +179,7 @@ def _stacked(parts: list[Piece]) -> Box | None:
 _TAG = 7
 
 
-def _p2p() -> Any:
+def p2p_comm() -> Any:
     from .runtime.distributed import runtime
 
     rt = runtime()
@@ -188,7 +188,7 @@ def _p2p() -> Any:
     return rt.p2p
 
 
-def _wait_all(requests: list[Any]) -> None:
+def wait_all(requests: list[Any]) -> None:
     from .runtime.mpi import mpi_module
 
     mpi_module().Request.Waitall(requests)
