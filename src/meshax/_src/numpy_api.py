@@ -459,26 +459,24 @@ def prod(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, ke
     return result if initial is None else multiply(result, initial)
 
 
-def max(a: ArrayLike, axis: Any = None, out: None = None, keepdims: bool = False, initial: Any = None,
-        where: Any = None) -> Any:
+def _extreme(kind: str, combine: Any, a: ArrayLike, axis: Any, keepdims: bool, initial: Any, where: Any) -> Any:
+    """max or min: reduce, then fold in `initial` (which where= requires)."""
     (a,) = _promote(a)
     if where is not None and initial is None:
-        raise ValueError("max with where= needs initial= (the value for rows where nothing is selected).")
-    _check_identity("max", a, axis, initial)
-    fill = initial if initial is not None else 0
-    result = _reduce("max", a, axis, keepdims, where, fill)
-    return result if initial is None else maximum(result, initial)
+        raise ValueError(f"{kind} with where= needs initial= (the value for rows where nothing is selected).")
+    _check_identity(kind, a, axis, initial)
+    result = _reduce(kind, a, axis, keepdims, where, initial if initial is not None else 0)
+    return result if initial is None else combine(result, initial)
+
+
+def max(a: ArrayLike, axis: Any = None, out: None = None, keepdims: bool = False, initial: Any = None,
+        where: Any = None) -> Any:
+    return _extreme("max", maximum, a, axis, keepdims, initial, where)
 
 
 def min(a: ArrayLike, axis: Any = None, out: None = None, keepdims: bool = False, initial: Any = None,
         where: Any = None) -> Any:
-    (a,) = _promote(a)
-    if where is not None and initial is None:
-        raise ValueError("min with where= needs initial= (the value for rows where nothing is selected).")
-    _check_identity("min", a, axis, initial)
-    fill = initial if initial is not None else 0
-    result = _reduce("min", a, axis, keepdims, where, fill)
-    return result if initial is None else minimum(result, initial)
+    return _extreme("min", minimum, a, axis, keepdims, initial, where)
 
 
 amax, amin = max, min
