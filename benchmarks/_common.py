@@ -58,12 +58,47 @@ def _version(module: str) -> str:
         return "not installed"
 
 
+# Set on some machines for old OpenBLAS builds; they slow a current NumPy, so a benchmark run
+# drops both together (for itself and its children only; tests and CI keep them).
+OPENBLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def prepare_run() -> None:
+    """Make this run's children start as an installed meshax would, with NumPy's own BLAS kernel.
+
+    Compiles meshax's bytecode (as ``pip install`` does; an editable install under
+    PYTHONDONTWRITEBYTECODE=1 would otherwise recompile every module in every process) and
+    removes OPENBLAS_OVERRIDES from the environment the children inherit.
+    """
+    import compileall
+
+    compileall.compile_dir(str(BENCH_DIR.parent / "src" / "meshax"), quiet=1)
+    for name in OPENBLAS_OVERRIDES:
+        os.environ.pop(name, None)
+
+
+def blas_kernel() -> str:
+    """NumPy's BLAS as a child of this run sees it (library, version, kernel, threads), via threadpoolctl."""
+    code = ("import numpy, threadpoolctl\n"
+            "for i in threadpoolctl.threadpool_info():\n"
+            "    if i['user_api'] == 'blas':\n"
+            "        print(f\"{i['internal_api']} {i['version']}, kernel {i.get('architecture')}, "
+            "{i['num_threads']} threads\")")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return "unknown (threadpoolctl timed out)"
+    return out.stdout.strip() or f"unknown ({out.stderr.strip().splitlines()[-1:]})"
+
+
 @functools.lru_cache(maxsize=None)
 def machine_info() -> str:
-    """One Markdown line: CPU, cores, versions, load; computed once (call it before measuring)."""
+    """One Markdown line: CPU, cores, versions, BLAS, load; computed once (call it before measuring)."""
+    prepare_run()
     return (
         f"Machine: {cpu_model()}, {os.cpu_count()} cores; Python {platform.python_version()}, "
-        f"numpy {_version('numpy')}, mpich {_version('mpich')}, mpi4py {_version('mpi4py')}, "
+        f"numpy {_version('numpy')} ({blas_kernel()}; {' and '.join(OPENBLAS_OVERRIDES)} unset for this run), "
+        f"mpich {_version('mpich')}, mpi4py {_version('mpi4py')}, "
         f"jax {_version('jax')}; Linux {platform.release()}; load average at start {_load_average()}"
     )
 

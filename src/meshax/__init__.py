@@ -1,59 +1,54 @@
-"""meshax: multi-controller SPMD arrays on CPUs, with JAX's API, NumPy compute and MPI communication."""
-from meshax import distributed, sharding, tree_util
-from meshax._src.api import (
-    block_until_ready,
-    device_get,
-    device_put,
-    make_array_from_callback,
-    make_array_from_process_local_data,
-    make_array_from_single_device_arrays,
-)
-from meshax._src.array import Array, Shard
-from meshax._src.config import config
-from meshax._src.devices import (
-    Device,
-    device_count,
-    devices,
-    local_device_count,
-    local_devices,
-    process_count,
-    process_index,
-)
-from meshax._src.mesh import make_mesh
-from meshax._src.jit import jit
-from meshax._src.shard_map import shard_map
-from meshax import numpy, nn, lax, random  # noqa: E402
-from meshax import debug, experimental  # noqa: E402  (after the names they use)
+"""meshax: multi-controller SPMD arrays on CPUs, with JAX's API, NumPy compute and MPI communication.
+
+Names are loaded on first use, so ``import meshax`` (and the ``meshax launch`` command,
+which lives in this package) starts without importing NumPy or the array machinery.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Array",
-    "Device",
-    "Shard",
-    "block_until_ready",
-    "config",
-    "debug",
-    "device_count",
-    "device_get",
-    "device_put",
-    "devices",
-    "distributed",
-    "experimental",
-    "local_device_count",
-    "local_devices",
-    "make_array_from_callback",
-    "make_array_from_process_local_data",
-    "make_array_from_single_device_arrays",
-    "jit",
-    "lax",
-    "make_mesh",
-    "nn",
-    "numpy",
-    "process_count",
-    "process_index",
-    "shard_map",
-    "random",
-    "sharding",
-    "tree_util",
-]
+_SUBMODULES = ("debug", "distributed", "experimental", "lax", "nn", "numpy", "random", "sharding", "tree_util")
+
+# Public name -> module that defines it.
+_NAMES = {
+    "block_until_ready": "meshax._src.api",
+    "device_get": "meshax._src.api",
+    "device_put": "meshax._src.api",
+    "make_array_from_callback": "meshax._src.api",
+    "make_array_from_process_local_data": "meshax._src.api",
+    "make_array_from_single_device_arrays": "meshax._src.api",
+    "Array": "meshax._src.array",
+    "Shard": "meshax._src.array",
+    "config": "meshax._src.config",
+    "Device": "meshax._src.devices",
+    "device_count": "meshax._src.devices",
+    "devices": "meshax._src.devices",
+    "local_device_count": "meshax._src.devices",
+    "local_devices": "meshax._src.devices",
+    "process_count": "meshax._src.devices",
+    "process_index": "meshax._src.devices",
+    "make_mesh": "meshax._src.mesh",
+    "jit": "meshax._src.jit",
+    "shard_map": "meshax._src.shard_map",
+}
+
+__all__ = sorted((*_SUBMODULES, *_NAMES))
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public submodule or name the first time it is used."""
+    if name in _SUBMODULES:
+        value = importlib.import_module(f"meshax.{name}")
+    elif name in _NAMES:
+        value = getattr(importlib.import_module(_NAMES[name]), name)
+    else:
+        raise AttributeError(f"module 'meshax' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

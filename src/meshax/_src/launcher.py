@@ -251,6 +251,7 @@ class _Job:
         self.timed_out = False
         self.term_at: float | None = None  # When to SIGTERM the survivors.
         self.kill_at: float | None = None  # When to SIGKILL the survivors.
+        self.child_exited = threading.Event()  # Set by a watcher thread when a child exits.
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -270,6 +271,7 @@ class _Job:
                 start_new_session=True,
             )
             self.procs.append(proc)
+            threading.Thread(target=self._watch, args=(proc,), daemon=True).start()
             for pipe, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")):
                 reader = threading.Thread(
                     target=_relay, args=(pipe, f"[{i}] ", name), daemon=True
@@ -294,7 +296,8 @@ class _Job:
             if deadline is not None and now >= deadline and not self._stopping():
                 self._on_timeout()
             self._escalate(now)
-            time.sleep(POLL_INTERVAL)
+            self.child_exited.wait(POLL_INTERVAL)
+            self.child_exited.clear()
 
     def cleanup(self) -> None:
         """Kill every child's process group (stray grandchildren included)."""
@@ -307,6 +310,11 @@ class _Job:
             reader.join(max(0.0, join_deadline - time.monotonic()))
 
     # -- events --------------------------------------------------------------
+
+    def _watch(self, proc: subprocess.Popen) -> None:
+        """Wake the supervising loop as soon as ``proc`` exits."""
+        proc.wait()
+        self.child_exited.set()
 
     def on_signal(self, signum: int, _frame: object = None) -> None:
         """Forward SIGINT/SIGTERM to the children; a second signal means SIGKILL."""
