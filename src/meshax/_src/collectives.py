@@ -7,10 +7,12 @@ the same set of processes in one Allreduce of their concatenated parts.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+import functools
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from . import buffers
 from . import devices as device_table
 from .devices import Device
 from .mesh import Mesh
@@ -28,26 +30,59 @@ NUMPY_COMBINE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 _MPI_OP = {"sum": "sum", "prod": "prod", "max": "max", "min": "min", "or": "max", "and": "min"}
 
 
-def device_groups(mesh: Mesh, axes: Sequence[str]) -> dict[tuple[int, ...], list[Device]]:
-    """Mesh devices grouped by their coordinates on the axes NOT in `axes`, members in mesh order."""
+class Group(NamedTuple):
+    """The devices that differ only in some mesh axes, as one process sees them."""
+
+    key: tuple[int, ...]  # coordinates on the other axes
+    members: tuple[Device, ...]
+    local: tuple[Device, ...]  # members on this process, in the same order
+    processes: tuple[int, ...]  # sorted process indices of all members
+
+
+@functools.lru_cache(maxsize=1024)
+def local_groups(mesh: Mesh, axes: tuple[str, ...], here: int, by_axes: bool = False) -> tuple[Group, ...]:
+    """Groups along `axes` with a member on process `here`, by key; members in mesh order, or with
+    `by_axes` in the order of their index along `axes` (`group_index`)."""
     keep = [i for i, name in enumerate(mesh.axis_names) if name not in axes]
-    groups: dict[tuple[int, ...], list[Device]] = {}
+    grouped: dict[tuple[int, ...], list[Device]] = {}
     for device in mesh.flat_devices:
         position = mesh.coordinates(device)
-        groups.setdefault(tuple(position[i] for i in keep), []).append(device)
-    return groups
+        grouped.setdefault(tuple(position[i] for i in keep), []).append(device)
+    groups = []
+    for key, members in sorted(grouped.items()):
+        if by_axes:
+            members.sort(key=lambda d: group_index(mesh, axes, d))
+        local = tuple(d for d in members if d.process_index == here)
+        if local:
+            groups.append(Group(key, tuple(members), local, tuple(sorted({d.process_index for d in members}))))
+    return tuple(groups)
 
 
-def tree_combine(values: list[np.ndarray], combine: Callable[..., np.ndarray]) -> np.ndarray:
-    """Combine `values` pairwise in a balanced tree, neighbours first (((v0+v1)+(v2+v3))+...), into one
-    new buffer, with one scratch buffer per tree level."""
-    first = np.asarray(values[0])
-    out = np.empty(np.broadcast_shapes(*[np.shape(v) for v in values]), first.dtype)
-    _combine_into(values, out, combine)
+def combine_all(values: list[np.ndarray], combine: Callable[..., np.ndarray]) -> np.ndarray:
+    """Combine `values` (in mesh order) into one new buffer.
+
+    Up to `TREE_UP_TO` elements: pairwise in a balanced tree, neighbours first
+    (((v0+v1)+(v2+v3))+...), which is how XLA adds the seeds' partial sums. Larger values:
+    a running combine in mesh order, which reads each input once and keeps one output
+    buffer hot, instead of a tree's scratch buffers."""
+    shape = np.broadcast_shapes(*[np.shape(v) for v in values])
+    out = buffers.empty(shape, np.asarray(values[0]).dtype)
+    if out.size > TREE_UP_TO:
+        combine(values[0], values[1], out=out)
+        for value in values[2:]:
+            combine(out, value, out=out)
+        return out
+    levels = max(0, (len(values) - 1).bit_length() - 1)
+    _combine_into(values, out, combine, [np.empty_like(out) for _ in range(levels)])
     return out
 
 
-def _combine_into(values: list[np.ndarray], out: np.ndarray, combine: Callable[..., np.ndarray]) -> None:
+TREE_UP_TO = 1 << 15
+
+
+def _combine_into(values: list[np.ndarray], out: np.ndarray, combine: Callable[..., np.ndarray],
+                  scratch: list[np.ndarray], level: int = 0) -> None:
+    """The tree of `combine_all` into `out`, using scratch[level] for the right half at each level."""
     if len(values) == 1:
         out[...] = values[0]
         return
@@ -55,14 +90,13 @@ def _combine_into(values: list[np.ndarray], out: np.ndarray, combine: Callable[.
         combine(values[0], values[1], out=out)
         return
     half = 1 << ((len(values) - 1).bit_length() - 1)  # the largest power of two below len(values)
-    _combine_into(values[:half], out, combine)
+    _combine_into(values[:half], out, combine, scratch, level + 1)
     rest = values[half:]
     if len(rest) == 1:
         combine(out, rest[0], out=out)
         return
-    scratch = np.empty_like(out)
-    _combine_into(rest, scratch, combine)
-    combine(out, scratch, out=out)
+    _combine_into(rest, scratch[level], combine, scratch, level + 1)
+    combine(out, scratch[level], out=out)
 
 
 def allreduce_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.ndarray], op: str) -> dict[Device, np.ndarray]:
@@ -70,45 +104,44 @@ def allreduce_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.n
     if not axes:
         return values
     combine = NUMPY_COMBINE[op]
-    here = device_table.process_index()
-    groups = device_groups(mesh, axes)
+    groups = local_groups(mesh, tuple(axes), device_table.process_index())
     partial: dict[tuple[int, ...], np.ndarray] = {}
+    owned: set[tuple[int, ...]] = set()  # groups whose partial is a buffer of ours, not a caller's value
     by_process_set: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
-    for key, members in groups.items():
-        local = [values[d] for d in members if d.process_index == here]
-        if not local:
-            continue
-        partial[key] = tree_combine(local, combine) if len(local) > 1 else local[0]
-        processes = tuple(sorted({d.process_index for d in members}))
-        if len(processes) > 1:
-            by_process_set.setdefault(processes, []).append(key)
+    for group in groups:
+        local = [values[d] for d in group.local]
+        if len(local) > 1:
+            partial[group.key] = combine_all(local, combine)
+            owned.add(group.key)
+        else:
+            partial[group.key] = local[0]
+        if len(group.processes) > 1:
+            by_process_set.setdefault(group.processes, []).append(group.key)
     for processes, keys in sorted(by_process_set.items()):
-        _reduce_across(processes, keys, partial, op)
-    result: dict[Device, np.ndarray] = {}
-    for key, members in groups.items():
-        for device in members:
-            if device.process_index == here:
-                result[device] = partial[key]
-    return result
+        _reduce_across(processes, keys, partial, op, owned)
+    return {device: partial[group.key] for group in groups for device in group.local}
 
 
-def _reduce_across(processes: tuple[int, ...], keys: list[tuple[int, ...]], partial: dict, op: str) -> None:
+def _reduce_across(processes: tuple[int, ...], keys: list[tuple[int, ...]], partial: dict, op: str,
+                   owned: set) -> None:
     """One Allreduce among `processes` for all their groups' parts (concatenated)."""
     from .runtime.distributed import runtime
 
     group = runtime().process_group(processes)
     parts = [np.asarray(partial[k]) for k in keys]
     as_bytes = parts[0].dtype == np.bool_
-    if len(parts) > 1 or as_bytes:
-        flat = np.concatenate([p.astype(np.uint8) if as_bytes else p for p in parts], axis=None)
-    else:  # one group: reduce in place in a buffer we own (the local tree's result, or a copy)
-        flat = parts[0] if parts[0].base is None and parts[0].flags.writeable and parts[0].flags.c_contiguous \
-            else np.array(parts[0], copy=True, order="C")
-        flat = flat.reshape(-1)
-    sent = flat.copy() if op in ("max", "min") and np.issubdtype(flat.dtype, np.floating) else None
-    reduced = group.allreduce_inplace(flat, op=_MPI_OP[op])
-    if sent is not None:
-        _restore_nans(group, sent, reduced)  # MPI's MAX/MIN skip NaN; NumPy's (and XLA's) propagate it
+    nan_aware = op in ("max", "min") and np.issubdtype(parts[0].dtype, np.floating)
+    if len(parts) == 1 and not as_bytes and (keys[0] not in owned or parts[0].flags.c_contiguous):
+        flat, ours = parts[0].reshape(-1), keys[0] in owned
+    else:
+        flat, ours = buffers.empty((sum(p.size for p in parts),), np.uint8 if as_bytes else parts[0].dtype), True
+        np.concatenate([p.astype(np.uint8) if as_bytes else p for p in parts], axis=None, out=flat)
+    if ours and not nan_aware:  # reduce our own buffer in place (NaN repair needs what was sent)
+        reduced = group.allreduce_inplace(flat, op=_MPI_OP[op])
+    else:
+        reduced = group.allreduce(flat, op=_MPI_OP[op])
+    if nan_aware:
+        _restore_nans(group, flat, reduced)  # MPI's MAX/MIN skip NaN; NumPy's (and XLA's) propagate it
     offset = 0
     for key, part in zip(keys, parts):
         chunk = reduced[offset:offset + part.size].reshape(part.shape)
@@ -131,50 +164,58 @@ def group_index(mesh: Mesh, axes: Sequence[str], device: Device) -> int:
     return index
 
 
-def _ordered_groups(mesh: Mesh, axes: Sequence[str]) -> list[list[Device]]:
-    """Groups (sorted by key), members ordered by their index along `axes`."""
-    return [sorted(members, key=lambda d: group_index(mesh, axes, d))
-            for _, members in sorted(device_groups(mesh, axes).items())]
+class Gathered(NamedTuple):
+    """A group's members' values, in group order, and, when the exchange left them adjacent in one
+    buffer in that order, that buffer (flat), so that joining them along axis 0 needs no copy."""
+
+    values: list[np.ndarray]
+    flat: np.ndarray | None
 
 
-def gather_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.ndarray]) -> dict[Device, list[np.ndarray]]:
+def gather_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.ndarray]) -> dict[Device, Gathered]:
     """Every local device gets the values of all members of its group along `axes`, in group order."""
-    here = device_table.process_index()
-    groups = [g for g in _ordered_groups(mesh, axes) if any(d.process_index == here for d in g)]
-    known = {d: values[d] for g in groups for d in g if d.process_index == here}
-    by_process_set: dict[tuple[int, ...], list[list[Device]]] = {}
-    for members in groups:
-        processes = tuple(sorted({d.process_index for d in members}))
-        if len(processes) > 1:
-            by_process_set.setdefault(processes, []).append(members)
+    groups = local_groups(mesh, tuple(axes), device_table.process_index(), by_axes=True)
+    known = {d: values[d] for g in groups for d in g.local}
+    flat_of: dict[tuple[Device, ...], np.ndarray] = {}
+    by_process_set: dict[tuple[int, ...], list[tuple[Device, ...]]] = {}
+    for group in groups:
+        if len(group.processes) > 1:
+            by_process_set.setdefault(group.processes, []).append(group.members)
     for processes, batch in sorted(by_process_set.items()):
-        known.update(_exchange_members(processes, batch, known))
-    result: dict[Device, list[np.ndarray]] = {}
-    for members in groups:
-        gathered = [known[m] for m in members]  # one list per group, shared by its local devices
-        result.update({d: gathered for d in members if d.process_index == here})
+        found, flat = _exchange_members(processes, batch, known)
+        known.update(found)
+        if flat is not None:
+            flat_of[batch[0]] = flat
+    result: dict[Device, Gathered] = {}
+    for group in groups:
+        gathered = Gathered([known[m] for m in group.members], flat_of.get(group.members))
+        result.update({d: gathered for d in group.local})  # one per group, shared by its local devices
     return result
 
 
-def _exchange_members(processes: tuple[int, ...], batch: list[list[Device]], known: dict) -> dict:
-    """One Allgatherv among `processes` of their members' values for the groups in `batch`."""
+def _exchange_members(processes: tuple[int, ...], batch: list[tuple[Device, ...]],
+                      known: dict) -> tuple[dict, np.ndarray | None]:
+    """One Allgather(v) among `processes` of their members' values for the groups in `batch`, each process
+    copying its own members' values straight into the shared result buffer. Returns the values by device
+    and, when the batch is one group whose members are ordered by process, the result buffer."""
     from .runtime.distributed import runtime
 
     here = device_table.process_index()
-    sample = next(known[d] for members in batch for d in members if d.process_index == here)
-    sample = np.asarray(sample)
+    sample = np.asarray(next(known[d] for members in batch for d in members if d.process_index == here))
     owned = {p: [d for members in batch for d in members if d.process_index == p] for p in processes}
-    mine = np.concatenate([np.asarray(known[d], sample.dtype).reshape(-1) for d in owned[here]]) \
-        if owned[here] else np.empty(0, sample.dtype)
     counts = [len(owned[p]) * sample.size for p in processes]
-    gathered = runtime().process_group(processes).allgatherv(mine, counts)
-    found, offset = {}, 0
+    flat = buffers.empty((sum(counts),), sample.dtype)
+    pieces: dict[Device, np.ndarray] = {}
+    offset = 0
     for p, count in zip(processes, counts):
-        pieces = gathered[offset:offset + count].reshape((len(owned[p]),) + sample.shape) if count else []
-        for device, piece in zip(owned[p], pieces):
-            found[device] = piece
-        offset += count
-    return found
+        for device in owned[p]:
+            pieces[device] = flat[offset:offset + sample.size].reshape(sample.shape)
+            offset += sample.size
+    for device in owned[here]:
+        pieces[device][...] = known[device]
+    runtime().process_group(processes).allgatherv_inplace(flat, counts)
+    in_flat_order = [d for p in processes for d in owned[p]]
+    return pieces, flat if len(batch) == 1 and list(batch[0]) == in_flat_order else None
 
 
 def permute_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.ndarray],
@@ -186,7 +227,8 @@ def permute_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.nda
     result: dict[Device, np.ndarray] = {}
     requests, comm = [], None
     in_mesh_order = sorted(axes, key=mesh.axis_names.index)  # JAX numbers ppermute's devices in mesh order
-    for members in _ordered_groups(mesh, in_mesh_order):
+    for group in local_groups(mesh, tuple(in_mesh_order), here, by_axes=True):
+        members = group.members
         for source_index, target_index in perm:
             source, target = members[source_index], members[target_index]
             if source.process_index == here and target.process_index == here:
@@ -197,7 +239,7 @@ def permute_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.nda
                     data = np.require(values[source], requirements="C")
                     requests.append(comm.Isend(data, dest=target.process_index, tag=_PERMUTE_TAG))
                 else:
-                    buffer = np.empty_like(sample)
+                    buffer = buffers.empty_like(sample)
                     result[target] = buffer
                     requests.append(comm.Irecv(buffer, source=source.process_index, tag=_PERMUTE_TAG))
     for device in values:

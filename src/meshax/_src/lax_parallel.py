@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import buffers
 from . import numpy_api as jnp
 from .collectives import allreduce_devices, gather_devices, group_index, permute_devices
 from .core import Primitive, ShapedArray
@@ -110,15 +111,19 @@ def _gather_eval(x: ShapedArray, *, axes: tuple[str, ...], axis: int, tiled: boo
 
 def _gather_device(trace: Any, x: Any, *, axes: tuple[str, ...], axis: int, tiled: bool) -> PerDevice:
     x = trace.lift(x)
+    aval = _gather_eval(x.aval, axes=axes, axis=axis, tiled=tiled)
     members = gather_devices(trace.mesh, axes, x.values)
     join = np.concatenate if tiled else np.stack
     joined: dict[int, np.ndarray] = {}  # devices of one group share one result
     out = {}
-    for device, values in members.items():
-        if id(values) not in joined:
-            joined[id(values)] = join(values, axis=axis)
-        out[device] = joined[id(values)]
-    return PerDevice(_gather_eval(x.aval, axes=axes, axis=axis, tiled=tiled), out)
+    for device, gathered in members.items():
+        if id(gathered) not in joined:
+            if axis == 0 and gathered.flat is not None and gathered.flat.dtype == aval.dtype:
+                joined[id(gathered)] = gathered.flat.reshape(aval.shape)  # already in group order
+            else:
+                joined[id(gathered)] = join(gathered.values, axis=axis, out=buffers.empty(aval.shape, aval.dtype))
+        out[device] = joined[id(gathered)]
+    return PerDevice(aval, out)
 
 
 all_gather_p = _collective("all_gather", _gather_eval, _gather_device)

@@ -78,13 +78,12 @@ def current_specs(args: Sequence[Any], mesh: Mesh) -> list[Spec]:
 
 def place(arg: Any, mesh: Mesh, spec: Spec, aval: ShapedArray) -> Array:
     """`arg` laid out on `mesh` as `spec`: resharded if an Array, sliced locally if a host value."""
-    target = NamedSharding(mesh, to_partition_spec(spec))
     if isinstance(arg, Array):
         current = as_named(arg.sharding)
         if current.mesh == mesh and spec_of(current, aval.ndim) == spec:
             return arg
-        return reshard(arg, target)
-    return from_host(np.asarray(arg, dtype=aval.dtype), target, aval.weak_type)
+        return reshard(arg, NamedSharding(mesh, to_partition_spec(spec)))
+    return from_host(np.asarray(arg, dtype=aval.dtype), NamedSharding(mesh, to_partition_spec(spec)), aval.weak_type)
 
 
 class EagerTrace(Trace):

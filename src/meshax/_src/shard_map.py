@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -59,10 +59,9 @@ class PerDevice:
 class DeviceTrace(Trace):
     """Evaluates primitives device by device; collectives have their own `device_impl`."""
 
-    def __init__(self, mesh: Mesh) -> None:
+    def __init__(self, mesh: Mesh, devices: Sequence[Any]) -> None:
         self.mesh = mesh
-        here = device_table.process_index()
-        self.devices = [d for d in mesh.flat_devices if d.process_index == here]
+        self.devices = devices  # this process's devices of the mesh
 
     def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
         if getattr(primitive, "device_impl", None) is not None:
@@ -130,25 +129,57 @@ def _global_aval(aval: ShapedArray, mesh: Mesh, spec: PartitionSpec) -> ShapedAr
     return ShapedArray(tuple(s * n for s, n in zip(aval.shape, parts)), aval.dtype, aval.weak_type)
 
 
+class _RunPlan(NamedTuple):
+    """What a shard_map call needs besides its inputs' buffers, fixed by its signature."""
+
+    devices: tuple  # this process's devices of the mesh, in mesh order
+    in_shardings: tuple  # NamedSharding per input
+    in_specs: tuple  # normalized spec per input (partition.spec_of)
+    in_local_avals: tuple
+    out_shardings: tuple
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(mesh: Mesh, in_specs: tuple, in_avals: tuple, out_specs: tuple) -> _RunPlan:
+    here = device_table.process_index()
+    in_shardings = tuple(NamedSharding(mesh, spec) for spec in in_specs)
+    return _RunPlan(
+        tuple(d for d in mesh.flat_devices if d.process_index == here),
+        in_shardings,
+        tuple(spec_of(sharding, aval.ndim) for sharding, aval in zip(in_shardings, in_avals)),
+        tuple(_local_aval(aval, mesh, spec, i) for i, (aval, spec) in enumerate(zip(in_avals, in_specs))),
+        tuple(NamedSharding(mesh, spec) for spec in out_specs),
+    )
+
+
 def _run(*args: Any, jaxpr: Jaxpr, mesh: Mesh, in_specs: tuple, out_specs: tuple, out_avals: tuple) -> list[Array]:
-    trace = DeviceTrace(mesh)
+    in_avals = tuple(aval_of(arg) for arg in args)
+    plan = _plan(mesh, in_specs, in_avals, out_specs)
+    trace = DeviceTrace(mesh, plan.devices)
     inputs = []
-    for index, (arg, spec) in enumerate(zip(args, in_specs)):
-        aval = aval_of(arg)
-        placed = place(arg, mesh, spec_of(NamedSharding(mesh, spec), aval.ndim), aval)
-        buffers = placed.local_buffers()
-        inputs.append(PerDevice(_local_aval(aval, mesh, spec, index), {d: buffers[d] for d in trace.devices}))
+    for arg, aval, spec, local_aval in zip(args, in_avals, plan.in_specs, plan.in_local_avals):
+        buffers = place(arg, mesh, spec, aval).local_buffers()
+        inputs.append(PerDevice(local_aval, {d: buffers[d] for d in trace.devices}))
     _meshes.stack.append(mesh)
     try:
         with new_trace(trace):
             outputs = [trace.lift(o) for o in eval_jaxpr(jaxpr, inputs)]
     finally:
         _meshes.stack.pop()
-    return [
-        Array(aval.shape, aval.dtype, NamedSharding(mesh, spec),
-              {d: read_only(np.asarray(out.values[d], aval.dtype)) for d in trace.devices}, aval.weak_type)
-        for out, spec, aval in zip(outputs, out_specs, out_avals)
-    ]
+    return [Array(aval.shape, aval.dtype, sharding, _read_only_values(out.values, aval.dtype), aval.weak_type)
+            for out, sharding, aval in zip(outputs, plan.out_shardings, out_avals)]
+
+
+def _read_only_values(values: dict, dtype: np.dtype) -> dict:
+    """Read-only views of per-device results, one per distinct buffer (replicas keep sharing it)."""
+    views: dict[int, np.ndarray] = {}
+    result = {}
+    for device, value in values.items():
+        view = views.get(id(value))
+        if view is None:
+            view = views[id(value)] = read_only(np.asarray(value, dtype))
+        result[device] = view
+    return result
 
 
 def _abstract(*avals: ShapedArray, jaxpr: Jaxpr, mesh: Mesh, in_specs: tuple, out_specs: tuple,

@@ -7,12 +7,12 @@ Buffers are NumPy arrays passed to MPI without pickling or extra copies.
 from __future__ import annotations
 
 import contextlib
-import sys
 import zlib
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from .. import buffers
 from ..config import config
 from .mpi import mpi_module
 from .watch import communicating
@@ -33,7 +33,6 @@ class ProcessGroup:
         self.size = len(self.ranks)
         self.rank = comm.Get_rank()
         self._labels: dict[str, str] = {}
-        self._pool: dict[tuple, list[np.ndarray]] = {}
 
     @contextlib.contextmanager
     def _operation(self, name: str, signature: Any) -> Iterator[None]:
@@ -74,24 +73,10 @@ class ProcessGroup:
     def allreduce(self, array: np.ndarray, op: str = "sum", out: np.ndarray | None = None) -> np.ndarray:
         """Reduce `array` elementwise over the group; every member gets the result."""
         send = np.require(array, requirements="C")
-        result = self._result_buffer(send) if out is None else out
+        result = buffers.empty_like(send) if out is None else out
         with self._operation("Allreduce", (op, send.shape, send.dtype.str)):
             self.comm.Allreduce(send, result, op=self._mpi_op(op))
         return result
-
-    def _result_buffer(self, like: np.ndarray) -> np.ndarray:
-        """A result buffer for `like`: from 1 MB up, one of two pooled buffers that nobody else refers to any
-        more (no caller, no view), so that repeated reductions do not fault in fresh pages each time."""
-        if like.nbytes < 1 << 20:
-            return np.empty_like(like)
-        pool = self._pool.setdefault((like.shape, like.dtype.str), [])
-        for buffer in pool:
-            if sys.getrefcount(buffer) == 3:  # the pool list, the loop variable and getrefcount's argument
-                return buffer
-        buffer = np.empty_like(like)
-        if len(pool) < 2:
-            pool.append(buffer)
-        return buffer
 
     def allreduce_inplace(self, array: np.ndarray, op: str = "sum") -> np.ndarray:
         """Like allreduce, overwriting the contiguous `array` with the result."""
@@ -102,19 +87,21 @@ class ProcessGroup:
     def allgather(self, array: np.ndarray) -> np.ndarray:
         """Stack every member's equally shaped `array` along a new leading axis."""
         send = np.require(array, requirements="C")
-        result = np.empty((self.size,) + send.shape, send.dtype)
+        result = buffers.empty((self.size,) + send.shape, send.dtype)
         with self._operation("Allgather", (send.shape, send.dtype.str)):
             self.comm.Allgather(send, result)
         return result
 
-    def allgatherv(self, array: np.ndarray, counts: Sequence[int]) -> np.ndarray:
-        """Concatenate every member's flat `array` (member i contributes counts[i] elements)."""
-        send = np.require(array, requirements="C").reshape(-1)
+    def allgatherv_inplace(self, result: np.ndarray, counts: Sequence[int]) -> np.ndarray:
+        """Fill the flat `result` with every member's part: member i's counts[i] elements follow those of
+        members before it, and each member has already written its own part in place."""
+        MPI = mpi_module()
         if len(set(counts)) == 1:  # MPICH's Allgatherv is far slower than Allgather for equal parts
-            return self.allgather(send).reshape(-1)
-        result = np.empty(int(sum(counts)), send.dtype)
-        with self._operation("Allgatherv", (tuple(counts), send.dtype.str)):
-            self.comm.Allgatherv(send, [result, list(counts)])
+            with self._operation("Allgather", (counts[0], result.dtype.str)):
+                self.comm.Allgather(MPI.IN_PLACE, result)
+        else:
+            with self._operation("Allgatherv", (tuple(counts), result.dtype.str)):
+                self.comm.Allgatherv(MPI.IN_PLACE, [result, list(counts)])
         return result
 
     def broadcast(self, array: np.ndarray, root: int) -> np.ndarray:
