@@ -51,3 +51,17 @@ def test_every_collective_across_processes(n, k):
     expected = f"collectives ok: {case_count()} cases"
     for index, lines in by_process.items():
         assert expected in lines, (index, lines[-5:])
+
+
+LARGE = Path(__file__).parent / "programs" / "coll_large_reduce.py"
+
+
+@pytest.mark.parametrize("n,k", LAYOUTS, ids=IDS)
+def test_large_reductions_across_processes(n, k):
+    """Reductions of 2 MiB per device go through the shared-memory Allreduce; NaN and inf propagate."""
+    result = run_launcher(str(LARGE.relative_to(LARGE.parents[2])), n, k, timeout=TIMEOUT)
+    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+    by_process = lines_by_process(result.stdout)
+    assert sorted(by_process) == list(range(n)), result.stdout[-3000:]
+    for index, lines in by_process.items():
+        assert any("large reductions ok: 12 cases" in line for line in lines), (index, lines[-5:])

@@ -65,7 +65,8 @@ def combine_all(values: list[np.ndarray], combine: Callable[..., np.ndarray]) ->
     (((v0+v1)+(v2+v3))+...), which is how XLA adds the seeds' partial sums. Larger values:
     a running combine in mesh order, which reads each input once and keeps one output
     buffer hot, instead of a tree's scratch buffers."""
-    shape = np.broadcast_shapes(*[np.shape(v) for v in values])
+    shapes = {np.shape(v) for v in values}
+    shape = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*shapes)
     out = buffers.empty(shape, np.asarray(values[0]).dtype)
     if out.size > TREE_UP_TO:
         combine(values[0], values[1], out=out)

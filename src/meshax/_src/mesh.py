@@ -66,6 +66,7 @@ class Mesh:
         self._flat = flat_devices
         self._position = {d.id: np.unravel_index(i, self.devices.shape) for i, d in enumerate(flat_devices)}
         self._key = (tuple(d.id for d in flat_devices), self.devices.shape, self.axis_names, self.axis_types)
+        self._hash = hash(self._key)  # meshes key many caches: hash once
 
     # ---- description ------------------------------------------------------------------
 
@@ -139,7 +140,7 @@ class Mesh:
         return isinstance(other, Mesh) and other._key == self._key
 
     def __hash__(self) -> int:
-        return hash(self._key)
+        return self._hash
 
     def __repr__(self) -> str:
         """As seed 003 prints a mesh: its device ids and axis names."""

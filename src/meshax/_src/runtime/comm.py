@@ -15,6 +15,7 @@ import numpy as np
 from .. import buffers
 from ..config import config
 from .mpi import mpi_module
+from .shared_reduce import SharedMemoryReducer
 from .watch import communicating
 
 
@@ -22,6 +23,8 @@ class DesyncError(RuntimeError):
     """Processes reached different communications: the same program diverged between processes."""
 
 _REDUCTIONS = ("sum", "prod", "max", "min")
+_NUMPY_OPS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
+SHARED_MEMORY_FROM = 1 << 20  # bytes; smaller reductions are latency-bound and MPI's own path is best
 
 
 class ProcessGroup:
@@ -33,6 +36,7 @@ class ProcessGroup:
         self.size = len(self.ranks)
         self.rank = comm.Get_rank()
         self._labels: dict[str, str] = {}
+        self._reducer: SharedMemoryReducer | bool | None = None  # None: not decided yet; False: not usable
 
     @contextlib.contextmanager
     def _operation(self, name: str, signature: Any) -> Iterator[None]:
@@ -72,17 +76,37 @@ class ProcessGroup:
 
     def allreduce(self, array: np.ndarray, op: str = "sum", out: np.ndarray | None = None) -> np.ndarray:
         """Reduce `array` elementwise over the group; every member gets the result."""
+        mpi_op = self._mpi_op(op)
         send = np.require(array, requirements="C")
         result = buffers.empty_like(send) if out is None else out
         with self._operation("Allreduce", (op, send.shape, send.dtype.str)):
-            self.comm.Allreduce(send, result, op=self._mpi_op(op))
+            reducer = self._shared_reducer(send.nbytes)
+            if reducer is not None:
+                reducer.allreduce(send.reshape(-1), result.reshape(-1), _NUMPY_OPS[op])
+            else:
+                self.comm.Allreduce(send, result, op=mpi_op)
         return result
 
     def allreduce_inplace(self, array: np.ndarray, op: str = "sum") -> np.ndarray:
         """Like allreduce, overwriting the contiguous `array` with the result."""
+        mpi_op = self._mpi_op(op)
         with self._operation("Allreduce", (op, array.shape, array.dtype.str)):
-            self.comm.Allreduce(mpi_module().IN_PLACE, array, op=self._mpi_op(op))
+            reducer = self._shared_reducer(array.nbytes)
+            if reducer is not None:
+                flat = array.reshape(-1)
+                reducer.allreduce(flat, flat, _NUMPY_OPS[op])
+            else:
+                self.comm.Allreduce(mpi_module().IN_PLACE, array, op=mpi_op)
         return array
+
+    def _shared_reducer(self, nbytes: int) -> SharedMemoryReducer | None:
+        """The shared-memory path for large reductions when every member is on this machine. Whether they are
+        is found out (collectively) at the group's first large reduction, which every member reaches together."""
+        if nbytes < SHARED_MEMORY_FROM or self.size < 2:
+            return None
+        if self._reducer is None:
+            self._reducer = SharedMemoryReducer(self.comm) if SharedMemoryReducer.usable(self.comm) else False
+        return self._reducer or None
 
     def allgather(self, array: np.ndarray) -> np.ndarray:
         """Stack every member's equally shaped `array` along a new leading axis."""
