@@ -356,9 +356,11 @@ def report(walls: dict[tuple, list[float]], kernels: dict[tuple, dict[str, Any]]
         "block_until_ready timed on every process; a repetition's time is the max over processes; the first "
         "call column is the median over jobs of the max over processes. Checksum = float(jnp.sum(result)) of "
         "the last call, compared across processes, jobs and libraries (relative tolerance 1e-4). meshax runs "
-        "under `python -m meshax launch`; JAX as N independent processes. No thread settings are changed "
-        "(NumPy's OpenBLAS and XLA use their defaults). The machine is shared: other jobs may have run at the "
-        "same time (see the load averages).",
+        "under `python -m meshax launch`; JAX as N independent processes. Thread counts are the libraries' "
+        "defaults; the machine's OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (set here for old OpenBLAS builds) are unset "
+        "for the whole run so that NumPy uses the kernel its OpenBLAS picks (shown in the machine line), and "
+        "meshax's bytecode is compiled first, as `pip install` does. The machine is shared: other jobs may have "
+        "run at the same time (see the load averages).",
     ]
     if failures:
         parts += ["", "### Failures (verbatim output)", ""]
