@@ -51,6 +51,8 @@ class Primitive:
         self.multiple_results = multiple_results
         self.needs_local_shape = False  # impl gets `local_shapes=` (its outputs' shard shapes)
         self.eager: Callable[..., Any] | None = None  # replaces partitioned execution outside traces
+        # replaces device-by-device evaluation inside shard_map: device_impl(device_trace, *args, **params)
+        self.device_impl: Callable[..., Any] | None = None
 
     def bind(self, *args: Any, **params: Any) -> Any:
         return current_trace().process(self, args, params)

@@ -420,3 +420,4 @@ def _reshard_eagerly(x: Any, *, sharding: Any) -> Any:
 
 sharding_constraint = _define("sharding_constraint", None, lambda x, *, sharding: x, None)
 sharding_constraint.eager = _reshard_eagerly
+sharding_constraint.device_impl = lambda trace, x, *, sharding: x  # inside shard_map blocks are per device

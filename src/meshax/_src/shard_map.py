@@ -64,10 +64,8 @@ class DeviceTrace(Trace):
         self.devices = devices  # this process's devices of the mesh
 
     def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
-        if getattr(primitive, "device_impl", None) is not None:
+        if primitive.device_impl is not None:
             return primitive.device_impl(self, *args, **params)
-        if primitive.name == "sharding_constraint":
-            return args[0]
         avals = [aval_of(a) for a in args]
         out = primitive.abstract_eval(*avals, **params)
         out_avals = out if primitive.multiple_results else [out]
