@@ -40,6 +40,8 @@ __all__ = sorted((*_SUBMODULES, *_NAMES))
 
 def __getattr__(name: str) -> Any:
     """Import a public submodule or name the first time it is used."""
+    if name in _SUBMODULES or name in _NAMES:
+        importlib.import_module("meshax._src.methods")  # Array operators and methods, before any Array exists
     if name in _SUBMODULES:
         value = importlib.import_module(f"meshax.{name}")
     elif name in _NAMES:

@@ -1,4 +1,5 @@
 """Neural-network functions (as jax.nn)."""
+from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax._src.nn import (
     celu, dot_product_attention, elu, gelu, glu, hard_sigmoid, hard_silu, hard_swish, hard_tanh, identity, leaky_relu,
     log1mexp, log_sigmoid, log_softmax, logmeanexp, logsumexp, mish, one_hot, relu, relu6, selu, sigmoid, silu,

@@ -1,4 +1,5 @@
 """Pseudo-random numbers (as jax.random): JAX's default threefry-2x32 PRNG with raw uint32[2] keys."""
+from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax._src.random import (  # noqa: F401
     PRNGKey,
     bernoulli,

@@ -1,4 +1,5 @@
 """Utilities for programs running on many processes (as jax.experimental.multihost_utils)."""
+from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax._src.multihost import (
     assert_equal,
     broadcast_one_to_all,

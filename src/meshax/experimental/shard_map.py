@@ -1,6 +1,7 @@
 """The older spelling `jax.experimental.shard_map.shard_map(f, mesh, in_specs, out_specs, check_rep=True)`."""
 from typing import Any, Callable
 
+from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax._src.shard_map import shard_map as _shard_map
 
 

@@ -1,0 +1,31 @@
+"""`import meshax` is light (no NumPy until a name is used), and every way into the package gives Arrays
+and traced values their operators (they are installed by meshax.numpy's code)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def run(code: str) -> str:
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_import_meshax_and_the_launcher_do_not_import_numpy():
+    assert run("import sys, meshax, meshax._src.launcher; print('numpy' in sys.modules)") == "False"
+
+
+@pytest.mark.parametrize("entry", [
+    "import meshax as jax; f = jax.jit(lambda a, b: jax.nn.relu(a @ b - 1)); x = jax.device_put(np.ones((2, 2)))",
+    "from meshax import jit as J; import meshax; f = J(lambda a, b: (a @ b - 1).clip(0)); "
+    "x = meshax.device_put(np.ones((2, 2)))",
+    "from meshax.experimental.shard_map import shard_map; from meshax.sharding import PartitionSpec as P; "
+    "import meshax; m = meshax.make_mesh((meshax.device_count(),), ('i',)); "
+    "f = shard_map(lambda a, b: (a @ b - 1).clip(0), mesh=m, in_specs=P(), out_specs=P()); "
+    "x = meshax.device_put(np.ones((2, 2)))",
+])
+def test_operators_exist_whichever_module_is_imported_first(entry):
+    assert run(f"import numpy as np; {entry}; print(float(f(x, x).sum()))") == "4.0"
