@@ -600,11 +600,38 @@ def test_with_sharding_constraint_bare_spec_under_mesh():
     assert out.sharding == ROWS
 
 
-@pytest.mark.xfail(strict=True, reason="jit.py with_sharding_constraint zips leaves with a shorter list of shardings "
-                   "and fails in tree_unflatten ('Too few leaves for PyTreeDef'); compare the structures and say so")
 def test_with_sharding_constraint_tree_mismatch():
-    with raises(ValueError, "match"):
+    with raises(ValueError, "match", "1 shardings", "2 arrays"):
         lax.with_sharding_constraint((V, V), [ROWS])
+    with raises(ValueError, "match", "'q'", "'p'"):
+        lax.with_sharding_constraint({"p": V}, {"q": ROWS})
+    with raises(TypeError, "'x'", "str"):
+        lax.with_sharding_constraint((V, V), ("x", ROWS))
+    inner, outer = lax.with_sharding_constraint(((V, X), V), (NamedSharding(MESH, P()), ROWS))  # a prefix tree
+    assert inner[0].sharding == inner[1].sharding == NamedSharding(MESH, P()) and outer.sharding == ROWS
+
+
+def test_jit_bad_static_argnums_and_outputs():
+    with raises(ValueError, "static_argnums=(2,)", "2 positional"):
+        meshax.jit(lambda a, n: a * n, static_argnums=2)
+    with raises(ValueError, "static_argnums=(-3,)", "2 positional"):
+        meshax.jit(lambda a, n: a * n, static_argnums=-3)
+    with raises(TypeError, "'name'", "str", "output[1]"):
+        meshax.jit(lambda a: (a, "name"))(V)
+
+
+def test_contraction_bad_out_sharding():
+    other = NamedSharding(MESH2, P("a"))
+    with raises(TypeError, "out_sharding", "'x'", "str"):
+        jnp.matmul(X, X.T, out_sharding="x")
+    with raises(TypeError, "out_sharding", "NamedSharding"):
+        jnp.einsum("ij,kj->ik", X, X, out_sharding=ROWS.mesh)
+    with raises(ValueError, "Mesh('a': 4, 'b': 2)", "Mesh('x': 8)", "device_put"):
+        jnp.dot(X, X.T, out_sharding=other)  # the operands are committed to another mesh
+    with raises(ValueError, "3 entries", "rank 2"):
+        jnp.einsum("ij,kj->ik", X, X, out_sharding=P(None, None, "x"))
+    with raises(ValueError, "3 entries", "rank 2"):
+        jnp.tensordot(X, X.T, axes=1, out_sharding=P(None, None, "x"))
 
 
 # ---- NaN and inf pass through unharmed -------------------------------------------------------------------------------

@@ -170,19 +170,26 @@ def test_static_argnames(x):
     np.testing.assert_allclose(np.asarray(g(x, n=4)), VALUE * 4, rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="jit.py jit(): a parameter named by static_argnums but passed by keyword is "
-                                       "traced; JAX also treats the names of static_argnums as static_argnames")
 def test_static_argnums_passed_by_keyword(x):
     f = meshax.jit(lambda a, n: jnp.stack([a] * n), static_argnums=1)
     assert f(x, n=2).shape == (2, 8, 4)
 
 
-@pytest.mark.xfail(strict=True, reason="jit.py Jitted._split: a negative static_argnums (-1: the last argument) is "
-                                       "never matched, and then re-inserted at index -1, so the call gets an extra "
-                                       "argument; JAX normalizes negative static_argnums against the signature")
 def test_negative_static_argnums(x):
     f = meshax.jit(lambda a, n: a * n, static_argnums=-1)
     np.testing.assert_allclose(np.asarray(f(x, 2)), VALUE * 2)
+
+
+def test_static_argnums_with_varargs_and_defaults(x, jx):
+    count = Counter()
+    f = meshax.jit(count(lambda *args: args[0] * args[-1]), static_argnums=-1)  # resolved against each call
+    np.testing.assert_allclose(np.asarray(f(x, 3)), VALUE * 3, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(f(x, 1.0, 3)), VALUE * 3, rtol=1e-6)
+    assert count.calls == 2
+    reference = jax.jit(lambda *args: args[0] * args[-1], static_argnums=-1)(jx, 1.0, 3)
+    np.testing.assert_allclose(np.asarray(reference), VALUE * 3, rtol=1e-6)
+    g = meshax.jit(lambda a, n=2: jnp.stack([a] * n), static_argnums=1)
+    assert g(x).shape == (2, 8, 4) and g(x, n=3).shape == (3, 8, 4) and g(x, 1).shape == (1, 8, 4)
 
 
 def test_unhashable_static_argument_is_an_error(x):
@@ -379,26 +386,53 @@ def test_lower_as_text(x, jx):
     assert "mul" in lowered.as_text()
 
 
-@pytest.mark.xfail(strict=True, reason="jit.py Lowered.compile(): returns the Lowered itself, which is not callable; "
-                                       "jax.jit(f).lower(x).compile()(x) runs the program")
 def test_lower_compile_call(x):
     compiled = meshax.jit(lambda a: a + 1).lower(x).compile()
     np.testing.assert_allclose(np.asarray(compiled(x)), VALUE + 1)
 
 
-@pytest.mark.xfail(strict=True, reason="jit.py Jitted.__call__: outputs that are not traced values (a Python "
-                                       "constant, or an input passed through) are returned as is; JAX returns Arrays")
 def test_outputs_are_always_arrays():
     result = meshax.jit(lambda a: (a, 1))(2.0)
     assert all(isinstance(r, meshax.Array) for r in result)
     assert result[1].weak_type
 
 
-@pytest.mark.xfail(strict=True, reason="api.py device_put: fails on traced values; under jax.jit it acts as a "
-                                       "sharding constraint")
 def test_device_put_under_jit(x, mesh):
     result = meshax.jit(lambda a: meshax.device_put(a * 2, NamedSharding(mesh, P("b"))))(x)
     assert result.sharding == NamedSharding(mesh, P("b"))
+    f = meshax.jit(lambda a: meshax.device_put((a, a + 1), (NamedSharding(mesh, P(None, "a")), None)))
+    left, right = f(x)
+    assert left.sharding == NamedSharding(mesh, P(None, "a")) and right.sharding == x.sharding
+    np.testing.assert_allclose(np.asarray(right), VALUE + 1, rtol=1e-6)
+    assert "sharding_constraint" in f.lower(x).as_text()
+
+
+def test_lowered_and_compiled_programs(x, jx):
+    lowered = meshax.jit(lambda a, n, *, scale: a * n * scale, static_argnums=1).lower(x, 3, scale=2.0)
+    compiled = lowered.compile()
+    assert compiled.as_text() == lowered.as_text()
+    np.testing.assert_allclose(np.asarray(compiled(x, scale=0.5)), VALUE * 1.5, rtol=1e-6)  # without the static 3
+    reference = jax.jit(lambda a, n, *, scale: a * n * scale, static_argnums=1).lower(jx, 3, scale=2.0).compile()
+    np.testing.assert_allclose(np.asarray(reference(jx, scale=0.5)), VALUE * 1.5, rtol=1e-6)
+    with pytest.raises(TypeError, match=r"float32\[4\]"):
+        compiled(jnp.arange(4.0), scale=0.5)
+    with pytest.raises(TypeError):
+        reference(jjnp.arange(4.0), scale=0.5)
+
+
+def test_constant_outputs_are_placed_like_jax(x, jx, mesh):
+    def f(a):
+        return a, 1, np.arange(3.0), None
+
+    result, reference = meshax.jit(f)(x), jax.jit(f)(jx)
+    for r, j in zip(result[:3], reference[:3]):
+        assert (r.dtype, r.weak_type, r.committed) == (j.dtype, j.weak_type, j.committed)
+        np.testing.assert_array_equal(np.asarray(r), np.asarray(j))
+        assert tuple(r.sharding.spec) == tuple(j.sharding.spec)
+    assert result[1].sharding == NamedSharding(mesh, P()) and result[3] is None
+    uncommitted = meshax.jit(lambda a: (a, 1))(jnp.arange(3.0))
+    assert all(isinstance(r.sharding, SingleDeviceSharding) and not r.committed for r in uncommitted)
+    assert meshax.jit(lambda a: meshax.jit(lambda b: (b, 1))(a)[1].shape)(x) == ()
 
 
 def test_uncommitted_inputs_stay_on_one_device():

@@ -1242,3 +1242,122 @@ def test_random_expressions(ops, first, layout):
     low = any(str(a) == "float16" or getattr(a, "dtype", None) == "float16" for a in jargs) or first == "float16"
     compare("random_expression", mout, jout, 2e-3 if low else 2e-5, 2e-3 if low else 1e-5, (mesh_shape, specs),
             weak_bool_bug=True)
+
+
+# ---- out_sharding= of matmul, dot, tensordot and einsum ---------------------------------------------------------
+# JAX takes out_sharding only on Explicit mesh axes (a bare PartitionSpec only under jax.set_mesh), so these cases
+# compare with JAX on a (4, 2) Explicit mesh; the cases JAX refuses or ignores are checked against NumPy.
+
+from meshax.sharding import AxisType  # noqa: E402
+
+EXPLICIT = Mesh(np.array(meshax.devices(), dtype=object).reshape(4, 2), ("a", "b"), axis_types=(AxisType.Explicit,) * 2)
+JAX_EXPLICIT = JaxMesh(np.array(jax.devices()).reshape(4, 2), ("a", "b"), axis_types=(JaxAxisType.Explicit,) * 2)
+OUT_SHARDING_CASES = [  # name, function, (shape, spec) of each operand, requested result spec
+    ("matmul", lambda L, x, y, o: L.np.matmul(x, y, out_sharding=o), [((8, 4), ("a", "b")), ((4, 8), ("b",))],
+     ("a",)),  # the contracted dimension is split over "b": JAX needs out_sharding here
+    ("matmul_moved", lambda L, x, y, o: L.np.matmul(x, y, out_sharding=o), [((8, 4), ("a",)), ((4, 8), ())],
+     (None, ("a", "b"))),
+    ("matmul_replicated", lambda L, x, y, o: L.np.matmul(x, y, out_sharding=o), [((8, 4), (None, "a")),
+                                                                                  ((4, 8), ("a",))], ()),
+    ("matmul_batched", lambda L, x, y, o: L.np.matmul(x, y, out_sharding=o),
+     [((2, 8, 4), (None, "a")), ((2, 4, 8), (None, None, "b"))], ("b", None, "a")),
+    ("matmul_1d_2d", lambda L, x, y, o: L.np.matmul(x, y, out_sharding=o), [((4,), ("a",)), ((4, 8), ("a",))],
+     ("b",)),
+    ("dot_nd", lambda L, x, y, o: L.np.dot(x, y, out_sharding=o), [((2, 4, 8), (None, "a")), ((4, 8, 2), ())],
+     (None, "a", None, "b")),
+    ("dot_scalar", lambda L, x, y, o: L.np.dot(x, 2.0, out_sharding=o), [((8, 4), ("a", "b")), ((), ())],
+     ("b", "a")),
+    ("tensordot", lambda L, x, y, o: L.np.tensordot(x, y, axes=([0], [1]), out_sharding=o),
+     [((8, 4), ("a",)), ((2, 8), (None, "a"))], ("a", "b")),
+    ("tensordot_0", lambda L, x, y, o: L.np.tensordot(x, y, axes=0, out_sharding=o), [((4,), ()), ((2, 8), ())],
+     ("a", "b", None)),
+    ("einsum", lambda L, x, y, o: L.np.einsum("ij,jk->ik", x, y, out_sharding=o), [((8, 4), (None, "a")),
+                                                                                   ((4, 8), ("a", "b"))], (None, "a")),
+    ("einsum_transposed", lambda L, x, y, o: L.np.einsum("ij,jk->ki", x, y, out_sharding=o),
+     [((8, 4), ("a", "b")), ((4, 8), ("b",))], ("b", "a")),
+    ("einsum_batch", lambda L, x, y, o: L.np.einsum("bij,bkj->kbi", x, y, out_sharding=o),
+     [((2, 8, 4), ("b", "a")), ((2, 4, 4), (None, None, "a"))], ("a", None, "b")),
+]
+
+
+def _out_sharding_inputs(lib: Lib, mesh: Any, operands: list, seed: int = 0) -> list:
+    rng = np.random.default_rng(seed)
+    put = meshax.device_put if lib is M else jax.device_put
+    sharding = (lambda s: NamedSharding(mesh, PartitionSpec(*s))) if lib is M else (lambda s: JaxNS(mesh, JaxP(*s)))
+    return [put(rng.uniform(-3, 3, size=shape).astype(np.float32), sharding(spec)) for shape, spec in operands]
+
+
+def _check_out_sharding(mout: Any, jout: Any, spec: tuple) -> None:
+    expected = np.asarray(jout)
+    np.testing.assert_allclose(np.asarray(mout), expected, **MM)
+    assert (mout.dtype, mout.weak_type) == (jout.dtype, jout.weak_type)
+    assert mout.sharding == NamedSharding(EXPLICIT, PartitionSpec(*spec)), mout.sharding
+    assert PartitionSpec(*jout.sharding.spec) == mout.sharding.spec, (jout.sharding, mout.sharding)
+    check_shards(mout, np.asarray(mout))
+
+
+@pytest.mark.parametrize("how", ["named", "spec_under_mesh", "jit"])
+@pytest.mark.parametrize("name, fn, operands, spec", OUT_SHARDING_CASES, ids=[c[0] for c in OUT_SHARDING_CASES])
+def test_out_sharding_against_jax(name, fn, operands, spec, how):
+    margs = _out_sharding_inputs(M, EXPLICIT, operands)
+    jargs = _out_sharding_inputs(J, JAX_EXPLICIT, operands)
+    if how == "named":
+        mout = fn(M, *margs, NamedSharding(EXPLICIT, PartitionSpec(*spec)))
+        jout = fn(J, *jargs, JaxNS(JAX_EXPLICIT, JaxP(*spec)))
+    elif how == "spec_under_mesh":
+        with EXPLICIT:
+            mout = fn(M, *margs, PartitionSpec(*spec))
+        with jax.set_mesh(JAX_EXPLICIT):
+            jout = fn(J, *jargs, JaxP(*spec))
+    else:
+        mout = meshax.jit(lambda *a: fn(M, *a, NamedSharding(EXPLICIT, PartitionSpec(*spec))))(*margs)
+        jout = jax.jit(lambda *a: fn(J, *a, JaxNS(JAX_EXPLICIT, JaxP(*spec))))(*jargs)
+    _check_out_sharding(mout, jout, spec)
+
+
+def test_out_sharding_is_needed_where_jax_needs_it():
+    """A contraction over a dimension split on Explicit axes has no obvious result layout, in both libraries."""
+    _, fn, operands, _ = OUT_SHARDING_CASES[0]
+    with pytest.raises(Exception, match="out_sharding"):
+        fn(J, *_out_sharding_inputs(J, JAX_EXPLICIT, operands), None)
+    with pytest.raises(TypeError, match="out_sharding"):
+        fn(M, *_out_sharding_inputs(M, EXPLICIT, operands), None)
+
+
+def test_out_sharding_bare_spec_is_over_the_operands_mesh():
+    """Outside a mesh context JAX refuses a bare PartitionSpec; meshax reads it on the operands' mesh."""
+    x, y = _out_sharding_inputs(M, EXPLICIT, [((8, 4), ("a", "b")), ((4, 8), ("b",))])
+    for spec in [PartitionSpec("a"), PartitionSpec(None, ("b", "a"))]:
+        out = mnp.matmul(x, y, out_sharding=spec)
+        np.testing.assert_allclose(np.asarray(out), np.asarray(x) @ np.asarray(y), **MM)
+        assert out.sharding == NamedSharding(EXPLICIT, spec)
+        jitted = meshax.jit(lambda a, b, s=spec: mnp.einsum("ij,jk->ki", a, b, out_sharding=s))(x, y)
+        np.testing.assert_allclose(np.asarray(jitted), (np.asarray(x) @ np.asarray(y)).T, **MM)
+        assert jitted.sharding == NamedSharding(EXPLICIT, spec)
+
+
+@pytest.mark.parametrize("mesh", [EXPLICIT, meshax.make_mesh((2, 4), ("a", "b"))], ids=["explicit", "auto"])
+def test_out_sharding_where_jax_differs(mesh):
+    """Host operands (JAX leaves the result on one device), Auto axes (JAX refuses them) and one-operand einsums
+    (JAX ignores out_sharding there): meshax lays the result out as asked."""
+    rng = np.random.default_rng(1)
+    a, b = rng.uniform(-3, 3, (8, 4)).astype(np.float32), rng.uniform(-3, 3, (4, 8)).astype(np.float32)
+    target = NamedSharding(mesh, PartitionSpec(None, "a"))
+    cases = [
+        (lambda: mnp.matmul(a, b, out_sharding=target), a @ b),
+        (lambda: mnp.dot(mnp.asarray(a), b, out_sharding=target), a @ b),
+        (lambda: mnp.einsum("ij->ji", meshax.device_put(a, NamedSharding(mesh, PartitionSpec("a"))),
+                            out_sharding=target), a.T),
+        (lambda: meshax.jit(lambda u, v: mnp.tensordot(u, v, axes=1, out_sharding=target))(
+            meshax.device_put(a, NamedSharding(mesh, PartitionSpec("a", "b"))),
+            meshax.device_put(b, NamedSharding(mesh, PartitionSpec("b")))), a @ b),
+    ]
+    for make, expected in cases:
+        out = make()
+        np.testing.assert_allclose(np.asarray(out), expected, **MM)
+        assert out.sharding == target
+        check_shards(out, np.asarray(out))
+    with mesh:
+        out = mnp.einsum("ij->ji", meshax.device_put(a, NamedSharding(mesh, PartitionSpec("a"))),
+                         out_sharding=PartitionSpec("b"))
+    assert out.sharding == NamedSharding(mesh, PartitionSpec("b"))

@@ -6,7 +6,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import devices as device_table
+from . import primitives
 from .array import Array, read_only
+from .core import Tracer
 from .devices import Device
 from .dtypes import canonicalize_dtype, dtype_of
 from .sharding import Box, NamedSharding, Sharding, SingleDeviceSharding, to_sharding, unique_boxes
@@ -20,7 +22,9 @@ def host_value(x: Any) -> tuple[np.ndarray, bool]:
     return np.asarray(x, dtype=dtype), weak
 
 
-def _put_one(x: Any, target: Any) -> Array:
+def _put_one(x: Any, target: Any) -> Any:
+    if isinstance(x, Tracer):  # under jit: the traced value is constrained to the target layout
+        return x if target is None else primitives.sharding_constraint.bind(x, sharding=to_sharding(target))
     if target is None:
         if isinstance(x, Array):
             return x
@@ -48,7 +52,8 @@ def _check_host_data_agrees(value: np.ndarray, sharding: Sharding) -> None:
 def device_put(x: Any, device: Any = None, *, src: Any = None, donate: bool = False, may_alias: Any = None) -> Any:
     """Place `x` (a pytree of host values or Arrays) on `device`: a Device, a Sharding, a PartitionSpec
     under `with mesh:`, or a pytree of those matching `x`. Resharding works between any two shardings;
-    call it on every process that holds a source or destination device."""
+    call it on every process that holds a source or destination device. Under jit, a traced value is
+    constrained to that layout (as with_sharding_constraint does)."""
     leaves, structure = tree_flatten(x)
     if device is None or isinstance(device, (Device, Sharding)) or type(device).__name__ == "PartitionSpec":
         targets = [device] * len(leaves)

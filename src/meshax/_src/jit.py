@@ -10,11 +10,17 @@ import functools
 import inspect
 from typing import Any, Callable, Sequence
 
-from .api import device_put
+import numpy as np
+
+from .api import device_put, host_value
 from .array import Array
 from .core import Jaxpr, aval_of, eval_jaxpr, trace_to_jaxpr
+from .mesh import Mesh
+from .partition import choose_mesh, sharding_for
+from .rules import replicated
 from .sharding import PartitionSpec, Sharding
-from .tree_util import tree_flatten, tree_unflatten
+from .transfer import from_host
+from .tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
 
 
 def _as_tuple(x: Any) -> tuple[Any, ...]:
@@ -47,27 +53,45 @@ class Jitted:
         functools.update_wrapper(self, fun)
 
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple, dict, tuple, tuple]:
-        static_positional = tuple((i, args[i]) for i in self.static_argnums if i < len(args))
+        count = len(args)
+        static = sorted({i % count for i in self.static_argnums if -count <= i < count})
+        static_positional = tuple((i, args[i]) for i in static)
         static_named = tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
-        dynamic_args = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
+        dynamic_args = tuple(a for i, a in enumerate(args) if i not in static)
         dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         return dynamic_args, dynamic_kwargs, static_positional, static_named
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        dynamic_args, dynamic_kwargs, static_positional, static_named = self._split(args, kwargs)
+    def _flatten(self, dynamic_args: tuple, dynamic_kwargs: dict) -> tuple[list[Any], Any]:
+        """The leaves and tree structure of the dynamic arguments, placed as in_shardings says."""
         if self.in_shardings is not None:
             dynamic_args = _apply_shardings(dynamic_args, self.in_shardings)
-        leaves, structure = tree_flatten((dynamic_args, dynamic_kwargs))
-        signature = tuple(_signature_of(x) for x in leaves)
+        return tree_flatten((dynamic_args, dynamic_kwargs))
+
+    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple, list[Any]]:
+        """The cache key of a call (tree structure, leaf signatures, static values) and its dynamic leaves."""
+        dynamic_args, dynamic_kwargs, static_positional, static_named = self._split(args, kwargs)
+        leaves, structure = self._flatten(dynamic_args, dynamic_kwargs)
+        key = (structure, tuple(_signature_of(x) for x in leaves), static_positional, static_named)
         try:
-            key = (structure, signature, static_positional, static_named)
             hash(key)
         except TypeError as error:
             raise ValueError(f"jit: static arguments must be hashable ({error}); pass them as static_argnums.") from None
         if key not in self._cache:
             self._cache[key] = self._trace(structure, leaves, static_positional, static_named)
+        return key, leaves
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        key, leaves = self._prepare(args, kwargs)
+        return self._run(key, leaves)
+
+    def _run(self, key: tuple, leaves: list[Any]) -> Any:
+        """Evaluate the program traced for `key`. Host values it returns (constants, inputs passed through) become
+        Arrays replicated over the mesh the call runs on, as jax.jit returns them."""
         jaxpr, out_structure = self._cache[key]
-        outputs = tree_unflatten(out_structure, eval_jaxpr(jaxpr, leaves))
+        mesh = choose_mesh(leaves)
+        committed = any(isinstance(x, Array) and x.committed for x in leaves)
+        outputs = [_as_output(value, mesh, committed) for value in eval_jaxpr(jaxpr, leaves)]
+        outputs = tree_unflatten(out_structure, outputs)
         if self.out_shardings is not None:
             outputs = _apply_shardings(outputs, self.out_shardings)
         return outputs
@@ -81,6 +105,7 @@ class Jitted:
             for index, value in static_positional:
                 args.insert(index, value)
             result = self.fun(*args, **dynamic_kwargs, **dict(static_named))
+            _check_outputs(self.fun, result)
             out_leaves, tree = tree_flatten(result)
             out_structure.append(tree)
             return out_leaves
@@ -90,26 +115,74 @@ class Jitted:
         return jaxpr, out_structure[0]
 
     def lower(self, *args: Any, **kwargs: Any) -> "Lowered":
-        dynamic_args, dynamic_kwargs, static_positional, static_named = self._split(args, kwargs)
-        leaves, structure = tree_flatten((dynamic_args, dynamic_kwargs))
-        jaxpr, _ = self._trace(structure, leaves, static_positional, static_named)
-        return Lowered(jaxpr)
+        """The program traced for these arguments; `.compile()` makes it callable on arguments like them."""
+        key, _ = self._prepare(args, kwargs)
+        return Lowered(self, key)
 
     def __get__(self, instance: Any, owner: Any) -> Any:
         return self if instance is None else functools.partial(self, instance)
 
 
 class Lowered:
-    """The traced program, printable (`as_text()`)."""
+    """The program traced for one signature of arguments, printable (`as_text()`)."""
 
-    def __init__(self, jaxpr: Jaxpr) -> None:
-        self.jaxpr = jaxpr
+    def __init__(self, jitted: Jitted, key: tuple) -> None:
+        self.jitted = jitted
+        self.key = key
+        self.jaxpr = jitted._cache[key][0]
 
     def as_text(self) -> str:
         return str(self.jaxpr)
 
-    def compile(self) -> "Lowered":
-        return self
+    def compile(self) -> "Compiled":
+        return Compiled(self)
+
+
+class Compiled:
+    """A lowered program ready to run: call it with the non-static arguments it was lowered for."""
+
+    def __init__(self, lowered: Lowered) -> None:
+        self.lowered = lowered
+
+    def as_text(self) -> str:
+        return self.lowered.as_text()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        jitted, key = self.lowered.jitted, self.lowered.key
+        leaves, structure = jitted._flatten(args, kwargs)
+        signature = tuple(_signature_of(x) for x in leaves)
+        if (structure, signature) != key[:2]:
+            raise TypeError(
+                f"this compiled program takes {_describe(*key[:2])} but was called with "
+                f"{_describe(structure, signature)}; pass arguments like those it was lowered with (without the "
+                "static ones), or call the jitted function, which traces again for new arguments."
+            )
+        return jitted._run(key, leaves)
+
+
+def _describe(structure: Any, signature: tuple) -> str:
+    avals = ", ".join(f"{dtype.name}{list(shape)}{' weak' if weak else ''}{f' on {sharding}' if sharding else ''}"
+                      for shape, dtype, weak, sharding in signature)
+    return f"arguments {structure} of types ({avals})"
+
+
+def _check_outputs(fun: Callable[..., Any], result: Any) -> None:
+    for path, leaf in tree_flatten_with_path(result)[0]:
+        try:
+            aval_of(leaf)
+        except TypeError:
+            raise TypeError(
+                f"jit: {getattr(fun, '__name__', fun)} returned {leaf!r} of type {type(leaf).__name__} at output"
+                f"{keystr(path) or ' (the whole result)'}, which is not an array or a number; return only arrays, "
+                "numbers and pytrees of them from a jitted function."
+            ) from None
+
+
+def _as_output(value: Any, mesh: Mesh, committed: bool) -> Any:
+    if not isinstance(value, (np.ndarray, np.generic, bool, int, float, complex)):
+        return value
+    host, weak = host_value(value)
+    return from_host(host, sharding_for(mesh, replicated(host.ndim)), weak, committed)
 
 
 def _apply_shardings(tree: Any, shardings: Any) -> Any:
@@ -130,30 +203,61 @@ def jit(fun: Callable[..., Any] | None = None, *, in_shardings: Any = None, out_
                                  donate_argnums=donate_argnums)
     if not callable(fun):
         raise TypeError(f"jit needs a function; got {type(fun).__name__}.")
-    static_argnames = _as_tuple(static_argnames)
-    static_argnums = _as_tuple(static_argnums)
-    parameters = _parameter_names(fun)
-    static_argnums = tuple(sorted(set(static_argnums) | {parameters.index(n) for n in static_argnames
-                                                          if n in parameters}))
+    static_argnums, static_argnames = _static_arguments(fun, _as_tuple(static_argnums), _as_tuple(static_argnames))
     return Jitted(fun, in_shardings, out_shardings, static_argnums, static_argnames, _as_tuple(donate_argnums))
 
 
-def _parameter_names(fun: Callable[..., Any]) -> list[str]:
+def _static_arguments(fun: Callable[..., Any], argnums: tuple[int, ...],
+                      argnames: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """static_argnums and static_argnames, each completed with the other through `fun`'s signature (as in JAX).
+    Negative argnums count from the end: of the signature, or of each call's arguments if `fun` takes *args."""
+    names, fixed = _positional_parameters(fun)
+    if fixed:
+        count = len(names)
+        outside = [i for i in argnums if not -count <= i < count]
+        if outside:
+            raise ValueError(
+                f"jit: static_argnums={argnums} names argument {outside[0]}, but {getattr(fun, '__name__', fun)} "
+                f"takes only {count} positional arguments; number them from 0 (or from -1 for the last)."
+            )
+        argnums = tuple(i % count for i in argnums)
+    argnums = tuple(sorted(set(argnums) | {names.index(n) for n in argnames if n in names}))
+    argnames = tuple(dict.fromkeys(argnames + tuple(names[i] for i in argnums if 0 <= i < len(names))))
+    return argnums, argnames
+
+
+def _positional_parameters(fun: Callable[..., Any]) -> tuple[list[str], bool]:
+    """The names of `fun`'s positional parameters, and whether they are all it takes by position (no *args)."""
     try:
-        return [p.name for p in inspect.signature(fun).parameters.values()
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        parameters = inspect.signature(fun).parameters.values()
     except (TypeError, ValueError):
-        return []
+        return [], False
+    names = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return names, not any(p.kind is p.VAR_POSITIONAL for p in parameters)
 
 
 def with_sharding_constraint(x: Any, shardings: Any) -> Any:
-    """Ask for `x` to be laid out as `shardings` (a reshard when run eagerly)."""
+    """Ask for `x` to be laid out as `shardings` (a reshard when run eagerly): one Sharding or PartitionSpec for
+    every array, or a tree of them whose structure is that of `x` or a prefix of it."""
     from . import primitives as P
 
-    leaves, structure = tree_flatten(x)
-    single = isinstance(shardings, (Sharding, PartitionSpec)) or not isinstance(shardings, (list, tuple))
-    targets = [shardings] * len(leaves) if single else list(shardings)
-    if len(targets) != len(leaves):
-        raise ValueError(f"with_sharding_constraint got {len(targets)} shardings for {len(leaves)} arrays.")
-    return tree_unflatten(structure, [P.sharding_constraint.bind(leaf, sharding=s) for leaf, s in zip(leaves, targets)])
+    def is_target(s: Any) -> bool:
+        return isinstance(s, (Sharding, PartitionSpec))
 
+    targets, target_structure = tree_flatten(shardings, is_leaf=is_target)
+    for target in targets:
+        if not is_target(target):
+            raise TypeError(f"with_sharding_constraint needs Shardings or PartitionSpecs; got {target!r} of type "
+                            f"{type(target).__name__}.")
+    try:
+        parts = target_structure.flatten_up_to(x)
+    except ValueError:
+        leaves, structure = tree_flatten(x)
+        raise ValueError(
+            f"with_sharding_constraint got {len(targets)} shardings shaped {target_structure} for {len(leaves)} "
+            f"arrays shaped {structure}, and the trees do not match; pass one sharding, or a tree of shardings with "
+            "the structure of the arrays' tree (or a prefix of it)."
+        ) from None
+    constrained = [tree_map(lambda leaf: P.sharding_constraint.bind(leaf, sharding=target), part)
+                   for target, part in zip(targets, parts)]
+    return tree_unflatten(target_structure, constrained)

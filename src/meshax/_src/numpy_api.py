@@ -568,39 +568,73 @@ def cumprod(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None)
 
 
 def _dot_general(a: Any, b: Any, contract: tuple[Sequence[int], Sequence[int]],
-                 batch: tuple[Sequence[int], Sequence[int]] = ((), ())) -> Any:
+                 batch: tuple[Sequence[int], Sequence[int]] = ((), ()), out_sharding: Any = None) -> Any:
+    """One dot_general. `out_sharding` lays out the result: a PartitionSpec over the operands' mesh, or a
+    NamedSharding (uncommitted operands elsewhere are multiplied where they are, and the product moved)."""
     a, b = _promote(a, b)
     numbers = ((tuple(contract[0]), tuple(contract[1])), (tuple(batch[0]), tuple(batch[1])))
-    return P.dot_general.bind(a, b, dimension_numbers=numbers)
+    spec, target = out_sharding, None
+    if isinstance(out_sharding, Sharding):
+        spec, target = out_sharding.spec, out_sharding
+        mesh = None if isinstance(a, Tracer) or isinstance(b, Tracer) else partition.choose_mesh([a, b])
+        if mesh is not None and mesh != target.mesh:
+            if builtins.any(isinstance(x, Array) and x.committed for x in (a, b)):
+                raise ValueError(
+                    f"out_sharding is on the mesh {target.mesh.short_repr()}, but the operands are on "
+                    f"{mesh.short_repr()}; device_put them onto the out_sharding's mesh, or pass a PartitionSpec."
+                )
+            spec = None
+    params = {} if spec is None else {"out_sharding": spec}
+    result = P.dot_general.bind(a, b, dimension_numbers=numbers, **params)
+    if target is not None and getattr(result, "sharding", None) != target:
+        result = P.sharding_constraint.bind(result, sharding=target)
+    return result
 
 
-def matmul(a: ArrayLike, b: ArrayLike) -> Any:
+def _out_sharding(out_sharding: Any, name: str) -> Any:
+    """A contraction's out_sharding= checked: a NamedSharding, or a PartitionSpec (over the mesh of `with mesh:`
+    when one is entered, else over the operands' mesh)."""
+    from .mesh import current_mesh
+    from .sharding import NamedSharding, PartitionSpec
+
+    if isinstance(out_sharding, PartitionSpec) and current_mesh() is not None:
+        return NamedSharding(current_mesh(), out_sharding)
+    if out_sharding is None or isinstance(out_sharding, (NamedSharding, PartitionSpec)):
+        return out_sharding
+    raise TypeError(f"{name}: out_sharding must be a NamedSharding or a PartitionSpec; got {out_sharding!r} of type "
+                    f"{type(out_sharding).__name__}.")
+
+
+def matmul(a: ArrayLike, b: ArrayLike, *, out_sharding: Any = None) -> Any:
+    """Matrix product with NumPy's broadcasting of leading dimensions; `out_sharding` lays out the result."""
+    out_sharding = _out_sharding(out_sharding, "matmul")
     a, b = _lift(a), _lift(b)
     a_nd, b_nd = _ndim(a), _ndim(b)
     if a_nd == 0 or b_nd == 0:
         raise ValueError("matmul: operands must have at least one dimension; use multiply for scalars.")
-    if a_nd == 1 and b_nd == 1:
-        return _dot_general(a, b, ((0,), (0,)))
     if a_nd == 1:
-        return squeeze(matmul(expand_dims(a, 0), b), -2)
+        return _dot_general(a, b, ((0,), (builtins.max(b_nd - 2, 0),)), out_sharding=out_sharding)
     if b_nd == 1:
-        return _dot_general(a, b, ((a_nd - 1,), (0,)))
+        return _dot_general(a, b, ((a_nd - 1,), (0,)), out_sharding=out_sharding)
     if a_nd == 2 and b_nd == 2:
-        return _dot_general(a, b, ((1,), (0,)))
+        return _dot_general(a, b, ((1,), (0,)), out_sharding=out_sharding)
     batch = np.broadcast_shapes(_shape(a)[:-2], _shape(b)[:-2])
     a = broadcast_to(a, batch + _shape(a)[-2:])
     b = broadcast_to(b, batch + _shape(b)[-2:])
     n = len(batch)
-    return _dot_general(a, b, ((n + 1,), (n,)), (tuple(range(n)), tuple(range(n))))
+    return _dot_general(a, b, ((n + 1,), (n,)), (tuple(range(n)), tuple(range(n))), out_sharding=out_sharding)
 
 
-def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None, preferred_element_type: Any = None,
+        out_sharding: Any = None) -> Any:
+    """NumPy's dot: a scalar scales, otherwise the last axis of `a` meets the second-to-last (or only) of `b`."""
+    out_sharding = _out_sharding(out_sharding, "dot")
     a, b = _lift(a), _lift(b)
     if _ndim(a) == 0 or _ndim(b) == 0:
-        return multiply(a, b)
+        return _dot_general(a, b, ((), ()), out_sharding=out_sharding)
     if _ndim(b) == 1:
-        return _dot_general(a, b, ((_ndim(a) - 1,), (0,)))
-    return _dot_general(a, b, ((_ndim(a) - 1,), (_ndim(b) - 2,)))
+        return _dot_general(a, b, ((_ndim(a) - 1,), (0,)), out_sharding=out_sharding)
+    return _dot_general(a, b, ((_ndim(a) - 1,), (_ndim(b) - 2,)), out_sharding=out_sharding)
 
 
 def vdot(a: ArrayLike, b: ArrayLike) -> Any:
@@ -621,30 +655,58 @@ def outer(a: ArrayLike, b: ArrayLike) -> Any:
     return _dot_general(ravel(a), ravel(b), ((), ()))
 
 
-def tensordot(a: ArrayLike, b: ArrayLike, axes: Any = 2) -> Any:
+def tensordot(a: ArrayLike, b: ArrayLike, axes: Any = 2, *, out_sharding: Any = None) -> Any:
+    """Contract the last `axes` dimensions of `a` with the first of `b`, or the listed pairs of axes."""
+    out_sharding = _out_sharding(out_sharding, "tensordot")
     a, b = _lift(a), _lift(b)
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
-        return _dot_general(a, b, (tuple(range(_ndim(a) - n, _ndim(a))), tuple(range(n))))
+        return _dot_general(a, b, (tuple(range(_ndim(a) - n, _ndim(a))), tuple(range(n))), out_sharding=out_sharding)
     left, right = axes
     left = (left,) if isinstance(left, (int, np.integer)) else tuple(left)
     right = (right,) if isinstance(right, (int, np.integer)) else tuple(right)
-    return _dot_general(a, b, (_axes(left, _ndim(a)), _axes(right, _ndim(b))))
+    return _dot_general(a, b, (_axes(left, _ndim(a)), _axes(right, _ndim(b))), out_sharding=out_sharding)
 
 
 def einsum(subscripts: str, *operands: ArrayLike, optimize: Any = None, precision: Any = None,
-           preferred_element_type: Any = None) -> Any:
-    """Einstein summation, as a chain of two-operand contractions (each a dot_general)."""
+           preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
+    """Einstein summation, as a chain of two-operand contractions (each a dot_general); `out_sharding` lays out
+    the result (given to the last contraction; with a single operand, a PartitionSpec needs `with mesh:`)."""
+    out_sharding = _out_sharding(out_sharding, "einsum")
     inputs, output = _parse_einsum(subscripts, [_ndim(o) for o in operands])
+    if out_sharding is not None and len(_spec_of(out_sharding).normalized()) > len(output):
+        raise ValueError(f"einsum: out_sharding {out_sharding} has {len(_spec_of(out_sharding))} entries but the "
+                         f"result {output!r} has rank {len(output)}; give at most one entry per result dimension.")
     operands = list(_promote(*operands))
     terms = list(zip(inputs, operands))
     while len(terms) > 1:
         (sa, a), (sb, b) = terms[0], terms[1]
         rest = "".join(s for s, _ in terms[2:]) + output
-        terms = [_contract_pair(sa, a, sb, b, rest)] + terms[2:]
+        last = (output, out_sharding) if len(terms) == 2 else None
+        terms = [_contract_pair(sa, a, sb, b, rest, last)] + terms[2:]
     letters, value = terms[0]
     value, letters = _sum_out(value, letters, output)
-    return transpose(value, [letters.index(c) for c in output]) if letters != output else value
+    if letters != output:
+        value = transpose(value, [letters.index(c) for c in output])
+    if len(operands) == 1 and out_sharding is not None:
+        from .sharding import to_sharding
+
+        value = P.sharding_constraint.bind(value, sharding=to_sharding(out_sharding))
+    return value
+
+
+def _spec_of(out_sharding: Any) -> Any:
+    return out_sharding.spec if isinstance(out_sharding, Sharding) else out_sharding
+
+
+def _reordered(out_sharding: Any, source: Sequence[int]) -> Any:
+    """`out_sharding` of a result, as the layout of a value whose dimension d is the result's dimension source[d]."""
+    from .sharding import NamedSharding, PartitionSpec
+
+    spec = _spec_of(out_sharding)
+    entries = tuple(spec) + (None,) * (len(source) - len(spec))
+    reordered = PartitionSpec(*(entries[s] for s in source))
+    return NamedSharding(out_sharding.mesh, reordered) if isinstance(out_sharding, Sharding) else reordered
 
 
 def _parse_einsum(subscripts: str, ndims: Sequence[int]) -> tuple[list[str], str]:
@@ -684,14 +746,19 @@ def _sum_out(value: Any, letters: str, keep: str) -> tuple[Any, str]:
     return value, letters
 
 
-def _contract_pair(sa: str, a: Any, sb: str, b: Any, rest: str) -> tuple[str, Any]:
+def _contract_pair(sa: str, a: Any, sb: str, b: Any, rest: str, last: Any = None) -> tuple[str, Any]:
+    """Contract two einsum terms; `last` is (output letters, out_sharding) when this is the final contraction."""
     a, sa = _sum_out(a, sa, sb + rest)
     b, sb = _sum_out(b, sb, sa + rest)
     contract = [c for c in sa if c in sb and c not in rest]
     batch = [c for c in sa if c in sb and c in rest]
     out = batch + [c for c in sa if c not in sb] + [c for c in sb if c not in sa]
+    out_sharding = None
+    if last is not None and last[1] is not None:
+        output, out_sharding = last
+        out_sharding = _reordered(out_sharding, [output.index(c) for c in out])
     value = _dot_general(a, b, ([sa.index(c) for c in contract], [sb.index(c) for c in contract]),
-                         ([sa.index(c) for c in batch], [sb.index(c) for c in batch]))
+                         ([sa.index(c) for c in batch], [sb.index(c) for c in batch]), out_sharding=out_sharding)
     return "".join(out), value
 
 
