@@ -152,3 +152,29 @@ def test_errors():
         meshax.shard_map(lambda v: v, mesh=mesh, in_specs=P("i"), out_specs=P("i"))(np.zeros((6, 2)))
     with pytest.raises(ValueError, match="PartitionSpecs"):
         meshax.shard_map(lambda a, b: a, mesh=mesh, in_specs=(P("i"),), out_specs=P("i"))(x, x)
+
+
+@pytest.mark.parametrize("name", ["psum", "all_gather", "ppermute", "pmax"])
+def test_large_results_stay_intact_while_later_calls_reuse_buffers(name):
+    """Collective results of 1 MiB and more come from a buffer pool: a buffer is reused only once no result
+    refers to it, so results kept alive must never change, whatever runs after them."""
+    mesh = meshax.make_mesh((8,), ("i",))
+    n = 1 << 18  # float32 elements per device: 1 MiB
+    bodies = {
+        "psum": (lambda a: meshax.lax.psum(a, "i"), P()),
+        "pmax": (lambda a: meshax.lax.pmax(a, "i"), P()),
+        "all_gather": (lambda a: meshax.lax.all_gather(a, "i", tiled=True), P()),
+        "ppermute": (lambda a: meshax.lax.ppermute(a, "i", [(j, (j + 1) % 8) for j in range(8)]), P("i")),
+    }
+    body, out_spec = bodies[name]
+    f = meshax.jit(meshax.shard_map(body, mesh=mesh, in_specs=P("i"), out_specs=out_spec, check_vma=False))
+    kept, expected = [], []
+    for call in range(6):
+        data = np.full((8 * n,), float(call), np.float32) + np.repeat(np.arange(8, dtype=np.float32), n)
+        result = f(meshax.device_put(data, meshax.sharding.NamedSharding(mesh, P("i"))))
+        if call % 2 == 0:  # keep every other result (and a view of one shard) alive; drop the rest
+            kept.append((result, np.asarray(result.addressable_shards[0].data)))
+            expected.append(np.asarray(meshax.device_get(result)).copy())
+    for (result, shard_view), want in zip(kept, expected):
+        np.testing.assert_array_equal(np.asarray(meshax.device_get(result)), want)
+        np.testing.assert_array_equal(shard_view, np.asarray(result.addressable_shards[0].data))
