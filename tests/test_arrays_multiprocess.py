@@ -63,8 +63,9 @@ def test_device_put_onto_a_subset_of_devices(n, k):
     mesh_ids = ids[half:]
     data = np.arange(64, dtype=np.int32).reshape(8, 8)
     rows = 8 // half
+    holders = {i // STRIDE for i in mesh_ids}
     for p, lines in by_process.items():
-        seed_output = lines[:lines.index("END-OF-SEED-OUTPUT")]
+        *seed_output, result_line = lines[:lines.index("END-OF-SEED-OUTPUT")]
         expected = []
         if p == 0:
             expected += box([f"CPU {i}" for i in mesh_ids])
@@ -78,10 +79,17 @@ def test_device_put_onto_a_subset_of_devices(n, k):
                 text = f"device TFRT_CPU_{device_id} has local data {data[position * rows:(position + 1) * rows]}"
                 expected += text.splitlines()
         assert seed_output == expected, f"process {p}"
+        # The example's last line, jnp.sum(jnp.sin(x)): its value where this process holds part of the
+        # mesh (summation order may change the last digits), else the unreadable array.
+        prefix = f"process={p} got result: "
+        assert result_line.startswith(prefix), (p, result_line)
+        if p in holders:
+            assert float(result_line[len(prefix):]) == pytest.approx(float(np.sin(data).sum()), rel=1e-5)
+        else:
+            assert result_line == prefix + "Array(shape=(), dtype=float32)"
         assert checks(lines) == ["shards", "reading", "moved-back"]
         assert lines[-1] == "DONE"
     # Processes without devices in the mesh hold nothing (the seed's processes 0 and 1).
-    holders = {i // STRIDE for i in mesh_ids}
     for p, lines in by_process.items():
         assert any(line.startswith("device ") for line in lines) == (p in holders)
 
@@ -110,6 +118,19 @@ def test_program(program, n, k):
             assert "SKIP subset: one process" in lines
             wanted = [name for name in expected if name != "single-device-arrays-subset"]
         assert checks(lines) == wanted, f"process {p}: {lines[-10:]}"
+        assert lines[-1] == "DONE"
+
+
+@pytest.mark.parametrize("program", ["arr_pipeline.py", "arr_subset_put.py"])
+def test_example_programs_with_independently_started_processes(program):
+    """The programs that run an example (which calls initialize() without arguments) hand their
+    ADDRESS ID N arguments to it."""
+    wanted = PROGRAM_CHECKS.get(program, ["shards", "reading", "moved-back"])
+    results: list[Result] = run_independent(f"tests/programs/{program}", 2, 4, timeout=TIMEOUT)
+    for p, result in enumerate(results):
+        assert result.returncode == 0, f"process {p}: {result.stderr[-3000:]}"
+        lines = result.stdout.splitlines()
+        assert checks(lines) == wanted, f"process {p}"
         assert lines[-1] == "DONE"
 
 

@@ -1,9 +1,12 @@
-"""Shared by the arr_* programs: joining the job, reporting checks, the jnp stand-in.
+"""Shared by the arr_* programs: joining the job, running an example, reporting checks, the jnp stand-in.
 
 A program is started either by `meshax launch` (no arguments: the job is detected from the
 environment) or by hand as `program ADDRESS ID N` (tests/multiprocess.py run_independent).
 """
+import os
+import runpy
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -17,11 +20,32 @@ except ImportError:
     jnp = np
 
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def started_by_hand() -> bool:
+    """Whether the program was started as `program ADDRESS ID N`."""
+    return len(sys.argv) >= 4 and ":" in sys.argv[1]
+
+
 def init() -> None:
-    if len(sys.argv) >= 4 and ":" in sys.argv[1]:
+    if started_by_hand():
         meshax.distributed.initialize(sys.argv[1], int(sys.argv[3]), int(sys.argv[2]))
     else:
         meshax.distributed.initialize()
+
+
+def run_example(name: str) -> dict:
+    """Run examples/<name> as __main__ (it joins the job itself) and return its globals.
+
+    The examples call `distributed.initialize()` without arguments; when the program was started by
+    hand, its ADDRESS ID N arguments are handed over as the MESHAX_* variables that call reads.
+    """
+    if started_by_hand():
+        os.environ["MESHAX_COORDINATOR_ADDRESS"] = sys.argv[1]
+        os.environ["MESHAX_PROCESS_ID"] = sys.argv[2]
+        os.environ["MESHAX_NUM_PROCESSES"] = sys.argv[3]
+    return runpy.run_path(str(EXAMPLES / name), run_name="__main__")
 
 
 def say(*lines: str) -> None:

@@ -1,52 +1,18 @@
-"""The seed's "Transferring data across processes with jax.device_put": from the first half of the
-devices to the second half, then the microbatched pipeline loop, without jit (f and g are plain
-Python stand-ins: meshax has no jit here)."""
+"""The seed's "Transferring data across processes with jax.device_put" (examples/pipeline.py, run as is:
+stage f on the first half of the devices, device_put to the second half, stage g there), checked from
+the example's globals; then reshards back and forth and the seed's microbatched pipeline loop."""
 import numpy as np
 
 import meshax as jax
-from arr_common import check_shards, init, ok, say
+from arr_common import check_shards, ok, run_example, say
 from meshax.sharding import NamedSharding, PartitionSpec as P
 
-init()
-
-# ---- the seed's code (jax.jit dropped) -----------------------------------------------------------
-# Create a sharding that contains half of the global devices for the first
-# stage of the pipeline.
-num_devices = jax.device_count() // 2
-mesh_first_half = jax.make_mesh((num_devices,), ('a',),
-                                devices=jax.devices()[:num_devices],
-                                axis_types=(jax.sharding.AxisType.Explicit,))
-sharding_first_half = NamedSharding(mesh_first_half, P('a'))
-
-# Create a sharding that contains the other half of the devices.
-mesh_second_half = jax.make_mesh((num_devices,), ('a',),
-                                 devices=jax.devices()[num_devices:],
-                                 axis_types=(jax.sharding.AxisType.Explicit,))
-sharding_second_half = NamedSharding(mesh_second_half, P('a'))
-
-# Place the input data on the first mesh.
-data = np.arange(64).reshape((8, 8))
-x = jax.device_put(data, sharding_first_half)
-
-# `f` is the first stage of the pipeline.
-def f(x):
-  # Arbitrary JAX computation.
-  return x
-
-# `g` is the second stage of the pipeline
-def g(x):
-  # More JAX operations.
-  return x
-
-# Run the first stage on the first set of devices.
-y = f(x)
-
-# Transfer the data to the second set of devices.
-z = jax.device_put(y, sharding_second_half)
-
-# Run the second stage on the second set of devices.
-result = g(z)
-# ---- end ----------------------------------------------------------------------------------------
+example = run_example("pipeline.py")
+data, x, z, result = example["data"], example["x"], example["z"], example["result"]
+f, g = example["f"], example["g"]
+num_devices = example["num_devices"]
+mesh_first_half, mesh_second_half = example["mesh_first_half"], example["mesh_second_half"]
+sharding_second_half = example["sharding_second_half"]
 
 expected = data.astype(np.int32)
 check_shards(x, expected)

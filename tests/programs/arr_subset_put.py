@@ -1,39 +1,19 @@
-"""The seed's "Running on a subset of devices": device_put onto a mesh over the second half of the
-devices, written with `import meshax as jax`. Processes holding no device of the mesh hold nothing."""
+"""The seed's "Running on a subset of devices" (examples/subset_of_devices.py, run as is): device_put
+onto a mesh over the second half of the devices, then a reduction of it. Processes holding no device of
+the mesh hold nothing. The example's output comes first, then END-OF-SEED-OUTPUT and the checks."""
 import numpy as np
 
 import meshax as jax
-from arr_common import init, ok, say
+from arr_common import ok, run_example, say
 from meshax.sharding import NamedSharding, PartitionSpec as P
 
-init()
-
-# ---- the seed's code ----------------------------------------------------------------------------
-num_devices = jax.device_count() // 2
-mesh = jax.make_mesh((num_devices,), ('a',),
-                     devices=jax.devices()[num_devices:],
-                     axis_types=(jax.sharding.AxisType.Explicit,))
-sharding = NamedSharding(mesh, P('a'))
-
-data = np.arange(64).reshape((8, 8))
-x = jax.device_put(data, sharding)
-
-# inspect the sharding of the result
-if jax.process_index() == 0:
-  jax.debug.visualize_array_sharding(x)
-  print()
-  print(x.sharding)
-
-# inspect the data local to each host
-print(f"Devices attached to process {jax.process_index()}: {jax.local_devices()}")
-print(f"Addressable data for process {jax.process_index()}:")
-for shard in x.addressable_shards:
-  print(f"device {shard.device} has local data {shard.data}")
-# ---- end of the seed's code ---------------------------------------------------------------------
+example = run_example("subset_of_devices.py")
+data, x, result, num_devices = example["data"], example["x"], example["result"], example["num_devices"]
 
 say("END-OF-SEED-OUTPUT")
 here = jax.process_index()
 mine = [d for d in jax.devices()[num_devices:] if d.process_index == here]
+assert x.sharding == example["sharding"]
 assert [s.device for s in x.addressable_shards] == mine
 rows = 8 // num_devices
 for shard in x.addressable_shards:
@@ -55,6 +35,14 @@ else:
         assert "spans non-addressable (non process local) devices" in str(error)
     else:
         raise AssertionError("reading a value this process does not hold did not raise")
+# The example's jnp.sum(jnp.sin(x)): a scalar on the mesh's devices, readable where any of them is local.
+assert result.shape == () and result.dtype == np.float32
+assert result.sharding.device_set == set(jax.devices()[num_devices:])
+if mine:
+    np.testing.assert_allclose(np.asarray(result), np.sin(data.astype(np.float32)).sum(), rtol=1e-5)
+else:
+    assert result.addressable_shards == []
+    assert str(result) == "Array(shape=(), dtype=float32)", str(result)
 ok("reading")
 
 assert x.sharding.mesh.size == num_devices and not x.is_fully_replicated
