@@ -63,8 +63,8 @@ def test_toy_through_the_seeds_shell_loop(toy, n, k):
 NP_CHECKS = [
     "sum_axis0", "sum_axis1", "sum_all", "mean_var", "max_min_int", "matmul", "matmul_transposed", "einsum",
     "add_different_shardings", "elementwise_mixed", "where", "reshape_flat", "reshape_split", "transpose",
-    "concatenate", "slice", "integer_array", "boolean_mask", "at_add", "cumsum_sharded_axis", "cumsum_int",
-    "argmax_axis0", "argmax_all", "argmin_axis1", "softmax_sharded_axis", "jit", "uneven_sum", "uneven_elementwise",
+    "concatenate", "slice", "integer_array", "boolean_mask", "at_add", "at_set_uneven", "cumsum_sharded_axis",
+    "cumsum_int", "argmax_axis0", "argmax_all", "argmin_axis1", "softmax_sharded_axis", "jit", "uneven_sum", "uneven_elementwise",
 ]
 
 

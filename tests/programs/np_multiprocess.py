@@ -82,7 +82,13 @@ check("integer_array", x[np.array([7, 0, 3, 3])], X[np.array([7, 0, 3, 3])])
 check("boolean_mask", x[X > 0.5], X[X > 0.5])
 expected = X.copy()
 np.add.at(expected, (np.array([1, 1, 6]), 2), 10.0)
-check("at_add", x.at[np.array([1, 1, 6]), 2].add(10.0), expected)
+check("at_add", x.at[np.array([1, 1, 6]), 2].add(10.0), expected, P("a", "b"))
+U = rng.standard_normal((6, 5)).astype(np.float32)  # 6 rows over 4 devices along 'a': uneven blocks
+expected = U.copy()
+expected[np.array([5, 0, 2]), 1:4] = -1.0
+expected[::-2, 4] = 7.0
+updated = put(U, "a", "b").at[np.array([5, 0, 2]), 1:4].set(-1.0).at[::-2, 4].set(7.0)
+check("at_set_uneven", updated, expected, P("a", "b"))
 
 # scans and arg-reductions along sharded axes
 check("cumsum_sharded_axis", jnp.cumsum(x, axis=0), np.cumsum(X, axis=0), rtol=1e-4, atol=1e-4)
@@ -97,7 +103,6 @@ check("softmax_sharded_axis", nn.softmax(x, axis=0), softmax)
 check("jit", meshax.jit(lambda a, b: jnp.tanh(a @ b).sum(axis=0))(x, w), np.tanh(X @ W).sum(0))
 
 # uneven: 6 rows over 4 devices along 'a'
-U = rng.standard_normal((6, 5)).astype(np.float32)
 u = put(U, "a")
 check("uneven_sum", jnp.sum(u, axis=0), U.sum(0))
 check("uneven_elementwise", u * 2 + 1, U * 2 + 1)

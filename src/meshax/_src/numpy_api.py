@@ -1259,6 +1259,19 @@ def argwhere(a: ArrayLike, *, size: Any = None, fill_value: Any = None) -> Any:
     return stack(nonzero(a, size=size, fill_value=fill_value), axis=-1)
 
 
+def _update_positions(e: Any, size: int) -> Any:
+    """Integer update indices along a dimension of `size`: negatives wrapped, those still out of range set
+    to `size` (dropped by the scatter)."""
+    value = _lift(e) if _is_array(e) else np.asarray(e)
+    if not np.issubdtype(aval_of(value).dtype, np.integer):
+        raise IndexError(f"array indices must be integers or booleans; got dtype {aval_of(value).dtype}.")
+    if _is_array(value):
+        value = where(less(value, 0), add(value, size), value)
+        return where(logical_or(less(value, 0), greater_equal(value, size)), size, value)
+    value = np.where(value < 0, value + size, value)
+    return np.where((value < 0) | (value >= size), size, value)
+
+
 class _IndexUpdateHelper:
     """`x.at[idx]`: functional updates, as in JAX."""
 
@@ -1282,11 +1295,11 @@ class _IndexUpdateRef:
 
     def _scatter(self, values: Any, mode: str) -> Any:
         """As in JAX, updates at out-of-range indices are dropped: an out-of-range static integer drops the
-        whole update; out-of-range entries of index arrays are sent to an extra row that is cut off after."""
+        whole update; out-of-range entries of index arrays are set to the dimension's size, which the
+        scatter primitive drops. Slices go to the primitive as (start, stop, step) read as a range."""
         a = self.array
         entries = _normalize_index(self.index, a.ndim)
         arrays, index = [], []
-        widen: list[int] = []  # dimensions that get the extra row
         dim = 0
         for e in entries:
             if e is None:
@@ -1303,34 +1316,17 @@ class _IndexUpdateRef:
                 continue
             size = a.shape[dim]
             if _is_array_index(e):
-                value = _lift(e) if _is_array(e) else np.asarray(e)
-                if not np.issubdtype(aval_of(value).dtype, np.integer):
-                    raise IndexError(f"array indices must be integers or booleans; got dtype {aval_of(value).dtype}.")
-                if _is_array(value):
-                    value = where(less(value, 0), add(value, size), value)
-                    value = where(logical_or(less(value, 0), greater_equal(value, size)), size, value)
-                    widen.append(dim)
-                else:
-                    value = np.where(value < 0, value + size, value)
-                    if builtins.any(((value < 0) | (value >= size)).ravel()):
-                        value = np.where((value < 0) | (value >= size), size, value)
-                        widen.append(dim)
                 index.append("array")
-                arrays.append(value)
+                arrays.append(_update_positions(e, size))
             elif isinstance(e, (int, np.integer)):
                 if not -size <= int(e) < size:
                     return a  # nothing to update
                 index.append(int(e) % size)
             else:
-                index.append(e)
+                index.append(slice(*e.indices(size)))
             dim += 1
         values = _cast(_lift(values), a.dtype)
-        if not widen:
-            return P.scatter.bind(a, values, *arrays, index=tuple(index), mode=mode)
-        widths = [(0, 1) if d in widen else (0, 0) for d in range(a.ndim)]
-        wide = pad(a, widths)
-        updated = P.scatter.bind(wide, values, *arrays, index=tuple(index), mode=mode)
-        return updated[tuple(slice(0, n) for n in a.shape)]
+        return P.scatter.bind(a, values, *arrays, index=tuple(index), mode=mode)
 
     def set(self, values: Any, **_: Any) -> Any:
         return self._scatter(values, "set")

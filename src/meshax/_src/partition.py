@@ -135,11 +135,14 @@ def run_locally(primitive: Primitive, inputs: list[Array], params: dict[str, Any
     results: list[dict] = [dict() for _ in out_avals]
     done: dict[tuple[int, ...], list[np.ndarray]] = {}
     local_shapes = _local_shapes(mesh, out_avals, out_specs) if primitive.needs_local_shape else None
+    boxes = inputs[0].sharding.device_boxes(inputs[0].shape) if getattr(primitive, "needs_local_box", False) else None
     for device in local:
         buffers = [a.local_buffers()[device] for a in inputs]
         key = tuple(id(b) for b in buffers)
         if key not in done:
             extra = {"local_shapes": local_shapes[device]} if local_shapes else {}
+            if boxes is not None:
+                extra["local_box"] = boxes[device]
             value = primitive.impl(*buffers, **params, **extra)
             done[key] = list(value) if primitive.multiple_results else [value]
         for slot, value in zip(results, done[key]):

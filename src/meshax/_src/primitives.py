@@ -18,9 +18,13 @@ from .core import Primitive, ShapedArray
 
 
 def _define(name: str, impl: Callable[..., Any], abstract_eval: Callable[..., Any], rule: Callable[..., Any],
-            multiple_results: bool = False, needs_local_shape: bool = False) -> Primitive:
+            multiple_results: bool = False, needs_local_shape: bool = False, needs_local_box: bool = False
+            ) -> Primitive:
+    """A primitive; `needs_local_box`: its impl gets `local_box=`, the block of its first input that the device
+    holds, in global coordinates (None inside shard_map, where blocks are whole arrays)."""
     primitive = Primitive(name, impl, abstract_eval, rule, multiple_results)
     primitive.needs_local_shape = needs_local_shape
+    primitive.needs_local_box = needs_local_box
     primitive.eager = None
     return primitive
 
@@ -388,19 +392,68 @@ def _gather_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, o
 gather = _define("gather", _gather_impl, lambda x, *ix, index: _gather_aval(x, *ix, index=index), _gather_rule)
 
 
-def _scatter_impl(x: np.ndarray, y: np.ndarray, *indices: np.ndarray, index: tuple[Any, ...], mode: str) -> np.ndarray:
+def _scatter_impl(x: np.ndarray, y: np.ndarray, *indices: np.ndarray, index: tuple[Any, ...], mode: str,
+                  local_box: Any = None) -> np.ndarray:
+    """x[index] updated with y, where x is the block `local_box` (global coordinates; the whole array when
+    None) of the operand: only the updates that land in the block are applied, at local coordinates.
+    Slices are canonical (start, stop, step) triples read as ranges; indices outside the block are dropped."""
+    box = local_box if local_box is not None else tuple((0, n) for n in x.shape)
+    coordinates, target = _scatter_coordinates(index, indices)
+    y = np.broadcast_to(y, target)
+    inside = np.ones(target, np.bool_)
+    for c, (start, stop) in zip(coordinates, box):
+        inside &= (c >= start) & (c < stop)
     out = np.array(x, copy=True)
-    it = iter(indices)
-    filled = tuple(next(it) if entry == "array" else entry for entry in index)
+    updates = y[inside]
+    # through a leading axis of size 1, so that a 0-d operand is indexed by arrays too
+    where = (np.zeros(len(updates), np.intp),) + tuple(c[inside] - start for c, (start, _) in zip(coordinates, box))
     if mode == "set":
-        out[filled] = y
+        out[np.newaxis][where] = updates
     else:
-        {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}[mode].at(out, filled, y)
+        {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}[mode].at(
+            out[np.newaxis], where, updates)
     return out
 
 
-scatter = _define("scatter", _scatter_impl, lambda x, y, *ix, index, mode: x,
-                  lambda specs, avals, **p: rules.replicate_all(specs, avals, p["out_ndims"]))
+def _scatter_coordinates(index: tuple[Any, ...], indices: Sequence[np.ndarray]
+                         ) -> tuple[list[np.ndarray], tuple[int, ...]]:
+    """For every element of the indexed region (of the shape x[index] has), its global coordinate along each
+    dimension of x; and that shape. Indexing a small stand-in array with the same kinds of entries keeps
+    NumPy's placement of array-indexed dimensions."""
+    values: list[np.ndarray] = []  # per dimension of x: the coordinates its entry selects
+    stand_in: list[Any] = []  # the entry, rewritten to index `values`
+    arrays = iter(indices)
+    for entry in index:
+        if entry is None:
+            stand_in.append(None)
+        elif isinstance(entry, slice):
+            values.append(np.arange(entry.start, entry.stop, entry.step))
+            stand_in.append(slice(None))
+        elif isinstance(entry, str):  # "array"
+            array = next(arrays)
+            for dim_index in (np.nonzero(array) if array.dtype == np.bool_ else (array,)):
+                low = int(dim_index.min()) if dim_index.size else 0
+                values.append(np.arange(low, int(dim_index.max()) + 1 if dim_index.size else 1))
+                stand_in.append(dim_index - low)
+        else:
+            values.append(np.array([entry]))
+            stand_in.append(0)
+    shape = tuple(len(v) for v in values)
+    coordinates = []
+    for d, v in enumerate(values):
+        grid = np.broadcast_to(v.reshape([-1 if i == d else 1 for i in range(len(values))]), shape)
+        coordinates.append(np.asarray(grid[tuple(stand_in)]))
+    target = coordinates[0].shape if coordinates else ()
+    return coordinates, target
+
+
+def _scatter_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], **_: Any) -> rules.Layout:
+    """The operand keeps its layout (each device applies the updates that land in its block); the updates
+    and index arrays are whole on every device."""
+    return rules.Layout([specs[0]] + [rules.replicated(a.ndim) for a in avals[1:]], [specs[0]])
+
+
+scatter = _define("scatter", _scatter_impl, lambda x, y, *ix, index, mode: x, _scatter_rule, needs_local_box=True)
 
 
 def _iota_impl(*, shape: tuple[int, ...], dtype: np.dtype, dimension: int, local_shapes: Any) -> np.ndarray:
