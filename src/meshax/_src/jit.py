@@ -73,10 +73,10 @@ class Jitted:
         leaves, structure = self._flatten(dynamic_args, dynamic_kwargs)
         key = (structure, tuple(_signature_of(x) for x in leaves), static_positional, static_named)
         try:
-            hash(key)
+            known = key in self._cache
         except TypeError as error:
             raise ValueError(f"jit: static arguments must be hashable ({error}); pass them as static_argnums.") from None
-        if key not in self._cache:
+        if not known:
             self._cache[key] = self._trace(structure, leaves, static_positional, static_named)
         return key, leaves
 
@@ -88,9 +88,11 @@ class Jitted:
         """Evaluate the program traced for `key`. Host values it returns (constants, inputs passed through) become
         Arrays replicated over the mesh the call runs on, as jax.jit returns them."""
         jaxpr, out_structure = self._cache[key]
-        mesh = choose_mesh(leaves)
-        committed = any(isinstance(x, Array) and x.committed for x in leaves)
-        outputs = [_as_output(value, mesh, committed) for value in eval_jaxpr(jaxpr, leaves)]
+        outputs = eval_jaxpr(jaxpr, leaves)
+        if not all(isinstance(value, Array) for value in outputs):
+            mesh = choose_mesh(leaves)
+            committed = any(isinstance(x, Array) and x.committed for x in leaves)
+            outputs = [_as_output(value, mesh, committed) for value in outputs]
         outputs = tree_unflatten(out_structure, outputs)
         if self.out_shardings is not None:
             outputs = _apply_shardings(outputs, self.out_shardings)
