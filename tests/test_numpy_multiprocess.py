@@ -4,10 +4,11 @@
   1x8, 2x4 and 4x2 (processes x devices per process), through `meshax launch` and through the
   seeds' shell loop of independent processes; each run uses a copy of the program on a free port.
   Every process must print `process=i got result: -0.12398731708526611`.
-* tests/programs/np_multiprocess.py: a dozen operations on arrays spanning processes (sums over
+* tests/programs/np_multiprocess.py: some thirty operations on arrays spanning processes (sums over
   sharded axes, P('a','b') @ P('b',None) -> P('a',), elementwise on different shardings, reshape,
-  transpose, indexing, cumsum and argmax along sharded axes, softmax, jit, uneven shards), each
-  checked on every process against NumPy through process_allgather.
+  transpose, concatenate and stack, indexing and updates, cumsum, sort and argmax along sharded
+  axes, softmax, jit, uneven shards), each checked on every process against NumPy through
+  process_allgather, some with the result's sharding.
 """
 from __future__ import annotations
 
@@ -63,8 +64,8 @@ def test_toy_through_the_seeds_shell_loop(toy, n, k):
 NP_CHECKS = [
     "sum_axis0", "sum_axis1", "sum_all", "mean_var", "max_min_int", "matmul", "matmul_transposed", "einsum",
     "add_different_shardings", "elementwise_mixed", "where", "reshape_flat", "reshape_split", "transpose",
-    "concatenate", "slice", "integer_array", "boolean_mask", "at_add", "at_set_uneven", "cumsum_sharded_axis",
-    "cumsum_int", "argmax_axis0", "argmax_all", "argmin_axis1", "softmax_sharded_axis", "jit", "uneven_sum", "uneven_elementwise",
+    "concatenate", "concatenate_kept", "stack_kept", "slice", "integer_array", "boolean_mask", "at_add",
+    "at_set_uneven", "cumsum_sharded_axis", "sort_sharded_axis", "cumsum_int", "argmax_axis0", "argmax_all", "argmin_axis1", "softmax_sharded_axis", "jit", "uneven_sum", "uneven_elementwise",
 ]
 
 

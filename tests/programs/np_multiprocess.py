@@ -1,4 +1,4 @@
-"""meshax.numpy on arrays that span processes: a dozen operations, each checked on every process
+"""meshax.numpy on arrays that span processes: some thirty operations, each checked on every process
 against NumPy through process_allgather. Prints `CHECK name` after each check, and `DIGEST name hex`
 (a hash of the gathered value) so that the test can see that every process got the same result.
 
@@ -71,10 +71,12 @@ check("elementwise_mixed", jnp.sin(x) * i + 2 - Y, np.sin(X) * I.astype(np.float
 check("where", jnp.where(x > 0, x, y * 2), np.where(X > 0, X, Y * 2))
 
 # shape ops
-check("reshape_flat", jnp.reshape(x, (-1,)), X.reshape(-1))
+check("reshape_flat", jnp.reshape(x, (-1,)), X.reshape(-1), P("a"))
 check("reshape_split", x.reshape(2, 4, 8), X.reshape(2, 4, 8))
 check("transpose", x.T, X.T, P("b", "a"))
 check("concatenate", jnp.concatenate([x, y], axis=1), np.concatenate([X, Y], axis=1))
+check("concatenate_kept", jnp.concatenate([x, x * 2], axis=0), np.concatenate([X, X * 2], axis=0), P("a", "b"))
+check("stack_kept", jnp.stack([x, y.T]), np.stack([X, Y.T]), P(None, "a", "b"))
 
 # indexing
 check("slice", x[1:6, ::-1], X[1:6, ::-1])
@@ -91,7 +93,8 @@ updated = put(U, "a", "b").at[np.array([5, 0, 2]), 1:4].set(-1.0).at[::-2, 4].se
 check("at_set_uneven", updated, expected, P("a", "b"))
 
 # scans and arg-reductions along sharded axes
-check("cumsum_sharded_axis", jnp.cumsum(x, axis=0), np.cumsum(X, axis=0), rtol=1e-4, atol=1e-4)
+check("cumsum_sharded_axis", jnp.cumsum(x, axis=0), np.cumsum(X, axis=0), P("a", "b"), rtol=1e-4, atol=1e-4)
+check("sort_sharded_axis", jnp.sort(x, axis=0), np.sort(X, axis=0), P("a", "b"))
 check("cumsum_int", jnp.cumsum(i, axis=1), np.cumsum(I, axis=1).astype(np.int32))
 check("argmax_axis0", jnp.argmax(x, axis=0), X.argmax(0).astype(np.int32))
 check("argmax_all", jnp.argmax(y), np.int32(Y.argmax()))

@@ -16,7 +16,7 @@ from .array import Array, read_only
 from .collectives import allreduce_devices
 from .core import Primitive, ShapedArray, Trace, aval_of, set_eager_trace
 from .mesh import AxisType, Mesh
-from .rules import Spec, replicated
+from .rules import Spec, fit, replicated
 from .sharding import NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding
 from .transfer import from_host, reshard
 
@@ -110,9 +110,23 @@ class EagerTrace(Trace):
             _make_output(aval, sharding_for(mesh, spec), buffers, committed)
             for aval, spec, buffers in zip(out_avals, layout.out_specs, results)
         ]
+        if layout.result_specs is not None:
+            outputs = [_moved(o, mesh, spec) for o, spec in zip(outputs, layout.result_specs)]
         if out_sharding is not None:
             outputs = [reshard(o, NamedSharding(mesh, out_sharding)) for o in outputs]
         return outputs if primitive.multiple_results else outputs[0]
+
+
+def _moved(output: Array, mesh: Mesh, spec: Spec) -> Array:
+    """`output` laid out as `spec`, each entry cut to the axes that split its dimension evenly (a local cut
+    when it only splits what was replicated), as committed as before."""
+    spec = tuple(fit(entry, size, dict(mesh.shape)) for entry, size in zip(spec, output.shape))
+    target = sharding_for(mesh, spec)
+    if target == output.sharding:
+        return output
+    moved = reshard(output, target)
+    moved.committed = output.committed
+    return moved
 
 
 def _refuse_ambiguous_explicit(primitive: Primitive, mesh: Mesh, reduce_axes: Sequence[str]) -> None:

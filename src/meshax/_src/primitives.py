@@ -355,8 +355,11 @@ def _concatenate_aval(*xs: ShapedArray, axis: int) -> ShapedArray:
 
 
 def _concatenate_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, axis: int, **_: Any) -> rules.Layout:
-    first = rules.unshard_dims(specs[0], [axis])
-    return rules.Layout([first] * len(avals), [first])
+    """Each dimension keeps the split its inputs agree on (inputs not split along it do not count; a
+    disagreement leaves it whole). The joined dimension is joined whole on each device, then cut."""
+    agreed = rules.agreed_spec(specs)
+    inputs = rules.unshard_dims(agreed, [axis])
+    return rules.Layout([inputs] * len(avals), [inputs], result_specs=[agreed])
 
 
 concatenate = _define("concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis), _concatenate_aval,

@@ -3,7 +3,10 @@
 A spec here is a tuple with one entry per array dimension, each a tuple of mesh axis
 names (empty: not split). A rule gets the specs the inputs have now and returns a
 Layout: the specs the inputs must have for a purely local computation, the outputs'
-specs, and the mesh axes over which the local results must then be reduced.
+specs, the mesh axes over which the local results must then be reduced, and where
+the outputs finally go when that is not where they were computed (e.g. a sort keeps
+its sorted dimension split: it is sorted whole on each device, then each device keeps
+its block).
 """
 from __future__ import annotations
 
@@ -21,6 +24,19 @@ class Layout:
     out_specs: list[Spec]
     reduce_axes: tuple[str, ...] = ()
     reduce_op: str = "sum"
+    # where the outputs go after the computation (each entry cut to the axes that split its dimension evenly);
+    # None: they stay as out_specs
+    result_specs: list[Spec] | None = None
+
+
+def fit(entry: tuple[str, ...], size: int, mesh_shape: dict[str, int]) -> tuple[str, ...]:
+    """The longest leading part of `entry` whose axes split `size` evenly (as JAX requires of a result)."""
+    parts = 1
+    for i, name in enumerate(entry):
+        parts *= mesh_shape[name]
+        if size % parts:
+            return entry[:i]
+    return entry
 
 
 def replicated(ndim: int) -> Spec:
@@ -66,6 +82,20 @@ def elementwise(specs: Sequence[Spec], avals: Sequence[ShapedArray], **_: Any) -
     return Layout(in_specs, [out_spec])
 
 
+def agreed_spec(specs: Sequence[Spec]) -> Spec:
+    """Per dimension, the split that every input split along it has (unsplit when they differ); an axis
+    already used by an earlier dimension is not used again."""
+    out: list[tuple[str, ...]] = []
+    taken: set[str] = set()
+    for entries in zip(*specs):
+        split = {entry for entry in entries if entry}
+        entry = split.pop() if len(split) == 1 else ()
+        entry = () if set(entry) & taken else entry
+        taken |= set(entry)
+        out.append(entry)
+    return tuple(out)
+
+
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     ndim = max((len(s) for s in shapes), default=0)
     result = []
@@ -96,15 +126,17 @@ def reduction(op: str):
     return rule
 
 
-def along_axes(axes_param: str = "axes", keep_rank: bool = True):
-    """Ops that need whole dimensions `axes` on every device (cumsum, sort, flip, slicing...)."""
+def along_axes(axes_param: str = "axes"):
+    """Ops that need whole dimensions `axes` on every device (cumsum, sort, flip, pad...); the result keeps
+    the input's split of those dimensions where it divides the result evenly, as JAX's does."""
 
-    def rule(specs: Sequence[Spec], avals: Sequence[ShapedArray], **params: Any) -> Layout:
+    def rule(specs: Sequence[Spec], avals: Sequence[ShapedArray], *, mesh_shape: dict[str, int],
+             out_ndims: Sequence[int], **params: Any) -> Layout:
         axes = params[axes_param]
         axes = (axes,) if isinstance(axes, int) else tuple(axes)
         spec = unshard_dims(specs[0], [a % max(avals[0].ndim, 1) for a in axes]) if avals[0].ndim else ()
         others = [replicated(a.ndim) for a in avals[1:]]
-        return Layout([spec] + others, [spec])
+        return Layout([spec] + others, [spec], result_specs=[specs[0]] * len(out_ndims))
 
     return rule
 
@@ -139,25 +171,57 @@ def broadcast_in_dim(specs: Sequence[Spec], avals: Sequence[ShapedArray], *, sha
 
 def reshape(specs: Sequence[Spec], avals: Sequence[ShapedArray], *, new_sizes: tuple[int, ...],
             mesh_shape: dict[str, int], **_: Any) -> Layout:
-    """Keep a split when its dimension leads a group of merged/split dimensions and stays divisible."""
+    """Per group of merged/split dimensions: keep the splits that make each device's block one contiguous
+    run of the group's row-major elements, and lay that run out over the new dimensions."""
     old = avals[0].shape
-    spec = specs[0]
-    groups = _reshape_groups(old, new_sizes)
     keep = list(replicated(len(old)))
     out = [()] * len(new_sizes)
-    for old_dims, new_dims in groups:
-        if not old_dims or not new_dims:
-            continue
-        first_old, first_new = old_dims[0], new_dims[0]
-        entry = spec[first_old]
-        if entry and all(not spec[d] for d in old_dims[1:]):
-            parts = 1
-            for name in entry:
-                parts *= mesh_shape[name]
-            if new_sizes[first_new] % parts == 0 and old[first_old] % parts == 0:
-                keep[first_old] = entry
-                out[first_new] = entry
+    if 0 in old:
+        return Layout([tuple(keep)], [tuple(out)])
+    for old_dims, new_dims in _reshape_groups(old, new_sizes):
+        chain = _contiguous_chain([old[d] for d in old_dims], [specs[0][d] for d in old_dims], mesh_shape)
+        for length in range(len(chain), -1, -1):
+            placed = _place_chain([a for _, a in chain[:length]], [new_sizes[d] for d in new_dims], mesh_shape)
+            if placed is not None:
+                break
+        for i, name in chain[:length]:
+            keep[old_dims[i]] += (name,)
+        for j, entry in enumerate(placed):
+            out[new_dims[j]] = entry
     return Layout([tuple(keep)], [tuple(out)])
+
+
+def _contiguous_chain(sizes: Sequence[int], spec: Sequence[tuple[str, ...]], mesh_shape: dict[str, int]
+                      ) -> list[tuple[int, str]]:
+    """The (dimension, axis) splits, in order, under which every block is one contiguous run of elements:
+    leading dimensions split into single rows, then one split evenly, the rest whole."""
+    chain: list[tuple[int, str]] = []
+    for i, (size, entry) in enumerate(zip(sizes, spec)):
+        parts = 1
+        for name in entry:
+            if size % (parts * mesh_shape[name]):
+                return chain
+            parts *= mesh_shape[name]
+            chain.append((i, name))
+        if parts != size:
+            return chain
+    return chain
+
+
+def _place_chain(axes: Sequence[str], sizes: Sequence[int], mesh_shape: dict[str, int]
+                 ) -> list[tuple[str, ...]] | None:
+    """Split dimensions of `sizes` over `axes` in order, each wholly before the next one is split; None if
+    the axes do not fit so."""
+    placed: list[tuple[str, ...]] = [() for _ in sizes]
+    remaining = list(axes)
+    for j, size in enumerate(sizes):
+        parts = 1
+        while remaining and size % (parts * mesh_shape[remaining[0]]) == 0:
+            parts *= mesh_shape[remaining[0]]
+            placed[j] += (remaining.pop(0),)
+        if parts != size:
+            break
+    return None if remaining else placed
 
 
 def _reshape_groups(old: Sequence[int], new: Sequence[int]) -> list[tuple[list[int], list[int]]]:
