@@ -634,6 +634,21 @@ def test_contraction_bad_out_sharding():
         jnp.tensordot(X, X.T, axes=1, out_sharding=P(None, None, "x"))
 
 
+def test_contraction_bare_spec_needs_a_mesh():
+    """Host operands and no mesh in use: a PartitionSpec naming axes has no mesh to be read on."""
+    a = np.ones((4, 4), np.float32)
+    calls = [lambda: jnp.matmul(a, a, out_sharding=P("x")), lambda: jnp.dot(jnp.asarray(a), a, out_sharding=P("x")),
+             lambda: jnp.einsum("ij,jk->ik", a, a, out_sharding=P(None, "x")),
+             lambda: meshax.jit(lambda u: jnp.matmul(u, u, out_sharding=P("x")))(a)]
+    for call in calls:
+        with raises(ValueError, "out_sharding", "mesh", "use_mesh", "NamedSharding") as info:
+            call()
+        assert "_single" not in str(info.value)
+    assert jnp.matmul(a, a, out_sharding=P()).shape == (4, 4)
+    with meshax.sharding.use_mesh(MESH):
+        assert jnp.matmul(a, a, out_sharding=P("x")).sharding == ROWS
+
+
 # ---- NaN and inf pass through unharmed -------------------------------------------------------------------------------
 
 

@@ -101,6 +101,8 @@ class EagerTrace(Trace):
         out_sharding = params.get("out_sharding")
         if out_sharding is None:
             _refuse_ambiguous_explicit(primitive, mesh, layout.reduce_axes)
+        else:
+            _refuse_spec_without_mesh(primitive, mesh, out_sharding)
         inputs = [place(a, mesh, s, v) for a, s, v in zip(args, layout.in_specs, avals)]
         results = run_locally(primitive, inputs, params, mesh, out_avals, layout.out_specs)
         if layout.reduce_axes:
@@ -127,6 +129,16 @@ def _moved(output: Array, mesh: Mesh, spec: Spec) -> Array:
     moved = reshard(output, target)
     moved.committed = output.committed
     return moved
+
+
+def _refuse_spec_without_mesh(primitive: Primitive, mesh: Mesh, out_sharding: PartitionSpec) -> None:
+    """A bare PartitionSpec naming mesh axes needs a mesh: none of the operands is on one here."""
+    if mesh.axis_names == (SINGLE_AXIS,) and any(out_sharding.normalized()):
+        raise ValueError(
+            f"{primitive.name}: out_sharding={out_sharding!r} names mesh axes, but there is no mesh to read it on: "
+            "no operand is an Array on a mesh and no mesh is in use. Use it inside `with "
+            "meshax.sharding.use_mesh(mesh):`, or pass NamedSharding(mesh, spec)."
+        )
 
 
 def _refuse_ambiguous_explicit(primitive: Primitive, mesh: Mesh, reduce_axes: Sequence[str]) -> None:
