@@ -64,8 +64,9 @@ def test_toy_through_the_seeds_shell_loop(toy, n, k):
 NP_CHECKS = [
     "sum_axis0", "sum_axis1", "sum_all", "mean_var", "max_min_int", "matmul", "matmul_transposed", "einsum",
     "add_different_shardings", "elementwise_mixed", "where", "reshape_flat", "reshape_split", "transpose",
-    "concatenate", "concatenate_kept", "stack_kept", "slice", "integer_array", "boolean_mask", "at_add",
-    "at_set_uneven", "cumsum_sharded_axis", "sort_sharded_axis", "cumsum_int", "argmax_axis0", "argmax_all", "argmin_axis1", "softmax_sharded_axis", "jit", "uneven_sum", "uneven_elementwise",
+    "concatenate", "concatenate_kept", "stack_kept", "slice", "slice_kept", "integer_array", "take_columns",
+    "boolean_mask", "at_add", "at_set_uneven", "cumsum_sharded_axis", "sort_sharded_axis", "cumsum_int",
+    "argmax_axis0", "argmax_all", "argmin_axis1", "softmax_sharded_axis", "jit", "uneven_sum", "uneven_elementwise",
 ]
 
 

@@ -79,8 +79,11 @@ check("concatenate_kept", jnp.concatenate([x, x * 2], axis=0), np.concatenate([X
 check("stack_kept", jnp.stack([x, y.T]), np.stack([X, Y.T]), P(None, "a", "b"))
 
 # indexing
-check("slice", x[1:6, ::-1], X[1:6, ::-1])
-check("integer_array", x[np.array([7, 0, 3, 3])], X[np.array([7, 0, 3, 3])])
+check("slice", x[1:6, ::-1], X[1:6, ::-1], P(None, "b"))
+check("slice_kept", x[::2, 2:6], X[::2, 2:6], P("a", "b"))
+check("integer_array", x[np.array([7, 0, 3, 3])], X[np.array([7, 0, 3, 3])], P(None, "b"))
+expected = np.concatenate([X[:, [7, 0]], np.full((8, 1), np.nan, np.float32)], axis=1)  # 9 is out of range: filled
+check("take_columns", jnp.take(x, np.array([7, 0, 9]), axis=1), expected, P("a"))
 check("boolean_mask", x[X > 0.5], X[X > 0.5])
 expected = X.copy()
 np.add.at(expected, (np.array([1, 1, 6]), 2), 10.0)

@@ -298,23 +298,30 @@ def _indexed_shape(shape: tuple[int, ...], index: tuple[Any, ...]) -> tuple[int,
 
 def _slice_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, index: tuple[Any, ...],
                 **_: Any) -> rules.Layout:
-    """Basic indexing: dimensions cut by a partial slice or an integer must be whole; None adds a dimension."""
+    """Basic indexing: dimensions cut by a partial slice or an integer are whole on each device; a partially
+    sliced one is split again afterwards as the input was. None adds a dimension. An empty result is
+    replicated, as JAX's is."""
     spec, shape = list(specs[0]), avals[0].shape
     out: list[tuple[str, ...]] = []
+    result: list[tuple[str, ...]] = []
     dim = 0
     for entry in index:
         if entry is None:
             out.append(())
+            result.append(())
             continue
-        if isinstance(entry, slice) and entry.indices(shape[dim]) == (0, shape[dim], 1):
-            out.append(spec[dim])
-        else:
+        whole = isinstance(entry, slice) and entry.indices(shape[dim]) == (0, shape[dim], 1)
+        if isinstance(entry, slice):
+            out.append(spec[dim] if whole else ())
+            result.append(spec[dim])
+        if not whole:
             spec[dim] = ()
-            if isinstance(entry, slice):
-                out.append(())
         dim += 1
     out.extend(spec[dim:])
-    return rules.Layout([tuple(spec)], [tuple(out)])
+    result.extend(spec[dim:])
+    if 0 in _indexed_shape(shape, index):
+        result = list(rules.replicated(len(out)))
+    return rules.Layout([tuple(spec)], [tuple(out)], result_specs=[tuple(result)])
 
 
 static_slice = _define("slice", lambda x, *, index: x[index], _slice_aval, _slice_rule)
@@ -387,9 +394,30 @@ def _clip_index(i: np.ndarray, size: int) -> np.ndarray:
     return np.clip(i, 0, max(size - 1, 0))
 
 
-def _gather_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, out_ndims: Sequence[int],
+def _gather_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, index: tuple[Any, ...],
                  **_: Any) -> rules.Layout:
-    return rules.replicate_all(specs, avals, out_ndims)
+    """Dimensions taken whole by a slice keep their split; the index arrays are whole on each device, and so
+    are the dimensions they or integers index; partially sliced ones are split again afterwards."""
+    x, arrays = avals[0], avals[1:]
+    spec = [entry if isinstance(i, slice) and i.indices(n) == (0, n, 1) else ()
+            for entry, i, n in zip(specs[0], index, x.shape)]
+    sources = _gather_sources(index, len(rules.broadcast_shapes(*[a.shape for a in arrays])) if arrays else 0)
+    out = tuple(() if d is None else spec[d] for d in sources)
+    result = tuple(() if d is None else specs[0][d] for d in sources)
+    return rules.Layout([tuple(spec)] + [rules.replicated(a.ndim) for a in arrays], [out], result_specs=[result])
+
+
+def _gather_sources(index: tuple[Any, ...], array_ndim: int) -> list[int | None]:
+    """For each dimension of x[index], the dimension of x it comes from (None: from the index arrays), by
+    NumPy's rule: the arrays' dimensions (integers count as arrays when there are some) replace the first
+    indexed dimension if the indexed dimensions are adjacent, else they come first."""
+    if "array" not in index:
+        return [d for d, i in enumerate(index) if isinstance(i, slice)]
+    advanced = [d for d, i in enumerate(index) if not isinstance(i, slice)]
+    sliced = [d for d, i in enumerate(index) if isinstance(i, slice)]
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    at = sum(1 for d in sliced if d < advanced[0]) if adjacent else 0
+    return sliced[:at] + [None] * array_ndim + sliced[at:]
 
 
 gather = _define("gather", _gather_impl, lambda x, *ix, index: _gather_aval(x, *ix, index=index), _gather_rule)
