@@ -55,23 +55,17 @@ def unshard_dims(spec: Spec, dims: Sequence[int]) -> Spec:
 # ---- elementwise --------------------------------------------------------------------------------
 
 def elementwise(specs: Sequence[Spec], avals: Sequence[ShapedArray], **_: Any) -> Layout:
-    """Broadcasting n-ary op: take each output dimension's split from the largest operand that has it."""
+    """Broadcasting n-ary op: each output dimension keeps the split its full-size operands agree on (as
+    JAX's does; operands unsplit there or broadcast along it do not count, a disagreement leaves it whole)."""
     ndim = max((a.ndim for a in avals), default=0)
     out_shape = broadcast_shapes(*[a.shape for a in avals])
-    order = sorted(range(len(avals)), key=lambda i: -avals[i].size)
-    out: list[tuple[str, ...]] = [()] * ndim
-    taken: set[str] = set()
-    for dim in range(ndim):
-        for i in order:
-            offset = ndim - avals[i].ndim
-            if dim < offset or avals[i].shape[dim - offset] != out_shape[dim] or out_shape[dim] == 1:
-                continue
-            entry = specs[i][dim - offset]
-            if entry and not (set(entry) & taken):
-                out[dim] = entry
-                taken |= set(entry)
-                break  # the largest operand split along this dimension decides; unsplit ones do not
-    out_spec = tuple(out)
+    aligned = []
+    for spec, aval in zip(specs, avals):
+        offset = ndim - aval.ndim
+        aligned.append(tuple(
+            spec[dim - offset] if dim >= offset and aval.shape[dim - offset] == out_shape[dim] != 1 else ()
+            for dim in range(ndim)))
+    out_spec = agreed_spec(aligned)
     in_specs = []
     for aval in avals:
         offset = ndim - aval.ndim
@@ -83,13 +77,13 @@ def elementwise(specs: Sequence[Spec], avals: Sequence[ShapedArray], **_: Any) -
 
 
 def agreed_spec(specs: Sequence[Spec]) -> Spec:
-    """Per dimension, the split that every input split along it has (unsplit when they differ); an axis
-    already used by an earlier dimension is not used again."""
+    """Per dimension, the split the inputs split along it agree on: the longest, when the others are leading
+    parts of it; else none. An axis already used by an earlier dimension is not used again."""
     out: list[tuple[str, ...]] = []
     taken: set[str] = set()
     for entries in zip(*specs):
-        split = {entry for entry in entries if entry}
-        entry = split.pop() if len(split) == 1 else ()
+        longest = max(entries, key=len, default=())
+        entry = longest if all(longest[:len(e)] == e for e in entries) else ()
         entry = () if set(entry) & taken else entry
         taken |= set(entry)
         out.append(entry)
