@@ -32,6 +32,11 @@ def meshes(shape, names, order):
     return ours, theirs
 
 
+def group_size(shape, names, axes):
+    """How many devices a collective over `axes` combines."""
+    return int(np.prod([dict(zip(names, shape))[a] for a in axes]))
+
+
 def both(body_ours, body_jax, shape, names, order, in_spec, out_spec, value):
     ours_mesh, jax_mesh = meshes(shape, names, order)
     ours = meshax.jit(meshax.shard_map(body_ours, mesh=ours_mesh, in_specs=P(*in_spec), out_specs=P(*out_spec)))
@@ -85,7 +90,7 @@ def test_all_gather(shape, names, order, axes, tiled, axis):
 @pytest.mark.parametrize("shape,names,order,axes", CASES, ids=IDS)
 @pytest.mark.parametrize("tiled", [False, True])
 def test_psum_scatter(shape, names, order, axes, tiled):
-    n = int(np.prod([dict(zip(names, shape))[a] for a in axes]))
+    n = group_size(shape, names, axes)
     value = np.random.default_rng(3).standard_normal((int(np.prod(shape)) * n, 3)).astype(np.float32)
     spec = spec_over_all(names)
     ours, theirs = both(lambda x: meshax.lax.psum_scatter(x, axes, scatter_dimension=0, tiled=tiled),
@@ -96,7 +101,7 @@ def test_psum_scatter(shape, names, order, axes, tiled):
 
 @pytest.mark.parametrize("shape,names,order,axes", CASES, ids=IDS)
 def test_ppermute(shape, names, order, axes):
-    n = int(np.prod([dict(zip(names, shape))[a] for a in axes]))
+    n = group_size(shape, names, axes)
     rng = random.Random(n)
     targets = list(range(n))
     rng.shuffle(targets)
@@ -111,7 +116,7 @@ def test_ppermute(shape, names, order, axes):
 @pytest.mark.parametrize("shape,names,order,axes", CASES, ids=IDS)
 @pytest.mark.parametrize("tiled", [False, True])
 def test_all_to_all(shape, names, order, axes, tiled):
-    n = int(np.prod([dict(zip(names, shape))[a] for a in axes]))
+    n = group_size(shape, names, axes)
     value = np.random.default_rng(5).standard_normal((int(np.prod(shape)) * n, 2 * n)).astype(np.float32)
     spec = spec_over_all(names)
     if tiled:
