@@ -50,6 +50,7 @@ class Primitive:
         self.sharding_rule = sharding_rule
         self.multiple_results = multiple_results
         self.needs_local_shape = False  # impl gets `local_shapes=` (its outputs' shard shapes)
+        self.needs_local_box = False  # impl gets `local_box=` (its first input's block on the device)
         self.eager: Callable[..., Any] | None = None  # replaces partitioned execution outside traces
         # replaces device-by-device evaluation inside shard_map: device_impl(device_trace, *args, **params)
         self.device_impl: Callable[..., Any] | None = None

@@ -161,7 +161,7 @@ def run_locally(primitive: Primitive, inputs: list[Array], params: dict[str, Any
     results: list[dict] = [dict() for _ in out_avals]
     done: dict[tuple[int, ...], list[np.ndarray]] = {}
     local_shapes = _local_shapes(mesh, out_avals, out_specs) if primitive.needs_local_shape else None
-    boxes = inputs[0].sharding.device_boxes(inputs[0].shape) if getattr(primitive, "needs_local_box", False) else None
+    boxes = inputs[0].sharding.device_boxes(inputs[0].shape) if primitive.needs_local_box else None
     for device in local:
         buffers = [a.local_buffers()[device] for a in inputs]
         key = tuple(id(b) for b in buffers)
