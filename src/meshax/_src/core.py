@@ -51,6 +51,7 @@ class Primitive:
         self.multiple_results = multiple_results
         self.needs_local_shape = False  # impl gets `local_shapes=` (its outputs' shard shapes)
         self.needs_local_box = False  # impl gets `local_box=` (its first input's block on the device)
+        self.parallel_devices = False  # heavy kernel: local devices run it side by side (device_pool)
         self.eager: Callable[..., Any] | None = None  # replaces partitioned execution outside traces
         # replaces device-by-device evaluation inside shard_map: device_impl(device_trace, *args, **params)
         self.device_impl: Callable[..., Any] | None = None

@@ -7,10 +7,12 @@ work and the result), and reduce across mesh axes where the rule says so.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import numpy as np
 
+from . import device_pool
 from . import devices as device_table
 from .array import Array, read_only
 from .collectives import allreduce_devices
@@ -158,20 +160,25 @@ def run_locally(primitive: Primitive, inputs: list[Array], params: dict[str, Any
     """The implementation on each local device's shards, once per distinct set of input buffers."""
     here = device_table.process_index()
     local = [d for d in mesh.flat_devices if d.process_index == here]
-    results: list[dict] = [dict() for _ in out_avals]
-    done: dict[tuple[int, ...], list[np.ndarray]] = {}
     local_shapes = _local_shapes(mesh, out_avals, out_specs) if primitive.needs_local_shape else None
     boxes = inputs[0].sharding.device_boxes(inputs[0].shape) if primitive.needs_local_box else None
+    task_of_device: dict = {}
+    tasks: dict[tuple[int, ...], Any] = {}
     for device in local:
         buffers = [a.local_buffers()[device] for a in inputs]
         key = tuple(id(b) for b in buffers)
-        if key not in done:
+        task_of_device[device] = key
+        if key not in tasks:
             extra = {"local_shapes": local_shapes[device]} if local_shapes else {}
             if boxes is not None:
                 extra["local_box"] = boxes[device]
-            value = primitive.impl(*buffers, **params, **extra)
-            done[key] = list(value) if primitive.multiple_results else [value]
-        for slot, value in zip(results, done[key]):
+            tasks[key] = functools.partial(primitive.impl, *buffers, **params, **extra)
+    calls = list(tasks.values())
+    values = device_pool.run_each(calls) if primitive.parallel_devices else [call() for call in calls]
+    outputs = {key: list(value) if primitive.multiple_results else [value] for key, value in zip(tasks, values)}
+    results: list[dict] = [dict() for _ in out_avals]
+    for device, key in task_of_device.items():
+        for slot, value in zip(results, outputs[key]):
             slot[device] = value
     return results
 

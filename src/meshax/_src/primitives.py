@@ -18,13 +18,15 @@ from .core import Primitive, ShapedArray
 
 
 def _define(name: str, impl: Callable[..., Any], abstract_eval: Callable[..., Any], rule: Callable[..., Any],
-            multiple_results: bool = False, needs_local_shape: bool = False, needs_local_box: bool = False
-            ) -> Primitive:
+            multiple_results: bool = False, needs_local_shape: bool = False, needs_local_box: bool = False,
+            parallel_devices: bool = False) -> Primitive:
     """A primitive; `needs_local_box`: its impl gets `local_box=`, the block of its first input that the device
-    holds, in global coordinates (None inside shard_map, where blocks are whole arrays)."""
+    holds, in global coordinates (None inside shard_map, where blocks are whole arrays); `parallel_devices`:
+    a heavy kernel whose per-device calls run side by side."""
     primitive = Primitive(name, impl, abstract_eval, rule, multiple_results)
     primitive.needs_local_shape = needs_local_shape
     primitive.needs_local_box = needs_local_box
+    primitive.parallel_devices = parallel_devices
     primitive.eager = None
     return primitive
 
@@ -248,7 +250,8 @@ def _dot_general_aval(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers: 
     return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
 
 
-dot_general = _define("dot_general", _dot_general_impl, _dot_general_aval, rules.dot_general)
+dot_general = _define("dot_general", _dot_general_impl, _dot_general_aval, rules.dot_general,
+                      parallel_devices=True)
 
 # ---- shape ops ---------------------------------------------------------------------------------------------------
 
