@@ -131,29 +131,20 @@ def _reduce_across(processes: tuple[int, ...], keys: list[tuple[int, ...]], part
     group = runtime().process_group(processes)
     parts = [np.asarray(partial[k]) for k in keys]
     as_bytes = parts[0].dtype == np.bool_
-    nan_aware = op in ("max", "min") and np.issubdtype(parts[0].dtype, np.floating)
     if len(parts) == 1 and not as_bytes and (keys[0] not in owned or parts[0].flags.c_contiguous):
         flat, ours = parts[0].reshape(-1), keys[0] in owned
     else:
         flat, ours = buffers.empty((sum(p.size for p in parts),), np.uint8 if as_bytes else parts[0].dtype), True
         np.concatenate([p.astype(np.uint8) if as_bytes else p for p in parts], axis=None, out=flat)
-    if ours and not nan_aware:  # reduce our own buffer in place (NaN repair needs what was sent)
+    if ours:  # reduce our own buffer in place
         reduced = group.allreduce_inplace(flat, op=_MPI_OP[op])
     else:
         reduced = group.allreduce(flat, op=_MPI_OP[op])
-    if nan_aware:
-        _restore_nans(group, flat, reduced)  # MPI's MAX/MIN skip NaN; NumPy's (and XLA's) propagate it
     offset = 0
     for key, part in zip(keys, parts):
         chunk = reduced[offset:offset + part.size].reshape(part.shape)
         partial[key] = chunk.astype(np.bool_) if as_bytes else chunk
         offset += part.size
-
-
-def _restore_nans(group, flat: np.ndarray, reduced: np.ndarray) -> None:
-    anywhere = group.allreduce(np.isnan(flat).astype(np.uint8), op="max")
-    if anywhere.any():
-        reduced[anywhere.astype(bool)] = np.nan
 
 
 def group_index(mesh: Mesh, axes: Sequence[str], device: Device) -> int:

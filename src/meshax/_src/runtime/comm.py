@@ -75,29 +75,38 @@ class ProcessGroup:
         return {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN}[op]
 
     def allreduce(self, array: np.ndarray, op: str = "sum", out: np.ndarray | None = None) -> np.ndarray:
-        """Reduce `array` elementwise over the group; every member gets the result."""
-        mpi_op = self._mpi_op(op)
+        """Reduce `array` elementwise over the group; every member gets the result. NaN propagates through
+        max and min, as in NumPy and XLA."""
         send = np.require(array, requirements="C")
-        result = buffers.empty_like(send) if out is None else out
-        with self._operation("Allreduce", (op, send.shape, send.dtype.str)):
-            reducer = self._shared_reducer(send.nbytes)
-            if reducer is not None:
-                reducer.allreduce(send.reshape(-1), result.reshape(-1), _NUMPY_OPS[op])
-            else:
-                self.comm.Allreduce(send, result, op=mpi_op)
-        return result
+        return self._allreduce(send, buffers.empty_like(send) if out is None else out, op)
 
     def allreduce_inplace(self, array: np.ndarray, op: str = "sum") -> np.ndarray:
         """Like allreduce, overwriting the contiguous `array` with the result."""
+        return self._allreduce(array, array, op)
+
+    def _allreduce(self, send: np.ndarray, result: np.ndarray, op: str) -> np.ndarray:
         mpi_op = self._mpi_op(op)
-        with self._operation("Allreduce", (op, array.shape, array.dtype.str)):
-            reducer = self._shared_reducer(array.nbytes)
-            if reducer is not None:
-                flat = array.reshape(-1)
-                reducer.allreduce(flat, flat, _NUMPY_OPS[op])
-            else:
-                self.comm.Allreduce(mpi_module().IN_PLACE, array, op=mpi_op)
-        return array
+        with self._operation("Allreduce", (op, send.shape, send.dtype.str)):
+            reducer = self._shared_reducer(send.nbytes)
+            if reducer is not None:  # NumPy combines the parts: NaN already propagates
+                reducer.allreduce(send.reshape(-1), result.reshape(-1), _NUMPY_OPS[op])
+                return result
+            MPI = mpi_module()
+            nans = np.isnan(send) if op in ("max", "min") and send.dtype.kind in "fc" else None
+            self.comm.Allreduce(MPI.IN_PLACE if send is result else send, result, op=mpi_op)
+            if nans is not None:
+                self._propagate_nans(nans, result)
+        return result
+
+    def _propagate_nans(self, nans: np.ndarray, result: np.ndarray) -> None:
+        """Put NaN wherever any member had one: MPI's MAX and MIN may skip NaN, NumPy's propagate it."""
+        MPI = mpi_module()
+        anywhere = np.array([nans.any()], np.uint8)
+        self.comm.Allreduce(MPI.IN_PLACE, anywhere, op=MPI.MAX)
+        if anywhere[0]:
+            mask = nans.view(np.uint8)
+            self.comm.Allreduce(MPI.IN_PLACE, mask, op=MPI.MAX)
+            result[mask.view(np.bool_)] = np.nan
 
     def _shared_reducer(self, nbytes: int) -> SharedMemoryReducer | None:
         """The shared-memory path for large reductions when every member is on this machine. Whether they are
