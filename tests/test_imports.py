@@ -2,6 +2,7 @@
 and traced values their operators (they are installed by meshax.numpy's code)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -29,3 +30,16 @@ def test_import_meshax_and_the_launcher_do_not_import_numpy():
 ])
 def test_operators_exist_whichever_module_is_imported_first(entry):
     assert run(f"import numpy as np; {entry}; print(float(f(x, x).sum()))") == "4.0"
+
+
+def test_import_meshax_puts_openblas_threads_to_sleep_unless_the_user_chose():
+    code = "import os, meshax; print(os.environ['OPENBLAS_THREAD_TIMEOUT'])"
+    assert run(code) == "4"
+    chosen = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "OPENBLAS_THREAD_TIMEOUT": "28"})
+    assert chosen.stdout.strip() == "28"
+
+
+def test_loading_mpi_tells_ucx_not_to_hook_memory_calls():
+    code = "import os; from meshax._src.runtime.mpi import mpi_module; mpi_module(); print(os.environ['UCX_MEM_EVENTS'])"
+    assert run(code) == "no"

@@ -10,7 +10,13 @@ _PMI_VARIABLES = ("PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_JOBID", "PMI_PORT", "PM
 
 
 def mpi_module() -> Any:
-    """mpi4py's MPI module, imported without initialising MPI."""
+    """mpi4py's MPI module, imported without initialising MPI.
+
+    Unless the user chose otherwise, UCX (one of the MPICH wheel's network layers) is told not to hook
+    the process's memory calls: installing those hooks when libmpi loads costs about 40 ms per process,
+    and they only serve UCX's registration cache for RDMA networks.
+    """
+    os.environ.setdefault("UCX_MEM_EVENTS", "no")
     import mpi4py
 
     mpi4py.rc.initialize = False
