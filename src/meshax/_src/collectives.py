@@ -12,7 +12,7 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from . import buffers
+from . import buffers, device_pool
 from . import devices as device_table
 from .devices import Device
 from .mesh import Mesh
@@ -64,21 +64,48 @@ def combine_all(values: list[np.ndarray], combine: Callable[..., np.ndarray]) ->
     Up to `TREE_UP_TO` elements: pairwise in a balanced tree, neighbours first
     (((v0+v1)+(v2+v3))+...), which is how XLA adds the seeds' partial sums. Larger values:
     a running combine in mesh order, which reads each input once and keeps one output
-    buffer hot, instead of a tree's scratch buffers."""
+    buffer hot, instead of a tree's scratch buffers; from `PARALLEL_FROM` bytes it runs in
+    cache-sized chunks, split among the cores."""
     shapes = {np.shape(v) for v in values}
-    shape = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*shapes)
+    same_shape = len(shapes) == 1
+    shape = next(iter(shapes)) if same_shape else np.broadcast_shapes(*shapes)
     out = buffers.empty(shape, np.asarray(values[0]).dtype)
-    if out.size > TREE_UP_TO:
-        combine(values[0], values[1], out=out)
-        for value in values[2:]:
-            combine(out, value, out=out)
-        return out
-    levels = max(0, (len(values) - 1).bit_length() - 1)
-    _combine_into(values, out, combine, [np.empty_like(out) for _ in range(levels)])
+    if out.size <= TREE_UP_TO:
+        levels = max(0, (len(values) - 1).bit_length() - 1)
+        _combine_into(values, out, combine, [np.empty_like(out) for _ in range(levels)])
+    elif out.nbytes >= PARALLEL_FROM and same_shape and all(np.asarray(v).flags.c_contiguous for v in values):
+        flat = [np.asarray(v).reshape(-1) for v in values]
+        device_pool.run_each([functools.partial(_running_combine, flat, out.reshape(-1), combine, lo, hi)
+                              for lo, hi in _ranges(out.size, CHUNK // out.itemsize, device_pool.workers())])
+    else:
+        _running_combine(values, out, combine)
     return out
 
 
-TREE_UP_TO = 1 << 15
+TREE_UP_TO = 1 << 15  # elements
+PARALLEL_FROM = 1 << 20  # bytes
+CHUNK = 1 << 20  # bytes: one chunk of the output stays in cache while every input is added to it
+
+
+def _running_combine(values: list[np.ndarray], out: np.ndarray, combine: Callable[..., np.ndarray],
+                     lo: int | None = None, hi: int | None = None) -> None:
+    """out[lo:hi] = values[0] op values[1] op ... (flat arrays; whole arrays when no bounds)."""
+    if lo is None:
+        combine(values[0], values[1], out=out)
+        for value in values[2:]:
+            combine(out, value, out=out)
+        return
+    step = CHUNK // out.itemsize
+    for start in range(lo, hi, step):
+        stop = min(start + step, hi)
+        _running_combine([v[start:stop] for v in values], out[start:stop], combine)
+
+
+def _ranges(size: int, step: int, parts: int) -> list[tuple[int, int]]:
+    """`size` split into at most `parts` contiguous ranges whose inner bounds are multiples of `step`."""
+    steps = -(-size // step)
+    bounds = [min(size, step * (steps * i // parts)) for i in range(parts + 1)]
+    return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
 
 
 def _combine_into(values: list[np.ndarray], out: np.ndarray, combine: Callable[..., np.ndarray],

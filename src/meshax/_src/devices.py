@@ -60,7 +60,7 @@ class Device:
         return isinstance(other, Device) and other.id == self.id
 
     def __hash__(self) -> int:
-        return hash(("meshax.Device", self.id))
+        return self.id
 
     def __call__(self) -> "Device":
         """The device itself, so that older code spelling `array.device()` keeps working."""
