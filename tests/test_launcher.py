@@ -170,6 +170,15 @@ def test_env_and_placeholders(tmp_path):
         }
 
 
+def test_children_get_the_openblas_default_even_when_they_import_numpy_first(tmp_path):
+    prog = write_script(tmp_path, "import os, numpy; print(os.environ.get('OPENBLAS_THREAD_TIMEOUT'))")
+    env = {k: v for k, v in launcher_env().items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    result = subprocess.run(launcher_cmd("-n", 2, prog), env=env, capture_output=True, text=True,
+                            timeout=RUN_TIMEOUT)
+    assert result.returncode == 0, result.stderr
+    assert [lines_of(result.stdout, i) for i in range(2)] == [["4"], ["4"]]
+
+
 def test_explicit_coordinator_and_no_cpu_devices(tmp_path):
     prog = write_script(tmp_path, ENV_REPORTER)
     result = run_launcher("-n", 2, "--coordinator", "localhost:4242", prog)
