@@ -3,8 +3,9 @@
 A process with K logical devices computes K shards of a matmul. Run one after the other, each
 call uses every core through BLAS threads, but small shards scale poorly across threads; run
 side by side on a pool with BLAS held to one thread per call, the cores stay busy on independent
-work. The pool and the thread-limit controller are created on first use, so importing meshax
-starts no threads.
+work. When several controllers share a machine, each gets its share of the cores, so that they
+do not oversubscribe them. The pool and the thread-limit controller are created on first use,
+so importing meshax starts no threads.
 """
 
 from __future__ import annotations
@@ -17,27 +18,44 @@ from typing import Any, Callable, Sequence
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _controller: Any = None
+_controllers_here = 1  # controllers on this machine, this one included
+
+
+def share_machine(controllers: int) -> None:
+    """Record how many controllers (this one included) run on this machine and share its cores."""
+    global _controllers_here
+    _controllers_here = max(1, controllers)
 
 
 def workers() -> int:
-    """How many kernels run at once: the cores this process may use."""
+    """How many kernels run at once: this controller's share of the cores it may use."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - platforms without affinity
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    return max(1, cores // _controllers_here)
 
 
 def run_each(calls: Sequence[Callable[[], Any]]) -> list[Any]:
-    """The results of `calls`, run side by side when there are several calls and several cores."""
-    if len(calls) < 2 or workers() < 2:
+    """The results of `calls`; with several calls, BLAS is held to one thread each and they run side
+    by side on this controller's share of the cores (one after the other when that share is one core)."""
+    if len(calls) < 2:
         return [call() for call in calls]
-    global _pool, _controller
+    global _controller
     with _lock:  # one batch at a time: the BLAS thread limit is process-wide
-        if _pool is None:
+        if _controller is None:
             from threadpoolctl import ThreadpoolController
 
             _controller = ThreadpoolController()
-            _pool = ThreadPoolExecutor(max_workers=workers(), thread_name_prefix="meshax-device")
         with _controller.limit(limits=1, user_api="blas"):
-            futures = [_pool.submit(call) for call in calls]
+            if workers() < 2:
+                return [call() for call in calls]
+            futures = [_executor().submit(call) for call in calls]
             return [future.result() for future in futures]
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=workers(), thread_name_prefix="meshax-device")
+    return _pool

@@ -16,6 +16,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from .. import device_pool
 from .. import devices as device_table
 from ..config import config
 from . import detection, mpi, watch
@@ -146,6 +147,7 @@ def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: 
     if world is None:
         world = _start_mpi_with_deadline(address, process_id, init_timeout)
     _check_world(world, process_id, num_processes)
+    device_pool.share_machine(sum(table.get("hostname") == socket.gethostname() for table in tables))
     device_table.install_table(device_table.DeviceTable(process_id, num_processes, _devices_from(tables)))
     return Runtime(process_id, num_processes, address, shutdown_timeout, client, server, world,
                    mpi.CommunicatorCache(world), p2p=world.Dup())
