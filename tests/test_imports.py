@@ -19,6 +19,12 @@ def test_import_meshax_and_the_launcher_do_not_import_numpy():
     assert run("import sys, meshax, meshax._src.launcher; print('numpy' in sys.modules)") == "False"
 
 
+def test_joining_a_job_and_asking_about_devices_do_not_import_numpy():
+    code = ("import sys, meshax; meshax.distributed.initialize; meshax.config; meshax.devices(); "
+            "meshax.process_count(); meshax.tree_util; print('numpy' in sys.modules)")
+    assert run(code) == "False"
+
+
 @pytest.mark.parametrize("entry", [
     "import meshax as jax; f = jax.jit(lambda a, b: jax.nn.relu(a @ b - 1)); x = jax.device_put(np.ones((2, 2)))",
     "from meshax import jit as J; import meshax; f = J(lambda a, b: (a @ b - 1).clip(0)); "

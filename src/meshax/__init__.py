@@ -44,10 +44,14 @@ _NAMES = {
 
 __all__ = sorted((*_SUBMODULES, *_NAMES))
 
+# Names that never make Arrays: using them does not load the array machinery (nor NumPy).
+_WITHOUT_ARRAYS = {"distributed", "config", "Device", "device_count", "devices", "local_device_count",
+                   "local_devices", "process_count", "process_index", "tree_util"}
+
 
 def __getattr__(name: str) -> Any:
     """Import a public submodule or name the first time it is used."""
-    if name in _SUBMODULES or name in _NAMES:
+    if (name in _SUBMODULES or name in _NAMES) and name not in _WITHOUT_ARRAYS:
         importlib.import_module("meshax._src.methods")  # Array operators and methods, before any Array exists
     if name in _SUBMODULES:
         value = importlib.import_module(f"meshax.{name}")

@@ -14,16 +14,18 @@ import sys
 import threading
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import device_pool
 from .. import devices as device_table
 from ..config import config
 from . import detection, mpi, watch
 from .client import CoordinatorClient, CoordinatorError, exit_with_failure
-from .comm import ProcessGroup
 from .coordinator import CoordinatorServer
 from .wire import parse_address
+
+if TYPE_CHECKING:  # the data plane needs NumPy, which initialize() does not
+    from .comm import ProcessGroup
 
 logger = logging.getLogger("meshax")
 
@@ -50,6 +52,8 @@ class Runtime:
         group = self.groups.get(key)
         if group is None:
             assert self.communicators is not None, "no MPI in a single-process job"
+            from .comm import ProcessGroup
+
             group = ProcessGroup(self.communicators.get(key), key)
             self.groups[key] = group
         return group
