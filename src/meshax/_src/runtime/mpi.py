@@ -9,21 +9,27 @@ from typing import Any, Iterable
 _PMI_VARIABLES = ("PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_JOBID", "PMI_PORT", "PMI_ID")
 
 
+_MPI: Any = None
+
+
 def mpi_module() -> Any:
-    """mpi4py's MPI module, imported without initialising MPI.
+    """mpi4py's MPI module, imported (once) without initialising MPI.
 
     Unless the user chose otherwise, UCX (one of the MPICH wheel's network layers) is told not to hook
     the process's memory calls: installing those hooks when libmpi loads costs about 40 ms per process,
     and they only serve UCX's registration cache for RDMA networks.
     """
-    os.environ.setdefault("UCX_MEM_EVENTS", "no")
-    import mpi4py
+    global _MPI
+    if _MPI is None:
+        os.environ.setdefault("UCX_MEM_EVENTS", "no")
+        import mpi4py
 
-    mpi4py.rc.initialize = False
-    mpi4py.rc.finalize = False
-    from mpi4py import MPI
+        mpi4py.rc.initialize = False
+        mpi4py.rc.finalize = False
+        from mpi4py import MPI
 
-    return MPI
+        _MPI = MPI
+    return _MPI
 
 
 def start(pmi_address: str | None, process_id: int | None) -> Any:

@@ -7,6 +7,7 @@ coordinator quote it, or, outside communication, the line the main thread is run
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import sys
@@ -46,14 +47,17 @@ def _frame_site(frame) -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
 
 
+@functools.lru_cache(maxsize=4096)
+def _internal(code) -> bool:
+    """Whether `code` belongs to meshax or the threading module."""
+    return code.co_filename.startswith((_PACKAGE, _THREADING))
+
+
 def _user_frame(frame):
     """The innermost frame from `frame` outward that is outside meshax and the threading module."""
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_PACKAGE) and not filename.startswith(_THREADING):
-            return frame
+    while frame is not None and _internal(frame.f_code):
         frame = frame.f_back
-    return None
+    return frame
 
 
 def user_site(frame=None) -> str:
