@@ -76,7 +76,8 @@ def combine_all(values: list[np.ndarray], combine: Callable[..., np.ndarray]) ->
     elif out.nbytes >= PARALLEL_FROM and same_shape and all(np.asarray(v).flags.c_contiguous for v in values):
         flat = [np.asarray(v).reshape(-1) for v in values]
         device_pool.run_each([functools.partial(_running_combine, flat, out.reshape(-1), combine, lo, hi)
-                              for lo, hi in _ranges(out.size, CHUNK // out.itemsize, device_pool.workers())])
+                              for lo, hi in _ranges(out.size, CHUNK // out.itemsize, device_pool.workers())],
+                             blas=False)
     else:
         _running_combine(values, out, combine)
     return out

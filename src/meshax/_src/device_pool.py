@@ -10,6 +10,7 @@ so importing meshax starts no threads.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -36,26 +37,44 @@ def workers() -> int:
     return max(1, cores // _controllers_here)
 
 
-def run_each(calls: Sequence[Callable[[], Any]]) -> list[Any]:
-    """The results of `calls`; with several calls, BLAS is held to one thread each and they run side
-    by side on this controller's share of the cores (one after the other when that share is one core)."""
+def run_each(calls: Sequence[Callable[[], Any]], *, blas: bool = True) -> list[Any]:
+    """The results of `calls`, run side by side on this controller's share of the cores (one after the
+    other when that share is one core), this thread taking its turn with the pool's. With `blas` (calls
+    that use BLAS), BLAS is held to one thread per call meanwhile."""
     if len(calls) < 2:
         return [call() for call in calls]
     global _controller
-    with _lock:  # one batch at a time: the BLAS thread limit is process-wide
+    with _lock:  # one batch at a time: the pool is sized for it, and the BLAS thread limit is process-wide
+        if not blas:
+            return _side_by_side(calls)
         if _controller is None:
             from threadpoolctl import ThreadpoolController
 
             _controller = ThreadpoolController()
         with _controller.limit(limits=1, user_api="blas"):
-            if workers() < 2:
-                return [call() for call in calls]
-            futures = [_executor().submit(call) for call in calls]
-            return [future.result() for future in futures]
+            return _side_by_side(calls)
+
+
+def _side_by_side(calls: Sequence[Callable[[], Any]]) -> list[Any]:
+    """Each of `workers()` threads (this one included) takes the next call not yet taken until none is left."""
+    results: list[Any] = [None] * len(calls)
+    taken = itertools.count()  # next() on a count is atomic under the GIL
+
+    def drain() -> None:
+        while (index := next(taken)) < len(calls):
+            results[index] = calls[index]()
+
+    helpers = [_executor().submit(drain) for _ in range(min(workers(), len(calls)) - 1)]
+    try:
+        drain()
+    finally:
+        for helper in helpers:
+            helper.result()
+    return results
 
 
 def _executor() -> ThreadPoolExecutor:
     global _pool
     if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=workers(), thread_name_prefix="meshax-device")
+        _pool = ThreadPoolExecutor(max_workers=max(1, workers() - 1), thread_name_prefix="meshax-device")
     return _pool
