@@ -54,9 +54,10 @@ def unshard_dims(spec: Spec, dims: Sequence[int]) -> Spec:
 
 # ---- elementwise --------------------------------------------------------------------------------
 
-def elementwise(specs: Sequence[Spec], avals: Sequence[ShapedArray], **_: Any) -> Layout:
-    """Broadcasting n-ary op: each output dimension keeps the split its full-size operands agree on (as
-    JAX's does; operands unsplit there or broadcast along it do not count, a disagreement leaves it whole)."""
+def elementwise(specs: Sequence[Spec], avals: Sequence[ShapedArray], *, mesh_shape: dict[str, int],
+                **_: Any) -> Layout:
+    """Broadcasting n-ary op, splitting the output as JAX's does: the operands of the output's shape decide
+    first (an operand broadcast along some dimension only fills dimensions they leave whole); see `merge_specs`."""
     ndim = max((a.ndim for a in avals), default=0)
     out_shape = broadcast_shapes(*[a.shape for a in avals])
     aligned = []
@@ -65,7 +66,12 @@ def elementwise(specs: Sequence[Spec], avals: Sequence[ShapedArray], **_: Any) -
         aligned.append(tuple(
             spec[dim - offset] if dim >= offset and aval.shape[dim - offset] == out_shape[dim] != 1 else ()
             for dim in range(ndim)))
-    out_spec = agreed_spec(aligned)
+    out = [()] * ndim
+    used: set[str] = set()
+    for broadcast in (False, True):
+        group = [spec for spec, aval in zip(aligned, avals) if (aval.shape != out_shape) == broadcast]
+        fill_whole_dims(out, used, merge_specs(group, mesh_shape))
+    out_spec = tuple(out)
     in_specs = []
     for aval in avals:
         offset = ndim - aval.ndim
@@ -76,14 +82,59 @@ def elementwise(specs: Sequence[Spec], avals: Sequence[ShapedArray], **_: Any) -
     return Layout(in_specs, [out_spec])
 
 
+def merge_specs(specs: Sequence[Spec], mesh_shape: dict[str, int]) -> list[tuple[int, tuple[str, ...]]]:
+    """Same-shaped operands' splits, as (dimension, entry) in the order they claim mesh axes: per dimension
+    the entry all operands split along it agree on (see `agreed_entry`), more devices first, then the
+    first operand's."""
+    claims = []
+    for dim, entries in enumerate(zip(*specs)):
+        entry = agreed_entry(entries)
+        if entry:
+            first = next(i for i, e in enumerate(entries) if e)
+            claims.append((-parts(entry, mesh_shape), first, dim, entry))
+    return [(dim, entry) for *_, dim, entry in sorted(claims)]
+
+
+def fill_whole_dims(out: list[tuple[str, ...]], used: set[str], claims: Sequence[tuple[int, tuple[str, ...]]]
+                    ) -> None:
+    """Give each still whole dimension of `out` its claimed entry, cut before the first axis already used."""
+    for dim, entry in claims:
+        if out[dim]:
+            continue
+        kept = unused_prefix(entry, used)
+        out[dim] = kept
+        used |= set(kept)
+
+
+def agreed_entry(entries: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
+    """The longest of `entries` when the others are leading parts of it; else none (they disagree)."""
+    longest = max(entries, key=len, default=())
+    return longest if all(longest[:len(e)] == e for e in entries) else ()
+
+
+def unused_prefix(entry: tuple[str, ...], used: set[str]) -> tuple[str, ...]:
+    """The leading part of `entry` before its first axis in `used`."""
+    for i, name in enumerate(entry):
+        if name in used:
+            return entry[:i]
+    return entry
+
+
+def parts(entry: tuple[str, ...], mesh_shape: dict[str, int]) -> int:
+    """How many blocks `entry` splits a dimension into."""
+    count = 1
+    for name in entry:
+        count *= mesh_shape[name]
+    return count
+
+
 def agreed_spec(specs: Sequence[Spec]) -> Spec:
     """Per dimension, the split the inputs split along it agree on: the longest, when the others are leading
     parts of it; else none. An axis already used by an earlier dimension is not used again."""
     out: list[tuple[str, ...]] = []
     taken: set[str] = set()
     for entries in zip(*specs):
-        longest = max(entries, key=len, default=())
-        entry = longest if all(longest[:len(e)] == e for e in entries) else ()
+        entry = agreed_entry(entries)
         entry = () if set(entry) & taken else entry
         taken |= set(entry)
         out.append(entry)
@@ -248,32 +299,34 @@ def _reshape_groups(old: Sequence[int], new: Sequence[int]) -> list[tuple[list[i
 
 def dot_general(specs: Sequence[Spec], avals: Sequence[ShapedArray], *,
                 dimension_numbers: tuple[tuple[tuple[int, ...], tuple[int, ...]], tuple[tuple[int, ...], tuple[int, ...]]],
-                **_: Any) -> Layout:
-    """Batch dims follow lhs; contracted dims split alike on both sides are summed over afterwards."""
+                mesh_shape: dict[str, int], **_: Any) -> Layout:
+    """The output splits as JAX's: each batch dimension as both operands agree, each free dimension as its
+    operand has it; mesh axes are claimed by the dimensions of the larger operand (the one giving a batch
+    dimension its split) first, then batch before free ones, then lhs's first; the rest are cut before an
+    axis already used. Contracted
+    dimensions split alike on both sides (over axes the output does not use) are summed over afterwards."""
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
     lhs, rhs = list(specs[0]), list(specs[1])
-    taken: set[str] = set()
-    for lb, rb in zip(lhs_batch, rhs_batch):
-        rhs[rb] = lhs[lb]
-        taken |= set(lhs[lb])
-    reduce_axes: list[str] = []
-    for lc, rc in zip(lhs_contract, rhs_contract):
-        entry = lhs[lc] or rhs[rc]
-        if entry and not (set(entry) & taken):
-            lhs[lc] = rhs[rc] = entry
-            taken |= set(entry)
-            reduce_axes.extend(entry)
-        else:
-            lhs[lc] = rhs[rc] = ()
     lhs_free = [d for d in range(len(lhs)) if d not in lhs_contract and d not in lhs_batch]
     rhs_free = [d for d in range(len(rhs)) if d not in rhs_contract and d not in rhs_batch]
-    for d in lhs_free:
-        if set(lhs[d]) & taken:
-            lhs[d] = ()
-        taken |= set(lhs[d])
-    for d in rhs_free:
-        if set(rhs[d]) & taken:
-            rhs[d] = ()
-        taken |= set(rhs[d])
-    out = tuple([lhs[d] for d in lhs_batch] + [lhs[d] for d in lhs_free] + [rhs[d] for d in rhs_free])
-    return Layout([tuple(lhs), tuple(rhs)], [out], tuple(reduce_axes), "sum")
+    batch = [agreed_entry((lhs[l], rhs[r])) for l, r in zip(lhs_batch, rhs_batch)]
+    candidates = batch + [lhs[d] for d in lhs_free] + [rhs[d] for d in rhs_free]
+    sources = [0 if entry == lhs[l] else 1 for entry, l in zip(batch, lhs_batch)] + [0] * len(lhs_free) + \
+        [1] * len(rhs_free)
+    order = sorted(range(len(candidates)), key=lambda i: (-avals[sources[i]].size, i >= len(batch), sources[i]))
+    out: list[tuple[str, ...]] = [()] * len(candidates)
+    used: set[str] = set()
+    fill_whole_dims(out, used, [(i, candidates[i]) for i in order])
+    for i, (l, r) in enumerate(zip(lhs_batch, rhs_batch)):
+        lhs[l] = rhs[r] = out[i]
+    for i, d in enumerate(lhs_free, start=len(batch)):
+        lhs[d] = out[i]
+    for i, d in enumerate(rhs_free, start=len(batch) + len(lhs_free)):
+        rhs[d] = out[i]
+    reduce_axes: list[str] = []
+    for lc, rc in zip(lhs_contract, rhs_contract):
+        entry = unused_prefix(lhs[lc] or rhs[rc], used)
+        lhs[lc] = rhs[rc] = entry
+        used |= set(entry)
+        reduce_axes.extend(entry)
+    return Layout([tuple(lhs), tuple(rhs)], [tuple(out)], tuple(reduce_axes), "sum")
