@@ -652,7 +652,8 @@ def inner(a: ArrayLike, b: ArrayLike) -> Any:
 
 
 def outer(a: ArrayLike, b: ArrayLike) -> Any:
-    return _dot_general(ravel(a), ravel(b), ((), ()))
+    """A broadcast product, as JAX's (so its result is split as an elementwise product's)."""
+    return multiply(expand_dims(ravel(a), 1), expand_dims(ravel(b), 0))
 
 
 def tensordot(a: ArrayLike, b: ArrayLike, axes: Any = 2, *, out_sharding: Any = None) -> Any:
@@ -680,10 +681,13 @@ def einsum(subscripts: str, *operands: ArrayLike, optimize: Any = None, precisio
     operands = list(_promote(*operands))
     terms = list(zip(inputs, operands))
     while len(terms) > 1:
-        (sa, a), (sb, b) = terms[0], terms[1]
-        rest = "".join(s for s, _ in terms[2:]) + output
-        last = (output, out_sharding) if len(terms) == 2 else None
-        terms = [_contract_pair(sa, a, sb, b, rest, last)] + terms[2:]
+        in_order = optimize is False  # left to right, as JAX's; else the cheapest pair first, as opt_einsum's
+        i, j = (0, 1) if in_order else _cheapest_pair(terms)
+        (sa, a), (sb, b) = terms[i], terms[j]
+        others = [t for k, t in enumerate(terms) if k not in (i, j)]
+        rest = "".join(s for s, _ in others) + output
+        merged = _contract_pair(sa, a, sb, b, rest, (output, out_sharding) if len(terms) == 2 else None)
+        terms = [merged] + others if in_order else others + [merged]
     letters, value = terms[0]
     value, letters = _sum_out(value, letters, output)
     if letters != output:
@@ -693,6 +697,13 @@ def einsum(subscripts: str, *operands: ArrayLike, optimize: Any = None, precisio
 
         value = P.sharding_constraint.bind(value, sharding=to_sharding(out_sharding))
     return value
+
+
+def _cheapest_pair(terms: Sequence[tuple[str, Any]]) -> tuple[int, int]:
+    """The two terms whose contraction takes the fewest multiplications (the first such pair on ties)."""
+    sizes = {c: n for letters, value in terms for c, n in zip(letters, _shape(value))}
+    pairs = [(i, j) for i in range(len(terms)) for j in range(i + 1, len(terms))]
+    return builtins.min(pairs, key=lambda p: math.prod(sizes[c] for c in set(terms[p[0]][0]) | set(terms[p[1]][0])))
 
 
 def _spec_of(out_sharding: Any) -> Any:
