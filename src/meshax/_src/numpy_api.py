@@ -682,7 +682,7 @@ def einsum(subscripts: str, *operands: ArrayLike, optimize: Any = None, precisio
     terms = list(zip(inputs, operands))
     while len(terms) > 1:
         in_order = optimize is False  # left to right, as JAX's; else the cheapest pair first, as opt_einsum's
-        i, j = (0, 1) if in_order else _cheapest_pair(terms)
+        i, j = (0, 1) if in_order else _cheapest_pair(terms, output)
         (sa, a), (sb, b) = terms[i], terms[j]
         others = [t for k, t in enumerate(terms) if k not in (i, j)]
         rest = "".join(s for s, _ in others) + output
@@ -699,11 +699,29 @@ def einsum(subscripts: str, *operands: ArrayLike, optimize: Any = None, precisio
     return value
 
 
-def _cheapest_pair(terms: Sequence[tuple[str, Any]]) -> tuple[int, int]:
-    """The two terms whose contraction takes the fewest multiplications (the first such pair on ties)."""
+def _cheapest_pair(terms: Sequence[tuple[str, Any]], output: str) -> tuple[int, int]:
+    """The pair to contract first on the way that takes the fewest multiplications in all (the first such
+    way on ties; every way is tried up to four terms, beyond that the cheapest next pair is taken)."""
     sizes = {c: n for letters, value in terms for c, n in zip(letters, _shape(value))}
-    pairs = [(i, j) for i in range(len(terms)) for j in range(i + 1, len(terms))]
-    return builtins.min(pairs, key=lambda p: math.prod(sizes[c] for c in set(terms[p[0]][0]) | set(terms[p[1]][0])))
+    return _cheapest_order([letters for letters, _ in terms], output, sizes, exhaustive=len(terms) <= 4)[1]
+
+
+def _cheapest_order(terms: list[str], output: str, sizes: dict[str, int], exhaustive: bool
+                    ) -> tuple[int, tuple[int, int]]:
+    """(multiplications, first pair) of the cheapest contraction order of `terms` (results go last)."""
+    best: tuple[int, tuple[int, int]] | None = None
+    for i in range(len(terms)):
+        for j in range(i + 1, len(terms)):
+            others = [t for k, t in enumerate(terms) if k not in (i, j)]
+            keep = set("".join(others) + output)
+            cost = math.prod(sizes[c] for c in set(terms[i] + terms[j]))
+            if exhaustive and len(others) > 0:
+                merged = "".join(sorted(set(terms[i] + terms[j]) & keep))
+                cost += _cheapest_order(others + [merged], output, sizes, exhaustive)[0]
+            if best is None or cost < best[0]:
+                best = (cost, (i, j))
+    assert best is not None
+    return best
 
 
 def _spec_of(out_sharding: Any) -> Any:
