@@ -299,12 +299,12 @@ def _reshape_groups(old: Sequence[int], new: Sequence[int]) -> list[tuple[list[i
 
 def dot_general(specs: Sequence[Spec], avals: Sequence[ShapedArray], *,
                 dimension_numbers: tuple[tuple[tuple[int, ...], tuple[int, ...]], tuple[tuple[int, ...], tuple[int, ...]]],
-                mesh_shape: dict[str, int], **_: Any) -> Layout:
+                **_: Any) -> Layout:
     """The output splits as JAX's: each batch dimension as both operands agree, each free dimension as its
     operand has it; mesh axes are claimed by the dimensions of the larger operand (the one giving a batch
     dimension its split) first, then batch before free ones, then lhs's first; the rest are cut before an
-    axis already used. Contracted
-    dimensions split alike on both sides (over axes the output does not use) are summed over afterwards."""
+    axis already used. Contracted dimensions split alike on both sides (over axes the output does not use)
+    are summed over afterwards."""
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
     lhs, rhs = list(specs[0]), list(specs[1])
     lhs_free = [d for d in range(len(lhs)) if d not in lhs_contract and d not in lhs_batch]
