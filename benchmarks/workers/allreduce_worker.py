@@ -33,6 +33,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from records import RecordWriter
+
 Call = Callable[[], np.ndarray]
 STOP, WARMUP, TIMED = 0, 1, 2
 MIN_TIMED_ROUNDS = 2  # Even when a size runs over its time cap.
@@ -124,31 +126,16 @@ def next_phase(world: Any, started: float, rounds: int, warmup: int, repetitions
     return world.bcast(phase, root=0)
 
 
-class RecordWriter:
-    """This process's measurements, rewritten atomically to $BENCH_RECORD_DIR/<rank>.json now and then.
-
-    Partial records survive the benchmark killing a job that overran its time limit.
-    """
+class Measurements(RecordWriter):
+    """This process's times and checks, per variant."""
 
     def __init__(self, header: dict[str, Any], names: list[str]) -> None:
-        self.record = dict(header, warmup_times={n: [] for n in names}, times={n: [] for n in names},
-                           correct={n: True for n in names}, complete=False)
-        self.path = os.path.join(os.environ["BENCH_RECORD_DIR"], f"{header['rank']}.json")
-        self.written = 0.0
+        super().__init__(dict(header, warmup_times={n: [] for n in names}, times={n: [] for n in names},
+                              correct={n: True for n in names}))
 
     def add(self, name: str, seconds: float, timed: bool, correct: bool) -> None:
         self.record["times" if timed else "warmup_times"][name].append(seconds)
         self.record["correct"][name] &= correct
-
-    def write(self, complete: bool = False, every: float = 0.5) -> None:
-        """Write the record (at most every `every` s unless `complete`)."""
-        if not complete and time.monotonic() - self.written < every:
-            return
-        self.record["complete"] = complete
-        with open(self.path + ".tmp", "w") as file:
-            json.dump(self.record, file)
-        os.replace(self.path + ".tmp", self.path)
-        self.written = time.monotonic()
 
 
 def time_size(world: Any, group: Any | None, nbytes: int, warmup: int, repetitions: int, cap: float,
@@ -162,7 +149,7 @@ def time_size(world: Any, group: Any | None, nbytes: int, warmup: int, repetitio
     send, expected = make_data(nbytes // 4, world.Get_rank(), world.Get_size())
     calls = make_calls(send, world, group)
     names = list(calls)
-    writer = RecordWriter(dict(header, bytes=nbytes), names)
+    writer = Measurements(dict(header, bytes=nbytes), names)
     last: dict[str, np.ndarray] = {}
     started, rounds = time.monotonic(), 0
     while (phase := next_phase(world, started, rounds, warmup, repetitions, cap)) != STOP:

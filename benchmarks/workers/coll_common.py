@@ -35,6 +35,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from records import RecordWriter
+
 STOP, WARMUP, TIMED = 0, 1, 2
 MIN_TIMED = 2
 PROGRAMS = ("psum", "all_gather", "ppermute")
@@ -118,28 +120,17 @@ class Framework:
     info: dict[str, Any]
 
 
-class RecordWriter:
-    """This process's measurements, rewritten atomically to $BENCH_RECORD_DIR/<rank>.json now and then."""
+class Measurements(RecordWriter):
+    """This process's measurements, one entry per program and size."""
 
     def __init__(self, header: dict[str, Any]) -> None:
-        self.record = dict(header, entries=[], complete=False)
-        self.path = os.path.join(os.environ["BENCH_RECORD_DIR"], f"{header['rank']}.json")
-        self.written = 0.0
+        super().__init__(dict(header, entries=[]))
 
     def entry(self, program: str, nbytes: int) -> dict[str, Any]:
         item = {"program": program, "bytes": nbytes, "warmup_times": [], "times": [], "correct": True,
                 "checked": 0, "complete": False}
         self.record["entries"].append(item)
         return item
-
-    def write(self, complete: bool = False, every: float = 0.5) -> None:
-        if not complete and time.monotonic() - self.written < every:
-            return
-        self.record["complete"] = complete
-        with open(self.path + ".tmp", "w") as file:
-            json.dump(self.record, file)
-        os.replace(self.path + ".tmp", self.path)
-        self.written = time.monotonic()
 
 
 def _phase_on_root(started: float, calls: int, warmup: int, repetitions: int, cap: float) -> int:
@@ -154,7 +145,7 @@ def _phase_on_root(started: float, calls: int, warmup: int, repetitions: int, ca
 
 def run(fw: Framework, plan: list[list[Any]], profile_dir: str | None = None) -> None:
     """Measure every entry of `plan` in order."""
-    writer = RecordWriter(dict(fw.info, framework=fw.name, rank=fw.rank, processes=fw.processes,
+    writer = Measurements(dict(fw.info, framework=fw.name, rank=fw.rank, processes=fw.processes,
                                local_devices=fw.local_devices))
     writer.write(every=0)
     for index, (program, nbytes, warmup, repetitions, cap) in enumerate(plan):

@@ -15,7 +15,6 @@ import os
 import sys
 from typing import Any, Callable
 
-import numpy as np
 
 import coll_common as common
 import meshax

@@ -4,13 +4,13 @@ Run with JAX_PLATFORMS=cpu. Writes $BENCH_RECORD_DIR/<rank>.json with wall-clock
 the first statement, the end of `import jax`, and the return of jax.distributed.initialize().
 """
 import time; T_START = time.time()  # noqa: E702 - first statement, before any other import.
-import json
-import os
 import sys
 
 import jax
 
 T_IMPORTED = time.time()
+
+from records import write_record  # noqa: E402 - after the timed imports
 
 
 def main(address: str, process_id: int, num_processes: int) -> None:
@@ -19,11 +19,6 @@ def main(address: str, process_id: int, num_processes: int) -> None:
     rank = process_id
     record = {"rank": rank, "start": T_START, "imported": T_IMPORTED, "initialized": t_initialized}
     write_record(rank, record)
-
-
-def write_record(rank: int, record: dict) -> None:
-    with open(os.path.join(os.environ["BENCH_RECORD_DIR"], f"{rank}.json"), "w") as file:
-        json.dump(record, file)
 
 
 if __name__ == "__main__":

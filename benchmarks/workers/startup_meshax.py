@@ -4,13 +4,13 @@ Writes $BENCH_RECORD_DIR/<rank>.json with wall-clock times (time.time()) of: the
 statement, the end of `import meshax`, and the return of meshax.distributed.initialize().
 """
 import time; T_START = time.time()  # noqa: E702 - first statement, before any other import.
-import json
-import os
 import sys
 
 import meshax
 
 T_IMPORTED = time.time()
+
+from records import write_record  # noqa: E402 - after the timed imports
 
 
 def main(address: str, process_id: int, num_processes: int) -> None:
@@ -20,11 +20,6 @@ def main(address: str, process_id: int, num_processes: int) -> None:
     rank = process_id
     record = {"rank": rank, "start": T_START, "imported": T_IMPORTED, "initialized": t_initialized}
     write_record(rank, record)
-
-
-def write_record(rank: int, record: dict) -> None:
-    with open(os.path.join(os.environ["BENCH_RECORD_DIR"], f"{rank}.json"), "w") as file:
-        json.dump(record, file)
 
 
 if __name__ == "__main__":
