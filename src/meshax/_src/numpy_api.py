@@ -16,6 +16,7 @@ import numpy as np
 from . import dtypes
 from . import partition  # noqa: F401  (installs the eager trace)
 from . import primitives as P
+from . import rules
 from .api import device_put, host_value
 from .array import Array
 from .core import Tracer, aval_of
@@ -1011,7 +1012,18 @@ def repeat(a: ArrayLike, repeats: Any, axis: int | None = None, *, total_repeat_
     if axis is None:
         a, axis = ravel(a), 0
     (axis,) = _axes(axis, a.ndim)
-    index = np.repeat(np.arange(a.shape[axis]), np.asarray(repeats))
+    counts = np.asarray(repeats)
+    if not np.issubdtype(counts.dtype, np.integer) or (counts < 0).any():
+        raise ValueError(f"repeat: repeats must be non-negative integers; got {repeats!r}.")
+    length = a.shape[axis]
+    if counts.ndim == 0 and total_repeat_length in (None, length * int(counts)):
+        # every element the same number of times: a broadcast and a reshape, which keep the split (as JAX's)
+        stretched = broadcast_to(expand_dims(a, axis + 1), a.shape[:axis + 1] + (int(counts),) + a.shape[axis + 1:])
+        return reshape(stretched, a.shape[:axis] + (length * int(counts),) + a.shape[axis + 1:])
+    index = np.repeat(np.arange(length), counts)
+    if total_repeat_length is not None:  # cut, or repeat the last element, to exactly that length
+        index = np.resize(np.append(index, np.full(builtins.max(0, total_repeat_length - index.size),
+                                                   index[-1] if index.size else 0)), total_repeat_length)
     return take(a, index, axis=axis)
 
 
@@ -1182,20 +1194,9 @@ def _gather(a: Any, entries: list[Any], mode: str | None = None, fill_value: Any
     for dim, e in enumerate(expanded):
         size = a.shape[dim]
         if _is_array_index(e):
-            value = _lift(e) if _is_array(e) else np.asarray(e)
-            if not np.issubdtype(aval_of(value).dtype, np.integer):
-                raise IndexError(f"array indices must be integers or booleans; got dtype {aval_of(value).dtype}.")
-            if mode == "wrap":
-                value = remainder(value, size) if _is_array(value) else np.mod(value, size)
-            elif mode == "fill" and _is_array(value):
+            value, needs_fill_row = _array_index(e, size, mode)
+            if needs_fill_row:
                 widen.append(dim)
-                value = where(less(value, 0), add(value, size), value)
-                value = where(logical_or(less(value, 0), greater_equal(value, size)), size, value)
-            elif mode == "fill":  # concrete indices: widen only if some are out of range
-                value = np.where(value < 0, value + size, value)
-                if builtins.any(((value < 0) | (value >= size)).ravel()):
-                    widen.append(dim)
-                    value = np.where((value < 0) | (value >= size), size, value)
             arrays.append(value)
             index.append("array")
         elif isinstance(e, (int, np.integer)):
@@ -1208,9 +1209,33 @@ def _gather(a: Any, entries: list[Any], mode: str | None = None, fill_value: Any
         else:
             index.append(e)
     if widen:
-        fill = _default_fill(a.dtype) if fill_value is None else fill_value
-        a = pad(a, [(0, 1) if d in widen else (0, 0) for d in range(a.ndim)], constant_values=fill)
+        a = _pad_fill_row(a, widen, fill_value)
     return P.gather.bind(a, *arrays, index=tuple(index))
+
+
+def _array_index(e: Any, size: int, mode: str | None) -> tuple[Any, bool]:
+    """An integer index array along a dimension of `size`, and whether the gather needs one extra row of the
+    fill value: "wrap" wraps out-of-range entries, "fill" sends them to `size` (that extra row); other modes
+    leave them to the gather, which clamps."""
+    value = _lift(e) if _is_array(e) else np.asarray(e)
+    if not np.issubdtype(aval_of(value).dtype, np.integer):
+        raise IndexError(f"array indices must be integers or booleans; got dtype {aval_of(value).dtype}.")
+    if mode == "wrap":
+        return (remainder(value, size) if _is_array(value) else np.mod(value, size)), False
+    if mode != "fill":
+        return value, False
+    if _is_array(value):
+        value = where(less(value, 0), add(value, size), value)
+        return where(logical_or(less(value, 0), greater_equal(value, size)), size, value), True
+    value = np.where(value < 0, value + size, value)  # concrete indices: the extra row only if some are out of range
+    outside = (value < 0) | (value >= size)
+    return np.where(outside, size, value), bool(outside.any())
+
+
+def _pad_fill_row(a: Any, dims: Sequence[int], fill_value: Any) -> Any:
+    """`a` with one more row of `fill_value` (by default the dtype's, as JAX's) at the end of each of `dims`."""
+    fill = _default_fill(a.dtype) if fill_value is None else fill_value
+    return pad(a, [(0, 1) if d in dims else (0, 0) for d in range(a.ndim)], constant_values=fill)
 
 
 def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, mode: Any = None, fill_value: Any = None) -> Any:
@@ -1233,10 +1258,14 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None, mode: 
     if len(_shape(idx)) != arr.ndim:
         raise ValueError("take_along_axis: indices and arr must have the same number of dimensions; "
                          f"{len(_shape(idx))} vs. {arr.ndim}.")
-    shape = [n if d == axis else np.broadcast_shapes((n,), (arr.shape[d],))[0] for d, n in enumerate(_shape(idx))]
-    grids = np.indices(shape, sparse=True)
-    entries = [idx if d == axis else grids[d] for d in range(arr.ndim)]
-    return _gather(arr, entries, "fill" if mode is None else mode, fill_value)
+    rules.broadcast_shapes(*[tuple(s[:axis]) + (1,) + tuple(s[axis + 1:]) for s in (arr.shape, _shape(idx))])
+    mode = "fill" if mode is None else mode
+    if mode not in ("clip", "promise_in_bounds", "fill"):  # as JAX's, which has no "wrap" here
+        raise ValueError(f"invalid take_along_axis mode {mode!r}; use 'clip', 'fill' or 'promise_in_bounds'.")
+    idx, needs_fill_row = _array_index(idx, arr.shape[axis], mode)
+    if needs_fill_row:
+        arr = _pad_fill_row(arr, [axis], fill_value)
+    return P.take_along.bind(arr, _lift(idx), axis=axis)
 
 
 def nonzero(a: ArrayLike, *, size: Any = None, fill_value: Any = None) -> tuple[Any, ...]:

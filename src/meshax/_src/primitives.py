@@ -285,8 +285,8 @@ broadcast_in_dim = _define(
 
 
 def _whole_dims_op(name: str, impl: Callable[..., np.ndarray], aval: Callable[..., ShapedArray],
-                   axes_param: str) -> Primitive:
-    return _define(name, impl, aval, rules.along_axes(axes_param))
+                   axes_param: str, vectors_whole: bool = False) -> Primitive:
+    return _define(name, impl, aval, rules.along_axes(axes_param, vectors_whole))
 
 
 def _slice_aval(x: ShapedArray, *, index: tuple[Any, ...]) -> ShapedArray:
@@ -352,10 +352,10 @@ def _sort_impl(x: np.ndarray, *, axis: int, descending: bool = False) -> np.ndar
     return np.flip(out, axis) if descending else out
 
 
-sort = _whole_dims_op("sort", _sort_impl, lambda x, *, axis, descending=False: x, "axis")
+sort = _whole_dims_op("sort", _sort_impl, lambda x, *, axis, descending=False: x, "axis", vectors_whole=True)
 argsort = _whole_dims_op(
     "argsort", lambda x, *, axis, index_dtype: np.argsort(x, axis=axis, kind="stable").astype(index_dtype),
-    lambda x, *, axis, index_dtype: ShapedArray(x.shape, np.dtype(index_dtype)), "axis")
+    lambda x, *, axis, index_dtype: ShapedArray(x.shape, np.dtype(index_dtype)), "axis", vectors_whole=True)
 
 
 def _concatenate_aval(*xs: ShapedArray, axis: int) -> ShapedArray:
@@ -424,6 +424,28 @@ def _gather_sources(index: tuple[Any, ...], array_ndim: int) -> list[int | None]
 
 
 gather = _define("gather", _gather_impl, lambda x, *ix, index: _gather_aval(x, *ix, index=index), _gather_rule)
+
+
+def _take_along_aval(x: ShapedArray, idx: ShapedArray, *, axis: int) -> ShapedArray:
+    around = rules.broadcast_shapes(*[a.shape[:axis] + (1,) + a.shape[axis + 1:] for a in (x, idx)])
+    return ShapedArray(around[:axis] + (idx.shape[axis],) + around[axis + 1:], x.dtype, x.weak_type)
+
+
+def _take_along_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, axis: int,
+                     mesh_shape: dict[str, int], **_: Any) -> rules.Layout:
+    """An elementwise op of the operand and the indices on the other dimensions; along `axis` the operand is
+    whole and the result keeps the indices' split."""
+    around = [ShapedArray(a.shape[:axis] + (1,) + a.shape[axis + 1:], a.dtype) for a in avals]
+    layout = rules.elementwise([rules.unshard_dims(s, [axis]) for s in specs], around, mesh_shape=mesh_shape)
+    out = list(layout.out_specs[0])
+    out[axis] = rules.unused_prefix(specs[1][axis], rules.used_axes(tuple(out)))
+    layout.in_specs[1] = tuple(out[axis] if d == axis else e for d, e in enumerate(layout.in_specs[1]))
+    layout.out_specs = [tuple(out)]
+    return layout
+
+
+take_along = _define("take_along", lambda x, idx, *, axis: np.take_along_axis(x, _clip_index(idx, x.shape[axis]), axis),
+                     _take_along_aval, _take_along_rule)
 
 
 def _scatter_impl(x: np.ndarray, y: np.ndarray, *indices: np.ndarray, index: tuple[Any, ...], mode: str,

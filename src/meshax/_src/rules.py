@@ -171,9 +171,10 @@ def reduction(op: str):
     return rule
 
 
-def along_axes(axes_param: str = "axes"):
+def along_axes(axes_param: str = "axes", vectors_whole: bool = False):
     """Ops that need whole dimensions `axes` on every device (cumsum, sort, flip, pad...); the result keeps
-    the input's split of those dimensions where it divides the result evenly, as JAX's does."""
+    the input's split of those dimensions where it divides the result evenly, as JAX's does (with
+    `vectors_whole`, a rank-1 result stays whole, as JAX's sorts of vectors do)."""
 
     def rule(specs: Sequence[Spec], avals: Sequence[ShapedArray], *, mesh_shape: dict[str, int],
              out_ndims: Sequence[int], **params: Any) -> Layout:
@@ -181,7 +182,8 @@ def along_axes(axes_param: str = "axes"):
         axes = (axes,) if isinstance(axes, int) else tuple(axes)
         spec = unshard_dims(specs[0], [a % max(avals[0].ndim, 1) for a in axes]) if avals[0].ndim else ()
         others = [replicated(a.ndim) for a in avals[1:]]
-        return Layout([spec] + others, [spec], result_specs=[specs[0]] * len(out_ndims))
+        whole = vectors_whole and avals[0].ndim == 1
+        return Layout([spec] + others, [spec], result_specs=None if whole else [specs[0]] * len(out_ndims))
 
     return rule
 
