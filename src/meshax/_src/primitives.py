@@ -503,10 +503,28 @@ def _scatter_coordinates(index: tuple[Any, ...], indices: Sequence[np.ndarray]
     return coordinates, target
 
 
-def _scatter_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], **_: Any) -> rules.Layout:
-    """The operand keeps its layout (each device applies the updates that land in its block); the updates
-    and index arrays are whole on every device."""
-    return rules.Layout([specs[0]] + [rules.replicated(a.ndim) for a in avals[1:]], [specs[0]])
+def _scatter_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, index: tuple[Any, ...],
+                  **_: Any) -> rules.Layout:
+    """Each device applies the updates that land in its block of the operand; the updates and index arrays
+    are whole on every device. The result splits as the operand, except that (as JAX's) in a window taken
+    whole by a slice the updates have a say: a split only they have is taken, a disagreement leaves the
+    dimension whole."""
+    out = list(specs[0])
+    if "array" not in index and None not in index:
+        x, y = avals[0], avals[1]
+        window = [d for d, entry in enumerate(index) if isinstance(entry, slice)]
+        offset = len(window) - y.ndim  # the updates broadcast against the window from the right
+        changed = []
+        for t, d in enumerate(window):
+            whole = index[d].indices(x.shape[d]) == (0, x.shape[d], 1)
+            if whole and t >= offset and y.shape[t - offset] == x.shape[d]:
+                out[d] = rules.agreed_entry((specs[0][d], specs[1][t - offset]))
+                changed.append(d)
+        taken = {name for d, entry in enumerate(out) if d not in changed for name in entry}
+        for d in changed:  # an axis the operand's own split uses is not taken again
+            out[d] = rules.unused_prefix(out[d], taken)
+            taken |= set(out[d])
+    return rules.Layout([tuple(out)] + [rules.replicated(a.ndim) for a in avals[1:]], [tuple(out)])
 
 
 scatter = _define("scatter", _scatter_impl, lambda x, y, *ix, index, mode: x, _scatter_rule, needs_local_box=True)
