@@ -194,7 +194,6 @@ KNOWN_SHARDING_DIFFERENCES: dict[str, str] = {
             "uneven; meshax places each step's result, as an eager JAX call of each step would",
     "nn_logsumexp_b": _COMPOSITE + " (max, exp, b * ..., sum, log)",
     "nn_attention_bias_mask": _COMPOSITE + " (two einsums, bias, mask, softmax, reshapes)",
-    "getitem_array_then_slice": "JAX's gather does not split a partly sliced dimension again; meshax does",
 }
 
 

@@ -400,14 +400,15 @@ def _clip_index(i: np.ndarray, size: int) -> np.ndarray:
 def _gather_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, index: tuple[Any, ...],
                  **_: Any) -> rules.Layout:
     """Dimensions taken whole by a slice keep their split; the index arrays are whole on each device, and so
-    are the dimensions they or integers index; partially sliced ones are split again afterwards."""
+    are the dimensions they or integers index; partially sliced ones are split again afterwards, unless
+    index arrays take part (then they stay whole, as JAX's)."""
     x, arrays = avals[0], avals[1:]
     spec = [entry if isinstance(i, slice) and i.indices(n) == (0, n, 1) else ()
             for entry, i, n in zip(specs[0], index, x.shape)]
     sources = _gather_sources(index, len(rules.broadcast_shapes(*[a.shape for a in arrays])) if arrays else 0)
     out = tuple(() if d is None else spec[d] for d in sources)
-    result = tuple(() if d is None else specs[0][d] for d in sources)
-    return rules.Layout([tuple(spec)] + [rules.replicated(a.ndim) for a in arrays], [out], result_specs=[result])
+    result = None if arrays else [tuple(() if d is None else specs[0][d] for d in sources)]
+    return rules.Layout([tuple(spec)] + [rules.replicated(a.ndim) for a in arrays], [out], result_specs=result)
 
 
 def _gather_sources(index: tuple[Any, ...], array_ndim: int) -> list[int | None]:
