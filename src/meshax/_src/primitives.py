@@ -445,8 +445,11 @@ def _take_along_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], 
     return layout
 
 
-take_along = _define("take_along", lambda x, idx, *, axis: np.take_along_axis(x, _clip_index(idx, x.shape[axis]), axis),
-                     _take_along_aval, _take_along_rule)
+def _take_along_impl(x: np.ndarray, idx: np.ndarray, *, axis: int) -> np.ndarray:
+    return np.take_along_axis(x, _clip_index(idx, x.shape[axis]), axis)
+
+
+take_along = _define("take_along", _take_along_impl, _take_along_aval, _take_along_rule)
 
 
 def _scatter_impl(x: np.ndarray, y: np.ndarray, *indices: np.ndarray, index: tuple[Any, ...], mode: str,
