@@ -530,6 +530,11 @@ def test_take_along_axis_rank_mismatch():
         jnp.take_along_axis(X, jnp.zeros((3,), jnp.int32), axis=0)
 
 
+def test_take_along_axis_shape_mismatch_names_both_shapes():
+    with pytest.raises(ValueError, match=r"indices of shape \(5, 2\) do not broadcast against the array's \(4, 3\)"):
+        jnp.take_along_axis(jnp.ones((4, 3)), jnp.zeros((5, 2), jnp.int32), axis=1)
+
+
 def test_diagonal_of_a_vector():
     with raises(ValueError, "two dimensions"):
         jnp.diagonal(V)

@@ -16,7 +16,6 @@ import numpy as np
 from . import dtypes
 from . import partition  # noqa: F401  (installs the eager trace)
 from . import primitives as P
-from . import rules
 from .api import device_put, host_value
 from .array import Array
 from .core import Tracer, aval_of
@@ -1258,7 +1257,10 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None, mode: 
     if len(_shape(idx)) != arr.ndim:
         raise ValueError("take_along_axis: indices and arr must have the same number of dimensions; "
                          f"{len(_shape(idx))} vs. {arr.ndim}.")
-    rules.broadcast_shapes(*[tuple(s[:axis]) + (1,) + tuple(s[axis + 1:]) for s in (arr.shape, _shape(idx))])
+    around = [tuple(s[:axis]) + tuple(s[axis + 1:]) for s in (arr.shape, _shape(idx))]
+    if builtins.any(a != b and 1 not in (a, b) for a, b in zip(*around)):
+        raise ValueError(f"take_along_axis: indices of shape {tuple(_shape(idx))} do not broadcast against the "
+                         f"array's {tuple(arr.shape)} outside axis {axis}; make those dimensions equal or 1.")
     mode = "fill" if mode is None else mode
     if mode not in ("clip", "promise_in_bounds", "fill"):  # as JAX's, which has no "wrap" here
         raise ValueError(f"invalid take_along_axis mode {mode!r}; use 'clip', 'fill' or 'promise_in_bounds'.")
