@@ -730,7 +730,8 @@ def test_nan_and_inf_through_collectives(values):
 
     with np.errstate(all="ignore"):   # inf + -inf
         total, high, low, gathered, shifted = meshax.shard_map(
-            body, mesh=MESH, in_specs=P("x"), out_specs=(P(), P(), P(), P(), P("x")))(rows(value))
+            body, mesh=MESH, in_specs=P("x"), out_specs=(P(), P(), P(), P(), P("x")),
+            check_vma=False)(rows(value))  # JAX 0.10 types all_gather results as varying
         np.testing.assert_array_equal(np.asarray(total), [np.sum(value)])
         np.testing.assert_array_equal(np.asarray(high), [np.max(value)])
         np.testing.assert_array_equal(np.asarray(low), [np.min(value)])

@@ -304,7 +304,7 @@ def test_closure_over_arrays_and_numpy_constants(x, mesh):
     np.testing.assert_allclose(np.asarray(result), VALUE + 10 + np.arange(4) + 1, rtol=1e-6)
     assert result.dtype == np.float32
     text = f.lower(x).as_text()
-    assert "float32[8,4]" in text
+    assert "f32[8,4]" in text
 
 
 def test_closure_only_inputs(x):
@@ -378,7 +378,7 @@ def test_lower_as_text(x, jx):
 
     text = meshax.jit(lambda a: f(jnp, a)).lower(x).as_text()
     assert isinstance(text, str)
-    for name in ("sin", "transpose", "dot_general", "reduce_sum", "float32[8,4]"):
+    for name in ("sin", "transpose", "dot_general", "reduce_sum", "f32[8,4]"):
         assert name in text, (name, text)
     reference = jax.jit(lambda a: f(jjnp, a)).lower(jx).as_text()  # the same call works in JAX
     assert "sine" in reference

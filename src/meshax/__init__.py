@@ -40,6 +40,12 @@ _NAMES = {
     "make_mesh": "meshax._src.mesh",
     "jit": "meshax._src.jit",
     "shard_map": "meshax._src.shard_map",
+    "grad": "meshax._src.ad_api",
+    "value_and_grad": "meshax._src.ad_api",
+    "vjp": "meshax._src.ad_api",
+    "jvp": "meshax._src.ad_api",
+    "linearize": "meshax._src.ad_api",
+    "make_jaxpr": "meshax._src.interpreters.staging",
 }
 
 __all__ = sorted((*_SUBMODULES, *_NAMES))

@@ -1,9 +1,10 @@
-"""Lower-level operations (as jax.lax): collectives over mesh axes and sharding constraints."""
+"""Lower-level operations (as jax.lax): collectives over mesh axes, sharding constraints, stop_gradient."""
 from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax._src.jit import with_sharding_constraint
-from meshax._src.lax_parallel import (
-    all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, psum, psum_scatter,
+from meshax._src.lax.parallel import (
+    all_gather, all_to_all, axis_index, pcast, pmax, pmean, pmin, ppermute, psum, psum_scatter, pvary,
 )
+from meshax._src.lax.parallel import axis_size_of as axis_size
 
-__all__ = ["all_gather", "all_to_all", "axis_index", "axis_size", "pmax", "pmean", "pmin", "ppermute", "psum",
-           "psum_scatter", "with_sharding_constraint"]
+__all__ = ["all_gather", "all_to_all", "axis_index", "axis_size", "pcast", "pmax", "pmean", "pmin", "ppermute",
+           "psum", "psum_scatter", "pvary", "with_sharding_constraint"]

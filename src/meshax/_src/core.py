@@ -1,28 +1,40 @@
-"""The primitive core: abstract values, primitives, traces and a small IR (jaxprs).
+"""The core: abstract values, primitives, the trace stack and the one generic Tracer.
 
-Every operation on arrays is a Primitive applied with `bind`. The innermost active
-trace decides what binding means: the eager trace partitions the operation over the
-devices of its (global) inputs right away; a tracing trace records it as an equation
-of a Jaxpr, which jit and shard_map later evaluate. One mechanism for all of them.
+Every operation on arrays is a Primitive applied with `bind`, which hands it to the
+current trace. Each trace (eager evaluation, staging into a jaxpr, forward-mode AD,
+per-device evaluation inside shard_map...) has a parent: the trace that was current
+when it was made. A trace processes a primitive by looking up its own rule for it and,
+where that rule computes with plain values, binding primitives in its parent. A value
+that is not one of the trace's own tracers (an array, a scalar, a tracer of an
+enclosing trace) is a constant to it; a tracer of a trace that is no longer active is an
+error ("escaped"). Rules live in per-interpreter tables keyed by primitive
+(`impl_rules`, `abstract_eval_rules`, `sharding_rules` here; jvp and transpose rules in
+interpreters/ad.py, per-device rules in interpreters/shard_map.py).
+
+The named-axis environment (the manual mesh axes of enclosing shard_maps) lives here too,
+so collectives see it under any nesting of interpreters.
 """
 from __future__ import annotations
 
-import itertools
 import math
 import threading
-from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
+
+# ---- abstract values ------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class ShapedArray:
-    """What tracing knows of a value: shape, dtype and whether its type is weak (a Python scalar)."""
+    """What tracing knows of a value: shape, dtype, weak type, and (inside shard_map) the manual mesh axes it
+    varies over (`vma`)."""
 
     shape: tuple[int, ...]
     dtype: np.dtype
     weak_type: bool = False
+    vma: frozenset = field(default=frozenset())
 
     @property
     def ndim(self) -> int:
@@ -32,234 +44,30 @@ class ShapedArray:
     def size(self) -> int:
         return math.prod(self.shape)
 
-    def __str__(self) -> str:
-        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+    def str_short(self) -> str:
+        varying = f"{{V:{','.join(sorted(self.vma))}}}" if self.vma else ""
+        return f"{_short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]{varying}"
+
+    __str__ = str_short
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
 
     def strip_weak(self) -> "ShapedArray":
-        return ShapedArray(self.shape, self.dtype, False)
+        return replace(self, weak_type=False)
+
+    def update(self, **changes: Any) -> "ShapedArray":
+        return replace(self, **changes)
 
 
-class Primitive:
-    """An operation with a NumPy implementation, an abstract evaluation rule and a sharding rule."""
-
-    def __init__(self, name: str, impl: Callable[..., Any], abstract_eval: Callable[..., Any],
-                 sharding_rule: Callable[..., Any], multiple_results: bool = False) -> None:
-        self.name = name
-        self.impl = impl
-        self.abstract_eval = abstract_eval
-        self.sharding_rule = sharding_rule
-        self.multiple_results = multiple_results
-        self.needs_local_shape = False  # impl gets `local_shapes=` (its outputs' shard shapes)
-        self.needs_local_box = False  # impl gets `local_box=` (its first input's block on the device)
-        self.parallel_devices = False  # heavy kernel: local devices run it side by side (device_pool)
-        self.eager: Callable[..., Any] | None = None  # replaces partitioned execution outside traces
-        # replaces device-by-device evaluation inside shard_map: device_impl(device_trace, *args, **params)
-        self.device_impl: Callable[..., Any] | None = None
-
-    def bind(self, *args: Any, **params: Any) -> Any:
-        return current_trace().process(self, args, params)
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-# ---- traces ------------------------------------------------------------------------------------
-
-
-class Trace:
-    """How binding a primitive is carried out in the current context."""
-
-    def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
-        raise NotImplementedError
-
-
-class _TraceStack(threading.local):
-    def __init__(self) -> None:
-        self.stack: list[Trace] = []
-
-
-_traces = _TraceStack()
-_eager: Trace | None = None
-
-
-def set_eager_trace(trace: Trace) -> None:
-    global _eager
-    _eager = trace
-
-
-def current_trace() -> Trace:
-    if _traces.stack:
-        return _traces.stack[-1]
-    assert _eager is not None
-    return _eager
-
-
-class new_trace:
-    """Context manager making `trace` the innermost trace."""
-
-    def __init__(self, trace: Trace) -> None:
-        self.trace = trace
-
-    def __enter__(self) -> Trace:
-        _traces.stack.append(self.trace)
-        return self.trace
-
-    def __exit__(self, *exc: Any) -> None:
-        _traces.stack.pop()
-
-
-# ---- jaxprs: the IR -----------------------------------------------------------------------------
-
-_var_ids = itertools.count()
-
-
-class Var:
-    """A value in a Jaxpr."""
-
-    __slots__ = ("aval", "id")
-
-    def __init__(self, aval: ShapedArray) -> None:
-        self.aval = aval
-        self.id = next(_var_ids)
-
-    def __repr__(self) -> str:
-        return f"v{self.id}:{self.aval}"
-
-
-@dataclass
-class Equation:
-    primitive: Primitive
-    inputs: list[Any]  # Var, or a literal constant
-    outputs: list[Var]
-    params: dict[str, Any]
-
-
-@dataclass
-class Jaxpr:
-    """A traced function: inputs, constants (captured values), equations and outputs."""
-
-    invars: list[Var]
-    constvars: list[Var]
-    equations: list[Equation]
-    outvars: list[Any]
-    consts: list[Any] = field(default_factory=list)
-
-    def __str__(self) -> str:
-        lines = [f"{{ lambda {' '.join(map(repr, self.constvars))} ; {' '.join(map(repr, self.invars))} . let"]
-        for eq in self.equations:
-            params = " ".join(f"{k}={v}" for k, v in eq.params.items())
-            lines.append(f"    {' '.join(map(repr, eq.outputs))} = {eq.primitive.name}[{params}] "
-                         f"{' '.join(map(repr, eq.inputs))}")
-        lines.append(f"  in ({', '.join(map(repr, self.outvars))}) }}")
-        return "\n".join(lines)
-
-
-def eval_jaxpr(jaxpr: Jaxpr, args: Sequence[Any]) -> list[Any]:
-    """Evaluate `jaxpr` on `args` by binding each equation in the current trace."""
-    env: dict[int, Any] = {}
-
-    def read(x: Any) -> Any:
-        return env[x.id] if isinstance(x, Var) else x
-
-    for var, value in zip(jaxpr.constvars, jaxpr.consts):
-        env[var.id] = value
-    for var, value in zip(jaxpr.invars, args):
-        env[var.id] = value
-    for eq in jaxpr.equations:
-        out = eq.primitive.bind(*map(read, eq.inputs), **eq.params)
-        outs = out if eq.primitive.multiple_results else [out]
-        for var, value in zip(eq.outputs, outs):
-            env[var.id] = value
-    return [read(v) for v in jaxpr.outvars]
-
-
-class Tracer:
-    """A value being traced: it has an abstract value and belongs to a JaxprTrace."""
-
-    __array_priority__ = 200
-
-    def __init__(self, trace: "JaxprTrace", aval: ShapedArray) -> None:
-        self._trace = trace
-        self.aval = aval
-        self.var = Var(aval)
-
-    shape = property(lambda self: self.aval.shape)
-    dtype = property(lambda self: self.aval.dtype)
-    ndim = property(lambda self: self.aval.ndim)
-    size = property(lambda self: self.aval.size)
-    weak_type = property(lambda self: self.aval.weak_type)
-
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of unsized object (a 0-d traced array)")
-        return self.shape[0]
-
-    def _concrete(self, what: str) -> Any:
-        raise TypeError(
-            f"{what} needs a concrete value, but this array is traced ({self.aval}) inside jit or shard_map; "
-            "use meshax.numpy.where / lax functions instead of Python control flow on traced values, or mark "
-            "the argument static (static_argnums)."
-        )
-
-    def __bool__(self) -> bool:
-        return self._concrete("bool()")
-
-    def __float__(self) -> float:
-        return self._concrete("float()")
-
-    def __int__(self) -> int:
-        return self._concrete("int()")
-
-    def __index__(self) -> int:
-        return self._concrete("using it as an index")
-
-    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
-        return self._concrete("converting to a NumPy array")
-
-    def __repr__(self) -> str:
-        return f"Traced<{self.aval}>"
-
-
-class JaxprTrace(Trace):
-    """Records primitives into a Jaxpr instead of running them."""
-
-    def __init__(self) -> None:
-        self.equations: list[Equation] = []
-        self.consts: dict[int, tuple[Var, Any]] = {}
-
-    def new_arg(self, aval: ShapedArray) -> Tracer:
-        return Tracer(self, aval)
-
-    def lift(self, value: Any) -> Any:
-        """An input of an equation: our own tracer's var, a captured constant's var, or a literal scalar."""
-        if isinstance(value, Tracer):
-            if value._trace is not self:
-                raise TypeError(
-                    "a traced value escaped its jit/shard_map (it belongs to another trace); return it from the "
-                    "function instead of storing it outside."
-                )
-            return value.var
-        if isinstance(value, (bool, int, float, complex, np.generic)) or (
-                isinstance(value, np.ndarray) and value.ndim == 0):
-            return value
-        key = id(value)
-        if key not in self.consts:
-            self.consts[key] = (Var(aval_of(value)), value)
-        return self.consts[key][0]
-
-    def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
-        inputs = [self.lift(a) for a in args]
-        out_avals = primitive.abstract_eval(*[aval_of(a) for a in args], **params)
-        multiple = primitive.multiple_results
-        outs = [Tracer(self, aval) for aval in (out_avals if multiple else [out_avals])]
-        self.equations.append(Equation(primitive, inputs, [t.var for t in outs], params))
-        return outs if multiple else outs[0]
-
-    def to_jaxpr(self, inputs: Sequence[Tracer], outputs: Sequence[Any]) -> Jaxpr:
-        outvars = [self.lift(o) for o in outputs]
-        constvars = [var for var, _ in self.consts.values()]
-        consts = [value for _, value in self.consts.values()]
-        return Jaxpr([t.var for t in inputs], constvars, self.equations, outvars, consts)
+def _short_dtype(dtype: np.dtype) -> str:
+    names = {"float": "f", "int": "i", "uint": "u", "complex": "c", "bool": "bool", "bfloat": "bf"}
+    name = np.dtype(dtype).name
+    for long, short in names.items():
+        if name.startswith(long) and name[len(long):].isdigit():
+            return short + name[len(long):]
+    return name
 
 
 def aval_of(x: Any) -> ShapedArray:
@@ -275,10 +83,319 @@ def aval_of(x: Any) -> ShapedArray:
     return ShapedArray(tuple(np.shape(x)), dtype, weak)
 
 
-def trace_to_jaxpr(fun: Callable[..., Any], avals: Sequence[ShapedArray]) -> tuple[Jaxpr, Any]:
-    """Trace `fun` on abstract inputs; returns the Jaxpr and `fun`'s raw (flat list) output."""
-    trace = JaxprTrace()
-    inputs = [trace.new_arg(aval) for aval in avals]
-    with new_trace(trace):
-        outputs = fun(*inputs)
-    return trace.to_jaxpr(inputs, outputs), outputs
+# ---- primitives and their rule tables -------------------------------------------------------------------------
+
+
+class Primitive:
+    """An operation, known by name; what binding it means is up to the current trace and its rule tables.
+
+    The flags describe how the eager and per-device interpreters call its implementation:
+    `needs_local_shape` (the impl gets `local_shapes=`, its outputs' shard shapes), `needs_local_box` (the impl
+    gets `local_box=`, its first input's block on the device) and `parallel_devices` (a heavy kernel whose
+    per-device calls run side by side)."""
+
+    def __init__(self, name: str, multiple_results: bool = False, *, needs_local_shape: bool = False,
+                 needs_local_box: bool = False, parallel_devices: bool = False) -> None:
+        self.name = name
+        self.multiple_results = multiple_results
+        self.needs_local_shape = needs_local_shape
+        self.needs_local_box = needs_local_box
+        self.parallel_devices = parallel_devices
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        if self not in vma_rules and len(args) > 1 and _axis_env.frames:
+            args = insert_pvary(args)
+        return current_trace().process(self, args, params)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+impl_rules: dict[Primitive, Callable[..., Any]] = {}  # NumPy implementation on one device's blocks
+abstract_eval_rules: dict[Primitive, Callable[..., Any]] = {}  # avals in, aval(s) out
+sharding_rules: dict[Primitive, Callable[..., Any]] = {}  # where eager inputs must be (rules.Layout)
+vma_rules: dict[Primitive, Callable[..., Any]] = {}  # varying axes of a collective's result (None: keep avals')
+
+
+def abstract_eval(primitive: Primitive, avals: Sequence[ShapedArray], params: dict[str, Any]) -> list[ShapedArray]:
+    """The output avals of `primitive` on `avals`, with their varying manual axes."""
+    try:
+        rule = abstract_eval_rules[primitive]
+    except KeyError:
+        raise NotImplementedError(f"the primitive {primitive.name} has no abstract evaluation rule.") from None
+    out = rule(*avals, **params)
+    outs = list(out) if primitive.multiple_results else [out]
+    vma_rule = vma_rules.get(primitive)
+    vma = frozenset().union(*(a.vma for a in avals)) if vma_rule is None else vma_rule(*avals, **params)
+    if vma is None:  # the rule's own avals say (call-like primitives)
+        return outs
+    return [o if o.vma == vma else replace(o, vma=vma) for o in outs]
+
+
+def keeps_own_vma(*avals: Any, **params: Any) -> None:
+    """The vma rule of call-like primitives: their outputs' avals already carry their varying axes."""
+    return None
+
+
+# ---- traces -------------------------------------------------------------------------------------------------
+
+
+class Trace:
+    """How binding a primitive is carried out in one context; `parent` is the trace it binds into."""
+
+    def __init__(self, parent: "Trace | None") -> None:
+        self.parent = parent
+        self.active = True
+
+    def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def is_own(self, x: Any) -> bool:
+        """Whether `x` is a tracer of this trace; a tracer of an inactive or unrelated trace is an error."""
+        if not isinstance(x, Tracer):
+            return False
+        if x._trace is self:
+            return True
+        check_not_escaped(x, self)
+        return False
+
+    def to_concrete_value(self, tracer: "Tracer") -> Any:
+        """The concrete value behind `tracer`, or None when tracing has none (staging)."""
+        return None
+
+    def ancestors(self) -> Iterator["Trace"]:
+        trace: Trace | None = self
+        while trace is not None:
+            yield trace
+            trace = trace.parent
+
+
+def check_not_escaped(x: "Tracer", trace: Trace) -> None:
+    """A tracer met by `trace` must belong to it or to one of the traces it binds into."""
+    if x._trace.active and any(t is x._trace for t in trace.ancestors()):
+        return
+    raise UnexpectedTracerError(
+        f"Encountered an unexpected tracer: {x!r} belongs to a {type(x._trace).__name__} that is "
+        f"{'no longer active' if not x._trace.active else 'not an enclosing transformation'} here. A value "
+        "computed inside a transformed function (jit, grad, vmap, shard_map...) escaped it, e.g. through a "
+        "global or a list; return it from the function instead."
+    )
+
+
+class UnexpectedTracerError(Exception):
+    """A tracer was used outside the transformation that made it."""
+
+
+class ConcretizationTypeError(TypeError):
+    """A traced value was used where Python needs a concrete one."""
+
+
+class _Context(threading.local):
+    def __init__(self) -> None:
+        self.trace: Trace | None = None
+
+
+_context = _Context()
+_eager: Trace | None = None
+
+
+def set_eager_trace(trace: Trace) -> None:
+    """Install the root trace (eager evaluation on global arrays)."""
+    global _eager
+    _eager = trace
+
+
+def eager_trace() -> Trace:
+    assert _eager is not None, "meshax._src.interpreters.eager must be imported before binding primitives"
+    return _eager
+
+
+def current_trace() -> Trace:
+    return _context.trace if _context.trace is not None else eager_trace()
+
+
+class set_current_trace:
+    """Context manager making `trace` the current trace (restoring the previous one on exit)."""
+
+    def __init__(self, trace: Trace | None, *, finish: bool = False) -> None:
+        self.trace = trace
+        self.finish = finish  # mark the trace inactive on exit: its tracers may no longer be used
+
+    def __enter__(self) -> Trace | None:
+        self.previous = _context.trace
+        _context.trace = self.trace
+        return self.trace
+
+    def __exit__(self, *exc: Any) -> None:
+        _context.trace = self.previous
+        if self.finish and self.trace is not None:
+            self.trace.active = False
+
+
+# ---- the generic tracer ---------------------------------------------------------------------------------------
+
+
+class Tracer:
+    """A value of a trace: its abstract value plus whatever the trace keeps for it (`payload`)."""
+
+    __slots__ = ("_trace", "aval", "payload")
+    __array_priority__ = 200
+
+    def __init__(self, trace: Trace, aval: ShapedArray, payload: Any) -> None:
+        self._trace = trace
+        self.aval = aval
+        self.payload = payload
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    @property
+    def sharding(self) -> Any:
+        value = self.to_concrete_value()
+        if value is None or not hasattr(value, "sharding"):
+            raise AttributeError(f"a traced value ({self.aval}) has no concrete sharding here.")
+        return value.sharding
+
+    def to_concrete_value(self) -> Any:
+        return self._trace.to_concrete_value(self)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return self.shape[0]
+
+    def _concrete(self, what: str) -> Any:
+        value = self.to_concrete_value()
+        if value is None:
+            raise ConcretizationTypeError(
+                f"Abstract tracer value encountered where concrete value is expected: {what} needs a concrete "
+                f"value, but this array is traced ({self.aval}) inside jit, shard_map or a traced control-flow "
+                "body; use meshax.numpy.where / lax functions instead of Python control flow on traced values, "
+                "or mark the argument static (static_argnums)."
+            )
+        return value
+
+    def __bool__(self) -> bool:
+        return bool(self._concrete("bool()"))
+
+    def __float__(self) -> float:
+        return float(self._concrete("float()"))
+
+    def __int__(self) -> int:
+        return int(self._concrete("int()"))
+
+    def __complex__(self) -> complex:
+        return complex(self._concrete("complex()"))
+
+    def __index__(self) -> int:
+        return int(np.asarray(self._concrete("using it as an index")).__index__())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        value = np.asarray(self._concrete("converting to a NumPy array"))
+        return value if dtype is None else value.astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"Traced<{self.aval}>with<{type(self._trace).__name__}>"
+
+
+# ---- the named-axis environment --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AxisFrame:
+    """Manual mesh axes bound by an enclosing shard_map: their sizes, and whether varying axes are typed."""
+
+    mesh: Any
+    axes: tuple[str, ...]
+    check_vma: bool
+
+
+class _AxisEnv(threading.local):
+    def __init__(self) -> None:
+        self.frames: list[AxisFrame] = []
+
+
+_axis_env = _AxisEnv()
+
+
+class extend_axis_env:
+    """Context manager binding a shard_map's manual axes for the code run inside it."""
+
+    def __init__(self, frame: AxisFrame) -> None:
+        self.frame = frame
+
+    def __enter__(self) -> AxisFrame:
+        _axis_env.frames.append(self.frame)
+        return self.frame
+
+    def __exit__(self, *exc: Any) -> None:
+        _axis_env.frames.pop()
+
+
+def axis_frames() -> list[AxisFrame]:
+    return list(_axis_env.frames)
+
+
+def axis_mesh() -> Any:
+    """The mesh of the innermost enclosing shard_map (None outside one)."""
+    return _axis_env.frames[-1].mesh if _axis_env.frames else None
+
+
+def manual_axes() -> tuple[str, ...]:
+    return tuple(a for frame in _axis_env.frames for a in frame.axes)
+
+
+def axis_size(axes: Sequence[str], what: str) -> int:
+    """The product of the sizes of the manual mesh `axes` (clear errors outside shard_map or for unknown names)."""
+    if not _axis_env.frames:
+        raise NameError(
+            f"unbound axis name: {what} over axis {tuple(axes)!r} used outside shard_map: collectives need the "
+            "mesh axes of an enclosing meshax.shard_map."
+        )
+    bound = manual_axes()
+    mesh = _axis_env.frames[-1].mesh
+    size = 1
+    for name in axes:
+        if name not in bound:
+            raise NameError(f"unbound axis name {name!r}: {what} is used inside a shard_map that binds the mesh axes "
+                            f"{bound}.")
+        size *= mesh.shape[name]
+    return size
+
+
+def vma_checked() -> bool:
+    return bool(_axis_env.frames) and _axis_env.frames[-1].check_vma
+
+
+# ---- implicit pvary ----------------------------------------------------------------------------------------------
+
+pvary_p = Primitive("pvary")
+
+
+def insert_pvary(args: Sequence[Any]) -> Sequence[Any]:
+    """Operands of one operation must vary over the same manual axes: invariant ones are marked varying
+    (`pvary`), as JAX does under check_vma."""
+    if not vma_checked():
+        return args
+    vmas = [a.aval.vma if isinstance(a, Tracer) else None for a in args]  # constants count as invariant
+    union = frozenset().union(*(v for v in vmas if v is not None))
+    if not union or all(v is None or v == union for v in vmas):
+        return args
+    return [a if v is None or v == union else pvary_p.bind(a, axes=tuple(sorted(union - v)))
+            for a, v in zip(args, vmas)]
+
+
+def define_primitive(name: str, impl: Callable[..., Any] | None, abstract_eval_rule: Callable[..., Any],
+                     sharding_rule: Callable[..., Any] | None, multiple_results: bool = False,
+                     **flags: bool) -> Primitive:
+    """A primitive with its NumPy implementation, abstract evaluation and sharding rules registered."""
+    primitive = Primitive(name, multiple_results, **flags)
+    if impl is not None:
+        impl_rules[primitive] = impl
+    abstract_eval_rules[primitive] = abstract_eval_rule
+    if sharding_rule is not None:
+        sharding_rules[primitive] = sharding_rule
+    return primitive

@@ -489,3 +489,6 @@ def finfo(float_type: Any) -> Any:
     if dt.name in _NARROW_FLOATS or (bfloat16 is not None and dt == bfloat16):
         return _ml_dtypes.finfo(dt)
     return np.finfo(dt)
+
+
+float0 = np.dtype([("float0", np.void, 0)])  # the dtype of tangents of integer and boolean values, as JAX's

@@ -1,8 +1,10 @@
 """jit: trace a function once per input signature into a Jaxpr, then evaluate the Jaxpr.
 
-Evaluation binds each equation in the caller's trace: eagerly (partitioned over the
-inputs' meshes) at top level, or recorded into an enclosing trace. Python side
-effects of the function therefore happen once, when it is traced.
+A call binds `jit_p` with the captured values (closure conversion) and the arguments.
+A staging trace records it as one equation (printed by make_jaxpr); every other trace
+expands it in place (`inline_rules`): eagerly, each equation runs partitioned over the
+inputs' meshes; under grad or inside shard_map, each goes through that trace's rules.
+Python side effects of the function therefore happen once, when it is traced.
 """
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ import numpy as np
 
 from .api import device_put, host_value
 from .array import Array
-from .core import Jaxpr, aval_of, eval_jaxpr, trace_to_jaxpr
+from .core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
+from .interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
+from .jaxpr import Jaxpr, eval_jaxpr
 from .mesh import Mesh
 from .partition import choose_mesh, sharding_for
 from .rules import replicated
@@ -49,7 +53,7 @@ class Jitted:
         self.out_shardings = out_shardings
         self.static_argnums = tuple(static_argnums)
         self.static_argnames = tuple(static_argnames)
-        self._cache: dict[Any, tuple[Jaxpr, Any]] = {}
+        self._cache: dict[Any, tuple[Jaxpr, list[Any], Any]] = {}
         functools.update_wrapper(self, fun)
 
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple, dict, tuple, tuple]:
@@ -77,8 +81,11 @@ class Jitted:
         except TypeError as error:
             raise ValueError(f"jit: static arguments must be hashable ({error}); pass them as static_argnums.") from None
         if not known:
-            self._cache[key] = self._trace(structure, leaves, static_positional, static_named)
-        return key, leaves
+            traced = self._trace(structure, leaves, static_positional, static_named)
+            if any(isinstance(c, Tracer) for c in traced[1]):  # captured tracers of an enclosing trace
+                return (key, traced), leaves
+            self._cache[key] = traced
+        return (key, self._cache[key]), leaves
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         key, leaves = self._prepare(args, kwargs)
@@ -87,9 +94,9 @@ class Jitted:
     def _run(self, key: tuple, leaves: list[Any]) -> Any:
         """Evaluate the program traced for `key`. Host values it returns (constants, inputs passed through) become
         Arrays replicated over the mesh the call runs on, as jax.jit returns them."""
-        jaxpr, out_structure = self._cache[key]
-        outputs = eval_jaxpr(jaxpr, leaves)
-        if not all(isinstance(value, Array) for value in outputs):
+        _, (jaxpr, consts, out_structure) = key
+        outputs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=getattr(self.fun, "__name__", "fun"))
+        if not all(isinstance(value, (Array, Tracer)) for value in outputs):
             mesh = choose_mesh(leaves)
             committed = any(isinstance(x, Array) and x.committed for x in leaves)
             outputs = [_as_output(value, mesh, committed) for value in outputs]
@@ -114,7 +121,7 @@ class Jitted:
 
         avals = [aval_of(x) for x in leaves]
         jaxpr, _ = trace_to_jaxpr(flat_fun, avals)
-        return jaxpr, out_structure[0]
+        return consts_as_inputs(jaxpr), list(jaxpr.consts), out_structure[0]
 
     def lower(self, *args: Any, **kwargs: Any) -> "Lowered":
         """The program traced for these arguments; `.compile()` makes it callable on arguments like them."""
@@ -131,7 +138,7 @@ class Lowered:
     def __init__(self, jitted: Jitted, key: tuple) -> None:
         self.jitted = jitted
         self.key = key
-        self.jaxpr = jitted._cache[key][0]
+        self.jaxpr = key[1][0]
 
     def as_text(self) -> str:
         return str(self.jaxpr)
@@ -153,13 +160,19 @@ class Compiled:
         jitted, key = self.lowered.jitted, self.lowered.key
         leaves, structure = jitted._flatten(args, kwargs)
         signature = tuple(_signature_of(x) for x in leaves)
-        if (structure, signature) != key[:2]:
+        if (structure, signature) != key[0][:2]:
             raise TypeError(
-                f"this compiled program takes {_describe(*key[:2])} but was called with "
+                f"this compiled program takes {_describe(*key[0][:2])} but was called with "
                 f"{_describe(structure, signature)}; pass arguments like those it was lowered with (without the "
                 "static ones), or call the jitted function, which traces again for new arguments."
             )
         return jitted._run(key, leaves)
+
+
+jit_p = Primitive("jit", multiple_results=True)
+abstract_eval_rules[jit_p] = lambda *avals, jaxpr, name: [v.aval for v in jaxpr.outvars]
+inline_rules[jit_p] = lambda *args, jaxpr, name: eval_jaxpr(jaxpr, (), args)
+vma_rules[jit_p] = keeps_own_vma
 
 
 def _describe(structure: Any, signature: tuple) -> str:

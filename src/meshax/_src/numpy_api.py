@@ -14,7 +14,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import dtypes
-from . import partition  # noqa: F401  (installs the eager trace)
+from . import partition
+from .interpreters import eager  # noqa: F401  (installs the eager trace)
 from . import primitives as P
 from .api import device_put, host_value
 from .array import Array

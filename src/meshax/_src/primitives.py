@@ -12,7 +12,9 @@ import numpy as np
 
 from . import rules
 from .config import config
-from .core import Primitive, ShapedArray
+from .core import Primitive, ShapedArray, define_primitive
+from .interpreters.eager import eager_rules
+from .interpreters.shard_map import device_rules
 
 # ---- helpers --------------------------------------------------------------------------------------------
 
@@ -23,12 +25,8 @@ def _define(name: str, impl: Callable[..., Any], abstract_eval: Callable[..., An
     """A primitive; `needs_local_box`: its impl gets `local_box=`, the block of its first input that the device
     holds, in global coordinates (None inside shard_map, where blocks are whole arrays); `parallel_devices`:
     a heavy kernel whose per-device calls run side by side."""
-    primitive = Primitive(name, impl, abstract_eval, rule, multiple_results)
-    primitive.needs_local_shape = needs_local_shape
-    primitive.needs_local_box = needs_local_box
-    primitive.parallel_devices = parallel_devices
-    primitive.eager = None
-    return primitive
+    return define_primitive(name, impl, abstract_eval, rule, multiple_results, needs_local_shape=needs_local_shape,
+                            needs_local_box=needs_local_box, parallel_devices=parallel_devices)
 
 
 def _same_aval(x: ShapedArray, *rest: ShapedArray, **_: Any) -> ShapedArray:
@@ -543,12 +541,14 @@ iota = _define("iota", _iota_impl, lambda *, shape, dtype, dimension: ShapedArra
                lambda specs, avals, **p: rules.replicate_all(specs, avals, p["out_ndims"]), needs_local_shape=True)
 
 
-def _reshard_eagerly(x: Any, *, sharding: Any) -> Any:
+sharding_constraint = _define("sharding_constraint", None, lambda x, *, sharding: x, None)
+
+
+def _constrain_eagerly(x: Any, *, sharding: Any) -> Any:
     from .api import device_put
 
     return device_put(x, sharding)
 
 
-sharding_constraint = _define("sharding_constraint", None, lambda x, *, sharding: x, None)
-sharding_constraint.eager = _reshard_eagerly
-sharding_constraint.device_impl = lambda trace, x, *, sharding: x  # inside shard_map blocks are per device
+eager_rules[sharding_constraint] = _constrain_eagerly
+device_rules[sharding_constraint] = lambda trace, x, *, sharding: x  # inside shard_map blocks are per device

@@ -43,7 +43,7 @@ from . import primitives as P
 from . import rules
 from .api import host_value
 from .array import Array
-from .core import Primitive, ShapedArray, Tracer
+from .core import ShapedArray, Tracer, define_primitive
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits", "random_bits", "uniform",
@@ -96,7 +96,7 @@ def _threefry_aval(*avals: ShapedArray, **_: Any) -> list[ShapedArray]:
     return [ShapedArray(shape, _U32), ShapedArray(shape, _U32)]
 
 
-threefry2x32_p = Primitive("threefry2x32", _threefry_impl, _threefry_aval, _elementwise_rule(2),
+threefry2x32_p = define_primitive("threefry2x32", _threefry_impl, _threefry_aval, _elementwise_rule(2),
                            multiple_results=True)
 
 
@@ -145,7 +145,7 @@ def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         return np.asarray(s + (t + e))
 
 
-fma_p = Primitive("fma", _fma_impl, lambda a, b, c, **_: ShapedArray(
+fma_p = define_primitive("fma", _fma_impl, lambda a, b, c, **_: ShapedArray(
     rules.broadcast_shapes(a.shape, b.shape, c.shape), a.dtype), rules.elementwise)
 
 
@@ -185,7 +185,7 @@ def _erf_inv_impl(x: np.ndarray) -> np.ndarray:
     return _erf_inv_f32(x.astype(np.float32)).astype(x.dtype)
 
 
-erf_inv_p = Primitive("erf_inv", _erf_inv_impl, lambda x, **_: ShapedArray(x.shape, x.dtype, x.weak_type),
+erf_inv_p = define_primitive("erf_inv", _erf_inv_impl, lambda x, **_: ShapedArray(x.shape, x.dtype, x.weak_type),
                       rules.elementwise)
 
 

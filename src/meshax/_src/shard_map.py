@@ -1,94 +1,39 @@
 """shard_map: per-device code with explicit collectives.
 
-The function is traced once on the local (per-device) shapes into a Jaxpr. Running it
-places the inputs as the in_specs say, then evaluates the Jaxpr with a DeviceTrace, in
-which every value is one NumPy array per local device: ordinary primitives run their
-implementation device by device; collectives combine devices through memory within a
-process and MPI across processes (collectives.py).
+The function is traced once on the local (per-device) shapes into a Jaxpr, inside the
+named-axis environment of the mesh. Values there carry the manual axes they vary over
+(`check_vma=True`, as JAX 0.10): inputs vary over the axes of their in_specs, operations
+combine varying axes (marking invariant operands with `pvary`), and an output may only be
+invariant over the axes its out_spec leaves out. Eagerly, the Jaxpr runs in a
+DeviceTrace (interpreters/shard_map.py), one NumPy array per local device.
 """
 from __future__ import annotations
 
 import functools
 import math
-import threading
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
 from . import devices as device_table
 from .array import Array, read_only
-from .core import Jaxpr, Primitive, ShapedArray, Trace, aval_of, eval_jaxpr, new_trace, trace_to_jaxpr
+from .core import (AxisFrame, Primitive, ShapedArray, abstract_eval_rules, aval_of, extend_axis_env, keeps_own_vma,
+                   set_current_trace, vma_rules)
+from .interpreters.eager import eager_rules
+from .interpreters.shard_map import DeviceTrace
+from .interpreters.staging import consts_as_inputs, trace_to_jaxpr
+from .jaxpr import Jaxpr, eval_jaxpr
 from .mesh import Mesh, current_mesh
 from .partition import place, spec_of
 from .sharding import NamedSharding, PartitionSpec
 from .tree_util import tree_flatten, tree_unflatten
 
-
-class _MeshStack(threading.local):
-    def __init__(self) -> None:
-        self.stack: list[Mesh] = []
+shard_map_p = Primitive("shard_map", multiple_results=True)
 
 
-_meshes = _MeshStack()
-
-
-def axis_sizes(axes: Sequence[str], what: str) -> int:
-    """The product of the sizes of mesh `axes` of the enclosing shard_map (clear errors outside one)."""
-    if not _meshes.stack:
-        raise NameError(
-            f"{what} over axis {tuple(axes)!r} used outside shard_map: collectives need the mesh axes of an "
-            "enclosing meshax.shard_map."
-        )
-    mesh = _meshes.stack[-1]
-    size = 1
-    for name in axes:
-        if name not in mesh.shape:
-            raise NameError(f"{what}: unbound axis name {name!r}; the shard_map mesh has axes {mesh.axis_names}.")
-        size *= mesh.shape[name]
-    return size
-
-
-class PerDevice:
-    """A value inside shard_map: one NumPy array per local device of the mesh."""
-
-    def __init__(self, aval: ShapedArray, values: dict) -> None:
-        self.aval = aval
-        self.values = values
-
-
-class DeviceTrace(Trace):
-    """Evaluates primitives device by device; collectives have their own `device_impl`."""
-
-    def __init__(self, mesh: Mesh, devices: Sequence[Any]) -> None:
-        self.mesh = mesh
-        self.devices = devices  # this process's devices of the mesh
-
-    def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
-        if primitive.device_impl is not None:
-            return primitive.device_impl(self, *args, **params)
-        avals = [aval_of(a) for a in args]
-        out = primitive.abstract_eval(*avals, **params)
-        out_avals = out if primitive.multiple_results else [out]
-        extra = {"local_shapes": [a.shape for a in out_avals]} if primitive.needs_local_shape else {}
-        results: list[dict] = [dict() for _ in out_avals]
-        for device in self.devices:
-            value = primitive.impl(*[self.value(a, device) for a in args], **params, **extra)
-            for slot, v in zip(results, value if primitive.multiple_results else [value]):
-                slot[device] = np.asarray(v)
-        outputs = [PerDevice(a, r) for a, r in zip(out_avals, results)]
-        return outputs if primitive.multiple_results else outputs[0]
-
-    @staticmethod
-    def value(x: Any, device: Any) -> Any:
-        if isinstance(x, PerDevice):
-            return x.values[device]
-        if isinstance(x, Array):
-            return np.asarray(x)
-        return x
-
-    def lift(self, x: Any) -> PerDevice:
-        return x if isinstance(x, PerDevice) else PerDevice(aval_of(x), {d: np.asarray(self.value(x, d))
-                                                                          for d in self.devices})
+def spec_axes(spec: PartitionSpec) -> list[str]:
+    """The mesh axes a PartitionSpec names, in order."""
+    return [name for entry in spec.normalized() for name in entry]
 
 
 def _specs_for(specs: Any, tree: Any, count: int, what: str) -> list[PartitionSpec]:
@@ -106,7 +51,7 @@ def _parts(mesh: Mesh, spec: PartitionSpec, ndim: int) -> list[int]:
     return [math.prod(mesh.shape[a] for a in (axes[d] if d < len(axes) else ())) for d in range(ndim)]
 
 
-def _local_aval(aval: ShapedArray, mesh: Mesh, spec: PartitionSpec, index: int) -> ShapedArray:
+def _local_aval(aval: ShapedArray, mesh: Mesh, spec: PartitionSpec, index: int, check_vma: bool) -> ShapedArray:
     NamedSharding(mesh, spec).check_rank(aval.ndim, f"argument {index}")
     parts = _parts(mesh, spec, aval.ndim)
     for dim, (size, n) in enumerate(zip(aval.shape, parts)):
@@ -115,7 +60,8 @@ def _local_aval(aval: ShapedArray, mesh: Mesh, spec: PartitionSpec, index: int) 
                 f"shard_map argument {index} of shape {aval.shape}: dimension {dim} (size {size}) is not divisible "
                 f"by the {n} shards that {spec!r} asks for."
             )
-    return ShapedArray(tuple(s // n for s, n in zip(aval.shape, parts)), aval.dtype, aval.weak_type)
+    varying = frozenset(spec_axes(spec)) if check_vma else frozenset()
+    return ShapedArray(tuple(s // n for s, n in zip(aval.shape, parts)), aval.dtype, aval.weak_type, varying)
 
 
 def _global_aval(aval: ShapedArray, mesh: Mesh, spec: PartitionSpec) -> ShapedArray:
@@ -138,33 +84,31 @@ class _RunPlan(NamedTuple):
 
 
 @functools.lru_cache(maxsize=256)
-def _plan(mesh: Mesh, in_specs: tuple, in_avals: tuple, out_specs: tuple) -> _RunPlan:
+def _plan(mesh: Mesh, in_specs: tuple, in_avals: tuple, out_specs: tuple, check_vma: bool) -> _RunPlan:
     here = device_table.process_index()
     in_shardings = tuple(NamedSharding(mesh, spec) for spec in in_specs)
     return _RunPlan(
         tuple(d for d in mesh.flat_devices if d.process_index == here),
         in_shardings,
         tuple(spec_of(sharding, aval.ndim) for sharding, aval in zip(in_shardings, in_avals)),
-        tuple(_local_aval(aval, mesh, spec, i) for i, (aval, spec) in enumerate(zip(in_avals, in_specs))),
+        tuple(_local_aval(aval, mesh, spec, i, check_vma) for i, (aval, spec) in enumerate(zip(in_avals, in_specs))),
         tuple(NamedSharding(mesh, spec) for spec in out_specs),
     )
 
 
-def _run(*args: Any, jaxpr: Jaxpr, mesh: Mesh, in_specs: tuple, out_specs: tuple, out_avals: tuple) -> list[Array]:
+def _run(*args: Any, jaxpr: Jaxpr, mesh: Mesh, in_specs: tuple, out_specs: tuple, out_avals: tuple,
+         check_vma: bool) -> list[Array]:
+    """Eager evaluation: place the inputs as in_specs say, run the body device by device, assemble outputs."""
     in_avals = tuple(aval_of(arg) for arg in args)
-    plan = _plan(mesh, in_specs, in_avals, out_specs)
-    trace = DeviceTrace(mesh, plan.devices)
+    plan = _plan(mesh, in_specs, in_avals, out_specs, check_vma)
+    trace = DeviceTrace(None, mesh, plan.devices)
     inputs = []
     for arg, aval, spec, local_aval in zip(args, in_avals, plan.in_specs, plan.in_local_avals):
         buffers = place(arg, mesh, spec, aval).local_buffers()
-        inputs.append(PerDevice(local_aval, {d: buffers[d] for d in trace.devices}))
-    _meshes.stack.append(mesh)
-    try:
-        with new_trace(trace):
-            outputs = [trace.lift(o) for o in eval_jaxpr(jaxpr, inputs)]
-    finally:
-        _meshes.stack.pop()
-    return [Array(aval.shape, aval.dtype, sharding, _read_only_values(out.values, aval.dtype), aval.weak_type)
+        inputs.append(trace.new(local_aval, {d: buffers[d] for d in trace.devices}))
+    with set_current_trace(trace, finish=True), extend_axis_env(AxisFrame(mesh, mesh.axis_names, check_vma)):
+        outputs = [trace.lift(o) for o in eval_jaxpr(jaxpr, (), inputs)]
+    return [Array(aval.shape, aval.dtype, sharding, _read_only_values(out.payload, aval.dtype), aval.weak_type)
             for out, sharding, aval in zip(outputs, plan.out_shardings, out_avals)]
 
 
@@ -180,25 +124,27 @@ def _read_only_values(values: dict, dtype: np.dtype) -> dict:
     return result
 
 
-def _abstract(*avals: ShapedArray, jaxpr: Jaxpr, mesh: Mesh, in_specs: tuple, out_specs: tuple,
-              out_avals: tuple) -> list[ShapedArray]:
+def _abstract(*avals: ShapedArray, out_avals: tuple, **_: Any) -> list[ShapedArray]:
     return list(out_avals)
 
 
-shard_map_p = Primitive("shard_map", None, _abstract, None, multiple_results=True)
-shard_map_p.eager = lambda *args, **params: _run(*args, **params)
+abstract_eval_rules[shard_map_p] = _abstract
+eager_rules[shard_map_p] = _run
+vma_rules[shard_map_p] = keeps_own_vma
 
 
 def shard_map(f: Callable[..., Any] | None = None, mesh: Mesh | None = None, in_specs: Any = None,
               out_specs: Any = None, check_vma: bool = True, check_rep: bool | None = None,
               axis_names: Any = None, auto: Any = None) -> Any:
     """Map `f` over the shards of its inputs: `f` sees each device's block and may use collectives."""
+    if check_rep is not None:
+        check_vma = check_rep
     if f is None:
         return functools.partial(shard_map, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
-                                 check_vma=check_vma, check_rep=check_rep, axis_names=axis_names)
+                                 check_vma=check_vma, axis_names=axis_names)
     if out_specs is None:
         raise TypeError("shard_map needs out_specs (a PartitionSpec or a tree of them matching f's outputs).")
-    cache: dict[Any, tuple[Jaxpr, Any, tuple, tuple, tuple]] = {}
+    cache: dict[Any, tuple] = {}
 
     @functools.wraps(f)
     def mapped(*args: Any) -> Any:
@@ -209,19 +155,25 @@ def shard_map(f: Callable[..., Any] | None = None, mesh: Mesh | None = None, in_
         specs = tuple(_specs_for(in_specs, structure, len(leaves), "in_specs"))
         avals = [aval_of(x) for x in leaves]
         key = (structure, tuple(avals), specs, the_mesh)
-        if key not in cache:
-            cache[key] = _trace(f, the_mesh, structure, avals, specs, out_specs)
-        jaxpr, out_structure, out_spec_list, out_avals, _ = cache[key]
-        outs = shard_map_p.bind(*leaves, jaxpr=jaxpr, mesh=the_mesh, in_specs=specs, out_specs=out_spec_list,
-                                out_avals=out_avals)
+        traced = cache.get(key)
+        if traced is None:
+            traced = _trace(f, the_mesh, structure, avals, specs, out_specs, check_vma)
+            if not traced[-1]:  # programs that captured tracers of an enclosing trace are not reused
+                cache[key] = traced
+        jaxpr, consts, out_structure, out_spec_list, out_avals, _ = traced
+        const_specs = tuple(PartitionSpec() for _ in consts)
+        outs = shard_map_p.bind(*consts, *leaves, jaxpr=jaxpr, mesh=the_mesh, in_specs=const_specs + specs,
+                                out_specs=out_spec_list, out_avals=out_avals, check_vma=check_vma)
         return tree_unflatten(out_structure, outs)
 
     return mapped
 
 
 def _trace(f: Callable[..., Any], mesh: Mesh, structure: Any, avals: list[ShapedArray], specs: tuple,
-           out_specs: Any) -> tuple:
-    local = [_local_aval(a, mesh, s, i) for i, (a, s) in enumerate(zip(avals, specs))]
+           out_specs: Any, check_vma: bool) -> tuple:
+    from .core import Tracer
+
+    local = [_local_aval(a, mesh, s, i, check_vma) for i, (a, s) in enumerate(zip(avals, specs))]
     out_structure = []
 
     def flat(*xs: Any) -> list[Any]:
@@ -230,13 +182,32 @@ def _trace(f: Callable[..., Any], mesh: Mesh, structure: Any, avals: list[Shaped
         out_structure.append(tree)
         return leaves
 
-    _meshes.stack.append(mesh)
-    try:
+    with extend_axis_env(AxisFrame(mesh, mesh.axis_names, check_vma)):
         jaxpr, outputs = trace_to_jaxpr(flat, local)
-    finally:
-        _meshes.stack.pop()
     out_spec_list = tuple(_specs_for(out_specs, out_structure[0], len(outputs), "out_specs"))
-    out_avals = tuple(_global_aval(aval_of(o), mesh, s) for o, s in zip(outputs, out_spec_list))
+    out_local = [aval_of(o) for o in jaxpr.outvars]
+    if check_vma:
+        for index, (aval, spec) in enumerate(zip(out_local, out_spec_list)):
+            _check_replication(f, mesh, aval, spec, index)
+    out_avals = tuple(_global_aval(a, mesh, s) for a, s in zip(out_local, out_spec_list))
     out_spec_list = tuple(PartitionSpec(*tuple(s)[:a.ndim]) for s, a in zip(out_spec_list, out_avals))
-    return jaxpr, out_structure[0], out_spec_list, out_avals, local
+    captured_tracers = any(isinstance(c, Tracer) for c in jaxpr.consts)
+    return consts_as_inputs(jaxpr), list(jaxpr.consts), out_structure[0], out_spec_list, out_avals, captured_tracers
 
+
+def _check_replication(f: Callable[..., Any], mesh: Mesh, aval: ShapedArray, spec: PartitionSpec, index: int) -> None:
+    """An output must not vary over a mesh axis its out_spec leaves it replicated over (JAX's check_vma)."""
+    unreplicated = [a for a in mesh.axis_names if a in aval.vma and a not in spec_axes(spec)]
+    if unreplicated:
+        name = getattr(f, "__name__", repr(f))
+        raise ValueError(
+            f"shard_map applied to the function '{name}' was given out_specs which require replication which can't "
+            f"be statically inferred given the mesh:\n\nThe mesh given has shape {tuple(mesh.devices.shape)} with "
+            f"corresponding axis names {mesh.axis_names}.\n\nout_specs is {spec!r} which implies that the "
+            f"corresponding output value (output {index}, {aval}) is replicated across mesh axis "
+            f"{', '.join(repr(a) for a in unreplicated)}, but it varies over "
+            f"{'it' if len(unreplicated) == 1 else 'them'}\n\nCheck if these output values are meant to be "
+            "replicated over those mesh axes (reduce them with psum/pmean/all_gather first). If not, consider "
+            "revising the corresponding out_specs entries. If so, consider disabling the check by passing the "
+            "check_vma=False argument to `jax.shard_map`."
+        )

@@ -1,0 +1,158 @@
+"""Eager evaluation: primitives run at once on global Arrays, partitioned over their mesh.
+
+For one primitive: pick the mesh of the largest Array input, ask the sharding rule
+where inputs must be, reshard them (any-to-any, across processes), run the NumPy
+implementation once per distinct set of local input buffers (replicas share the
+work and the result), and reduce across mesh axes where the rule says so.
+This is the root trace: it has no parent.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import device_pool
+from .. import devices as device_table
+from ..array import Array, read_only
+from ..collectives import allreduce_devices
+from ..core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, check_not_escaped, impl_rules,
+                    set_eager_trace, sharding_rules)
+from ..mesh import AxisType, Mesh
+from ..partition import SINGLE_AXIS, choose_mesh, current_specs, place, sharding_for, to_partition_spec
+from ..rules import Spec, fit
+from ..sharding import NamedSharding, PartitionSpec, Sharding
+from ..transfer import reshard
+from .staging import inline_rules
+
+eager_rules: dict[Primitive, Callable[..., Any]] = {}  # primitives with their own eager evaluation
+
+
+class EagerTrace(Trace):
+    """Runs primitives at once on global Arrays."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+    def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
+        for arg in args:
+            if isinstance(arg, Tracer):
+                check_not_escaped(arg, self)
+        rule = eager_rules.get(primitive) or inline_rules.get(primitive)
+        if rule is not None:
+            return rule(*args, **params)
+        avals = [aval_of(a) for a in args]
+        out_avals = abstract_eval(primitive, avals, params)
+        mesh = choose_mesh(args)
+        layout = sharding_rules[primitive](current_specs(args, mesh), avals, mesh_shape=dict(mesh.shape),
+                                           out_ndims=[a.ndim for a in out_avals], **params)
+        out_sharding = params.get("out_sharding")
+        if out_sharding is None:
+            _refuse_ambiguous_explicit(primitive, mesh, layout.reduce_axes)
+        else:
+            _refuse_spec_without_mesh(primitive, mesh, out_sharding)
+        inputs = [place(a, mesh, s, v) for a, s, v in zip(args, layout.in_specs, avals)]
+        results = run_locally(primitive, inputs, params, mesh, out_avals, layout.out_specs)
+        if layout.reduce_axes:
+            results = [allreduce_devices(mesh, layout.reduce_axes, r, layout.reduce_op) for r in results]
+        committed = any(isinstance(a, Array) and a.committed for a in args)
+        outputs = [
+            _make_output(aval, sharding_for(mesh, spec), buffers, committed)
+            for aval, spec, buffers in zip(out_avals, layout.out_specs, results)
+        ]
+        if layout.result_specs is not None:
+            outputs = [_moved(o, mesh, spec) for o, spec in zip(outputs, layout.result_specs)]
+        if out_sharding is not None:
+            outputs = [reshard(o, NamedSharding(mesh, out_sharding)) for o in outputs]
+        return outputs if primitive.multiple_results else outputs[0]
+
+
+def _moved(output: Array, mesh: Mesh, spec: Spec) -> Array:
+    """`output` laid out as `spec`, each entry cut to the axes that split its dimension evenly (a local cut
+    when it only splits what was replicated), as committed as before."""
+    spec = tuple(fit(entry, size, dict(mesh.shape)) for entry, size in zip(spec, output.shape))
+    target = sharding_for(mesh, spec)
+    if target == output.sharding:
+        return output
+    moved = reshard(output, target)
+    moved.committed = output.committed
+    return moved
+
+
+def _refuse_spec_without_mesh(primitive: Primitive, mesh: Mesh, out_sharding: PartitionSpec) -> None:
+    """A bare PartitionSpec naming mesh axes needs a mesh: none of the operands is on one here."""
+    if mesh.axis_names == (SINGLE_AXIS,) and any(out_sharding.normalized()):
+        raise ValueError(
+            f"{primitive.name}: out_sharding={out_sharding!r} names mesh axes, but there is no mesh to read it on: "
+            "no operand is an Array on a mesh and no mesh is in use. Use it inside `with "
+            "meshax.sharding.use_mesh(mesh):`, or pass NamedSharding(mesh, spec)."
+        )
+
+
+def _refuse_ambiguous_explicit(primitive: Primitive, mesh: Mesh, reduce_axes: Sequence[str]) -> None:
+    """With Explicit mesh axes, a contraction split over them has no single obvious result sharding."""
+    explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types) if t is AxisType.Explicit}
+    ambiguous = [a for a in reduce_axes if a in explicit]
+    if primitive.name == "dot_general" and ambiguous:
+        raise TypeError(
+            f"the contracted dimension of this matmul/dot/einsum is sharded over the Explicit mesh axes "
+            f"{tuple(ambiguous)}, so its result sharding is ambiguous; pass out_sharding= (e.g. "
+            f"out_sharding=PartitionSpec(...)) or reshard an operand so the contracted dimension is not split."
+        )
+
+
+def run_locally(primitive: Primitive, inputs: list[Array], params: dict[str, Any], mesh: Mesh,
+                out_avals: list[ShapedArray], out_specs: list[Spec]) -> list[dict]:
+    """The implementation on each local device's shards, once per distinct set of input buffers."""
+    here = device_table.process_index()
+    local = [d for d in mesh.flat_devices if d.process_index == here]
+    local_shapes = _local_shapes(mesh, out_avals, out_specs) if primitive.needs_local_shape else None
+    boxes = inputs[0].sharding.device_boxes(inputs[0].shape) if primitive.needs_local_box else None
+    impl = impl_rules[primitive]
+    task_of_device: dict = {}
+    tasks: dict[tuple[int, ...], Any] = {}
+    for device in local:
+        buffers = [a.local_buffers()[device] for a in inputs]
+        key = tuple(id(b) for b in buffers)
+        task_of_device[device] = key
+        if key not in tasks:
+            extra = {"local_shapes": local_shapes[device]} if local_shapes else {}
+            if boxes is not None:
+                extra["local_box"] = boxes[device]
+            tasks[key] = functools.partial(impl, *buffers, **params, **extra)
+    calls = list(tasks.values())
+    values = device_pool.run_each(calls) if primitive.parallel_devices else [call() for call in calls]
+    outputs = {key: list(value) if primitive.multiple_results else [value] for key, value in zip(tasks, values)}
+    results: list[dict] = [dict() for _ in out_avals]
+    for device, key in task_of_device.items():
+        for slot, value in zip(results, outputs[key]):
+            slot[device] = value
+    return results
+
+
+def _local_shapes(mesh: Mesh, avals: list[ShapedArray], specs: list[Spec]) -> dict:
+    shapes: dict = {}
+    for aval, spec in zip(avals, specs):
+        boxes = NamedSharding(mesh, to_partition_spec(spec)).device_boxes(aval.shape)
+        for device, box in boxes.items():
+            shapes.setdefault(device, []).append(tuple(b - a for a, b in box))
+    return shapes
+
+
+def _make_output(aval: ShapedArray, sharding: Sharding, buffers: dict, committed: bool) -> Array:
+    shared: dict[int, np.ndarray] = {}
+    final = {}
+    for device, value in buffers.items():
+        array = shared.get(id(value))
+        if array is None:
+            array = np.asarray(value)
+            if array.dtype != aval.dtype:
+                array = array.astype(aval.dtype)
+            array = read_only(array)
+            shared[id(value)] = array
+        final[device] = array
+    return Array(aval.shape, aval.dtype, sharding, final, aval.weak_type, committed)
+
+
+set_eager_trace(EagerTrace())

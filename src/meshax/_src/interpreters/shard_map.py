@@ -1,0 +1,57 @@
+"""Per-device evaluation inside shard_map: every value is one NumPy array per local device.
+
+Ordinary primitives run their implementation device by device; primitives with a rule
+in `device_rules` (collectives, nested shard_maps) combine devices themselves, through
+memory within a process and MPI across processes (collectives.py).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..array import Array
+from ..core import Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, impl_rules
+from .staging import inline_rules
+
+device_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(device_trace, *args, **params)
+
+
+class DeviceTrace(Trace):
+    """Evaluates primitives device by device on this process's devices of `mesh`."""
+
+    def __init__(self, parent: Trace | None, mesh: Any, devices: Sequence[Any]) -> None:
+        super().__init__(parent)
+        self.mesh = mesh
+        self.devices = tuple(devices)
+
+    def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
+        rule = device_rules.get(primitive)
+        if rule is not None:
+            return rule(self, *args, **params)
+        if primitive in inline_rules:
+            return inline_rules[primitive](*args, **params)
+        own = [self.is_own(a) for a in args]
+        constants = [None if mine else (np.asarray(a) if isinstance(a, Array) else a) for a, mine in zip(args, own)]
+        out_avals = abstract_eval(primitive, [aval_of(a) for a in args], params)
+        extra = {"local_shapes": [a.shape for a in out_avals]} if primitive.needs_local_shape else {}
+        impl = impl_rules[primitive]
+        results: list[dict] = [dict() for _ in out_avals]
+        for device in self.devices:
+            inputs = [a.payload[device] if mine else c for a, mine, c in zip(args, own, constants)]
+            value = impl(*inputs, **params, **extra)
+            for slot, v in zip(results, value if primitive.multiple_results else [value]):
+                slot[device] = np.asarray(v)
+        outputs = [self.new(aval, r) for aval, r in zip(out_avals, results)]
+        return outputs if primitive.multiple_results else outputs[0]
+
+    def new(self, aval: ShapedArray, values: dict) -> Tracer:
+        return Tracer(self, aval, values)
+
+    def lift(self, x: Any) -> Tracer:
+        """Our tracer for `x`: constants (host values, Arrays) are the same on every device."""
+        if self.is_own(x):
+            return x
+        aval = aval_of(x)
+        value = np.asarray(x, dtype=aval.dtype)
+        return Tracer(self, aval.update(vma=frozenset()), {d: value for d in self.devices})

@@ -1,0 +1,330 @@
+"""Collectives over mesh axes (psum, all_gather, ppermute, ...), usable inside shard_map.
+
+Each is a primitive whose abstract evaluation reads the named-axis environment, whose
+vma rule says which manual axes its result varies over, whose device rule combines the
+per-device values of a DeviceTrace, and whose jvp and transpose rules make it
+differentiable (psum <-> pvary, all_gather <-> psum_scatter, ppermute <-> its inverse).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import buffers
+from .. import numpy_api as jnp
+from ..collectives import allreduce_devices, gather_devices, group_index, permute_devices
+from ..core import (Primitive, ShapedArray, abstract_eval, abstract_eval_rules, axis_size, pvary_p, vma_checked,
+                    vma_rules)
+from ..interpreters.ad import deflinear, defzero, jvp_rules, transpose_rules
+from ..interpreters.shard_map import DeviceTrace, device_rules
+from ..tree_util import tree_map
+
+
+def _names(axis_name: Any) -> tuple[str, ...]:
+    if not isinstance(axis_name, (str, tuple, list)):
+        raise TypeError(f"axis_name must be a mesh axis name or a tuple of names; got {axis_name!r}.")
+    names = (axis_name,) if isinstance(axis_name, str) else tuple(axis_name)
+    if not names or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"axis_name must be a mesh axis name or a tuple of names; got {axis_name!r}.")
+    return names
+
+
+def _no_groups(name: str, axis_index_groups: Any) -> None:
+    if axis_index_groups is not None:
+        raise NotImplementedError(f"{name}: axis_index_groups is not implemented in meshax yet; use a mesh with an "
+                                  "extra axis and name the sub-axis instead.")
+
+
+def _collective(name: str, abstract: Callable[..., ShapedArray], vma: Callable[..., frozenset],
+                device: Callable[..., Any]) -> Primitive:
+    primitive = Primitive(name)
+    abstract_eval_rules[primitive] = abstract
+    vma_rules[primitive] = lambda *avals, **params: vma(*avals, **params) if vma_checked() else frozenset()
+    device_rules[primitive] = device
+    return primitive
+
+
+def _varying(x: Any, axes: tuple[str, ...]) -> Any:
+    """`x` marked as varying over `axes` (under check_vma a collective's operand must vary over its axes)."""
+    if not vma_checked():
+        return x
+    missing = tuple(a for a in axes if a not in getattr(getattr(x, "aval", None), "vma", frozenset()))
+    return pvary_p.bind(x, axes=missing) if missing else x
+
+
+def _device_result(trace: DeviceTrace, primitive: Primitive, x: Any, values: dict, **params: Any) -> Any:
+    aval = abstract_eval(primitive, [x.aval], params)[0]
+    return trace.new(aval, values)
+
+
+# ---- pvary: an invariant value marked varying (identity on values) -----------------------------------------------
+
+abstract_eval_rules[pvary_p] = lambda x, *, axes: x
+vma_rules[pvary_p] = lambda x, *, axes: x.vma | frozenset(axes)
+device_rules[pvary_p] = lambda trace, x, *, axes: _device_result(trace, pvary_p, trace.lift(x), trace.lift(x).payload,
+                                                                  axes=axes)
+
+
+def pvary(x: Any, axis_name: Any) -> Any:
+    """Mark `x` as varying over `axis_name` (inside shard_map with check_vma)."""
+    axes = _names(axis_name)
+    return tree_map(lambda leaf: pvary_p.bind(jnp._promote(leaf)[0], axes=axes), x)
+
+
+def pcast(x: Any, axis_name: Any, *, to: str) -> Any:
+    """JAX's pcast: to='varying' is pvary; other targets are not implemented."""
+    if to != "varying":
+        raise NotImplementedError(f"jax.lax.pcast(to={to!r}) is not implemented in meshax yet; use to='varying'.")
+    return pvary(x, axis_name)
+
+
+# ---- reductions ------------------------------------------------------------------------------------------------
+
+
+def _reduce_eval(x: ShapedArray, *, axes: tuple[str, ...], op: str) -> ShapedArray:
+    axis_size(axes, f"p{op}")
+    return x
+
+
+def _reduce_device(trace: DeviceTrace, x: Any, *, axes: tuple[str, ...], op: str) -> Any:
+    x = trace.lift(x)
+    return _device_result(trace, preduce_p, x, allreduce_devices(trace.mesh, axes, x.payload, op), axes=axes, op=op)
+
+
+preduce_p = _collective("preduce", _reduce_eval, lambda x, *, axes, op: x.vma - frozenset(axes), _reduce_device)
+
+
+def _preduce(x: Any, axis_name: Any, op: str) -> Any:
+    axes = _names(axis_name)
+    return tree_map(lambda leaf: preduce_p.bind(_varying(jnp._promote(leaf)[0], axes), axes=axes, op=op), x)
+
+
+def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    """Sum over the devices along `axis_name`; `psum(1, axis)` is the axis size."""
+    _no_groups("psum", axis_index_groups)
+    return _preduce(x, axis_name, "sum")
+
+
+def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    _no_groups("pmax", axis_index_groups)
+    return _preduce(x, axis_name, "max")
+
+
+def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    _no_groups("pmin", axis_index_groups)
+    return _preduce(x, axis_name, "min")
+
+
+def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    _no_groups("pmean", axis_index_groups)
+    size = axis_size(_names(axis_name), "pmean")
+    return tree_map(lambda total: jnp.divide(total, size), psum(x, axis_name))
+
+
+def _preduce_jvp(primals: list[Any], tangents: list[Any], *, axes: tuple[str, ...], op: str) -> tuple[Any, Any]:
+    if op != "sum":
+        raise NotImplementedError(f"Differentiation rule for 'p{op}' not implemented")
+    return preduce_p.bind(*primals, axes=axes, op=op), preduce_p.bind(_varying(tangents[0], axes), axes=axes, op=op)
+
+
+def _psum_transpose(ct: Any, x: Any, *, axes: tuple[str, ...], op: str) -> list[Any]:
+    """Under check_vma the sum of varying values is invariant, and its transpose marks the cotangent varying;
+    without it (JAX's check_vma=False) psum is its own transpose."""
+    if vma_checked():
+        return [pvary_p.bind(ct, axes=axes)]
+    return [preduce_p.bind(ct, axes=axes, op="sum")]
+
+
+jvp_rules[preduce_p] = _preduce_jvp
+transpose_rules[preduce_p] = _psum_transpose
+deflinear(pvary_p, lambda ct, x, *, axes: [preduce_p.bind(ct, axes=axes, op="sum")])
+
+
+# ---- axis index and size -------------------------------------------------------------------------------------
+
+
+def _index_eval(*, axes: tuple[str, ...]) -> ShapedArray:
+    axis_size(axes, "axis_index")
+    return ShapedArray((), np.dtype(np.int32))
+
+
+def _index_device(trace: DeviceTrace, *, axes: tuple[str, ...]) -> Any:
+    aval = abstract_eval(axis_index_p, [], {"axes": axes})[0]
+    return trace.new(aval, {d: np.int32(group_index(trace.mesh, axes, d)) for d in trace.devices})
+
+
+axis_index_p = _collective("axis_index", _index_eval, lambda *, axes: frozenset(axes), _index_device)
+defzero(axis_index_p)
+
+
+def axis_index(axis_name: Any) -> Any:
+    """This device's position along `axis_name` (inside shard_map)."""
+    return axis_index_p.bind(axes=_names(axis_name))
+
+
+def axis_size_of(axis_name: Any) -> int:
+    """The number of devices along `axis_name` (jax.lax.axis_size)."""
+    return axis_size(_names(axis_name), "axis_size")
+
+
+# ---- all_gather and psum_scatter ---------------------------------------------------------------------------------
+
+
+def _gather_eval(x: ShapedArray, *, axes: tuple[str, ...], axis: int, tiled: bool) -> ShapedArray:
+    n = axis_size(axes, "all_gather")
+    shape = list(x.shape)
+    if tiled:
+        shape[axis] *= n
+    else:
+        shape.insert(axis, n)
+    return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+
+
+def _gather_device(trace: DeviceTrace, x: Any, *, axes: tuple[str, ...], axis: int, tiled: bool) -> Any:
+    x = trace.lift(x)
+    aval = abstract_eval(all_gather_p, [x.aval], {"axes": axes, "axis": axis, "tiled": tiled})[0]
+    members = gather_devices(trace.mesh, axes, x.payload)
+    join = np.concatenate if tiled else np.stack
+    joined: dict[int, np.ndarray] = {}  # devices of one group share one result
+    out = {}
+    for device, gathered in members.items():
+        if id(gathered) not in joined:
+            if axis == 0 and gathered.flat is not None and gathered.flat.dtype == aval.dtype:
+                joined[id(gathered)] = gathered.flat.reshape(aval.shape)  # already in group order
+            else:
+                joined[id(gathered)] = join(gathered.values, axis=axis, out=buffers.empty(aval.shape, aval.dtype))
+        out[device] = joined[id(gathered)]
+    return trace.new(aval, out)
+
+
+all_gather_p = _collective("all_gather", _gather_eval, lambda x, *, axes, axis, tiled: x.vma | frozenset(axes),
+                           _gather_device)
+
+
+def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False, axis_index_groups: Any = None) -> Any:
+    """Every device gets the values of all devices along `axis_name`, stacked (or concatenated, tiled) at `axis`."""
+    _no_groups("all_gather", axis_index_groups)
+    axes = _names(axis_name)
+
+    def one(leaf: Any) -> Any:
+        leaf = _varying(jnp._promote(leaf)[0], axes)
+        ndim = leaf.ndim + (0 if tiled else 1)
+        return all_gather_p.bind(leaf, axes=axes, axis=jnp._axes(axis, ndim)[0], tiled=tiled)
+
+    return tree_map(one, x)
+
+
+def _scatter_eval(x: ShapedArray, *, axes: tuple[str, ...], dimension: int, tiled: bool) -> ShapedArray:
+    n = axis_size(axes, "psum_scatter")
+    size = x.shape[dimension]
+    if (tiled and size % n) or (not tiled and size != n):
+        raise ValueError(
+            f"psum_scatter: dimension {dimension} has size {size}, which must be "
+            f"{'divisible by' if tiled else 'equal to'} the {n} devices along {axes}."
+        )
+    shape = list(x.shape)
+    if tiled:
+        shape[dimension] //= n
+    else:
+        del shape[dimension]
+    return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+
+
+def _scatter_device(trace: DeviceTrace, x: Any, *, axes: tuple[str, ...], dimension: int, tiled: bool) -> Any:
+    x = trace.lift(x)
+    aval = abstract_eval(reduce_scatter_p, [x.aval], {"axes": axes, "dimension": dimension, "tiled": tiled})[0]
+    totals = allreduce_devices(trace.mesh, axes, x.payload, "sum")
+    block = x.aval.shape[dimension] // axis_size(axes, "psum_scatter")
+    out = {}
+    for device, total in totals.items():
+        start = group_index(trace.mesh, axes, device) * block
+        piece = np.take(total, np.arange(start, start + block), axis=dimension)
+        out[device] = piece if tiled else np.squeeze(piece, dimension)
+    return trace.new(aval, out)
+
+
+reduce_scatter_p = _collective("reduce_scatter", _scatter_eval,
+                               lambda x, *, axes, dimension, tiled: x.vma | frozenset(axes), _scatter_device)
+
+
+def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0, tiled: bool = False,
+                 axis_index_groups: Any = None) -> Any:
+    """Sum over `axis_name`, then keep this device's block of `scatter_dimension`."""
+    _no_groups("psum_scatter", axis_index_groups)
+    axes = _names(axis_name)
+
+    def one(leaf: Any) -> Any:
+        leaf = _varying(jnp._promote(leaf)[0], axes)
+        dim = jnp._axes(scatter_dimension, leaf.ndim)[0]
+        return reduce_scatter_p.bind(leaf, axes=axes, dimension=dim, tiled=tiled)
+
+    return tree_map(one, x)
+
+
+deflinear(all_gather_p, lambda ct, x, *, axes, axis, tiled: [
+    reduce_scatter_p.bind(_varying(ct, axes), axes=axes, dimension=axis, tiled=tiled)])
+deflinear(reduce_scatter_p, lambda ct, x, *, axes, dimension, tiled: [
+    all_gather_p.bind(ct, axes=axes, axis=dimension, tiled=tiled)])
+
+
+# ---- all_to_all ------------------------------------------------------------------------------------------------
+
+
+def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *, tiled: bool = False,
+               axis_index_groups: Any = None) -> Any:
+    """Split `split_axis` into one block per device along `axis_name`, send block k to device k,
+    and concatenate the received blocks along `concat_axis`."""
+    _no_groups("all_to_all", axis_index_groups)
+    axes = _names(axis_name)
+    n = axis_size(axes, "all_to_all")
+
+    def one(leaf: Any) -> Any:
+        leaf = jnp._promote(leaf)[0]
+        split = jnp._axes(split_axis, leaf.ndim)[0]
+        if leaf.shape[split] % n:
+            raise ValueError(f"all_to_all: split_axis {split} has size {leaf.shape[split]}, not divisible by {n}.")
+        block = leaf.shape[split] // n
+        gathered = all_gather(leaf, axes, axis=0)                  # (n, ...): every member's whole value
+        start = jnp.multiply(axis_index(axes), block)
+        mine = jnp.take(gathered, jnp.add(jnp.arange(block), start), axis=split + 1)   # my block of each
+        parts = [jnp.getitem(mine, k) for k in range(n)]
+        if tiled:
+            return jnp.concatenate(parts, axis=concat_axis)
+        return jnp.stack([jnp.squeeze(p, split) for p in parts], axis=concat_axis)
+
+    return tree_map(one, x)
+
+
+# ---- ppermute ----------------------------------------------------------------------------------------------------
+
+
+def _permute_eval(x: ShapedArray, *, axes: tuple[str, ...], perm: tuple[tuple[int, int], ...]) -> ShapedArray:
+    n = axis_size(axes, "ppermute")
+    sources = [s for s, _ in perm]
+    targets = [t for _, t in perm]
+    if any(not (0 <= i < n) for i in sources + targets) or len(set(sources)) != len(sources) or \
+            len(set(targets)) != len(targets):
+        raise ValueError(
+            f"ppermute: perm {list(perm)} is not a permutation of device indices 0..{n - 1} along {axes} "
+            "(each source and each destination may appear once)."
+        )
+    return x
+
+
+def _permute_device(trace: DeviceTrace, x: Any, *, axes: tuple[str, ...], perm: tuple[tuple[int, int], ...]) -> Any:
+    x = trace.lift(x)
+    return _device_result(trace, ppermute_p, x, permute_devices(trace.mesh, axes, x.payload, perm), axes=axes,
+                          perm=perm)
+
+
+ppermute_p = _collective("ppermute", _permute_eval, lambda x, *, axes, perm: x.vma | frozenset(axes), _permute_device)
+deflinear(ppermute_p, lambda ct, x, *, axes, perm: [ppermute_p.bind(ct, axes=axes, perm=tuple((t, s) for s, t in perm))])
+
+
+def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
+    """Send each device's value to another along `axis_name`: (source, destination) index pairs."""
+    axes = _names(axis_name)
+    pairs = tuple((int(s), int(t)) for s, t in perm)
+    return tree_map(lambda leaf: ppermute_p.bind(_varying(jnp._promote(leaf)[0], axes), axes=axes, perm=pairs), x)
+
