@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import buffers
-from . import numpy_api as jnp
+from . import numpy as jnp
 from .collectives import allreduce_devices, gather_devices, group_index, permute_devices
 from .core import Primitive, ShapedArray
 from .shard_map import PerDevice, axis_sizes
