@@ -10,12 +10,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import numpy_api as jnp
+from . import numpy as jnp
 from .array import Array
 from .core import Tracer, aval_of, define_primitive
 from .dtypes import float0
 from .interpreters.ad import Zero, defzero, jvp_flat, linearize_flat, tangent_aval
-from .lax import ad_rules, ad_structural, parallel  # noqa: F401  (registers the derivative rules)
+from . import shard_map_ad  # noqa: F401  (registers the derivative rules)
+from .lax import ad_rules, ad_structural, parallel  # noqa: F401
 from .rules import elementwise
 from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 

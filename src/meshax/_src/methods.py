@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import numpy_api as jnp
+from . import numpy as jnp
 from .array import Array
 from .core import Tracer
 

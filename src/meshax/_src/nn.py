@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from . import numpy_api as jnp
+from . import numpy as jnp
 from . import primitives as P
 
 

@@ -38,7 +38,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import dtypes
-from . import numpy_api as jnp
+from . import numpy as jnp
 from . import primitives as P
 from . import rules
 from .api import host_value

@@ -4,11 +4,11 @@ import types as _types
 import numpy as _np
 
 from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
-from meshax._src import numpy_api as _api
+from meshax._src import numpy as _api
 from meshax._src.array import Array as ndarray
 from meshax._src.dtypes import bfloat16, finfo, iinfo  # noqa: F401
-from meshax._src.numpy_api import *  # noqa: F401,F403
-from meshax._src.numpy_api import (  # noqa: F401
+from meshax._src.numpy import *  # noqa: F401,F403
+from meshax._src.numpy import (  # noqa: F401
     abs, all, any, divmod, max, min, pow, round, sum,
 )
 
@@ -26,7 +26,7 @@ integer, floating, inexact, number, signedinteger, unsignedinteger, complexfloat
 pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
 newaxis = None
 
-# What `from meshax.numpy import *` gives: the API, not the helpers numpy_api imports for itself (its `P`, the
+# What `from meshax.numpy import *` gives: the API, not the helpers meshax._src.numpy imports for itself (its `P`, the
 # primitives module, would otherwise replace a user's `P = PartitionSpec`).
 _NOT_API = {"annotations", "Any", "Sequence", "Array", "Tracer", "Device", "Sharding", "ArrayLike", "device_put",
             "host_value", "aval_of", "P", "np", "math", "builtins", "string", "operator", "dtypes", "partition"}

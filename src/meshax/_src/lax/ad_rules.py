@@ -13,7 +13,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import primitives as P
-from .. import random as R
 from ..core import ShapedArray, aval_of
 from ..interpreters.ad import (Zero, defjvp, deflinear, defzero, instantiate, is_undefined, jvp_rules, tangent_aval,
                                transpose_rules, zeros)

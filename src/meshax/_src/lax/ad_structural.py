@@ -302,7 +302,6 @@ def _scatter_jvp(primals: list[Any], tangents: list[Any], *, index: tuple, mode:
 
 
 def _scatter_transpose(ct: Any, x: Any, y: Any, *indices: Any, index: tuple, mode: str) -> list[Any]:
-    shape = aval_of(x).shape
     ct_x = ct if mode == "add" else P.scatter.bind(ct, np.zeros((), aval_of(ct).dtype), *indices, index=index,
                                                     mode="set")
     ct_y = None

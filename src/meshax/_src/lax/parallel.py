@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import buffers
-from .. import numpy_api as jnp
+from .. import numpy as jnp
 from ..collectives import allreduce_devices, gather_devices, group_index, permute_devices
 from ..core import (Primitive, ShapedArray, abstract_eval, abstract_eval_rules, axis_size, pvary_p, vma_checked,
                     vma_rules)

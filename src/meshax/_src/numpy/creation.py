@@ -1,0 +1,217 @@
+"""meshax.numpy's array creation: arrays from data, filled arrays, ranges, index grids and window functions."""
+from __future__ import annotations
+
+import builtins
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import dtypes
+from ..api import device_put, host_value
+from ..array import Array
+from ..core import Tracer
+from .util import ArrayLike, _cast, _dims, _dtype, _is_array, _placed, _shape
+from .ufuncs import astype, power
+from .shape_ops import broadcast_to, ravel, reshape, stack
+
+
+def array(object: ArrayLike, dtype: Any = None, copy: bool = True, order: Any = None, ndmin: int = 0, *,
+          device: Any = None) -> Array:
+    if isinstance(object, Array):
+        result = object if dtype is None else astype(object, dtype)
+        return result if device is None else device_put(result, device)
+    if isinstance(object, Tracer):
+        return object if dtype is None else astype(object, dtype)
+    if isinstance(object, (list, tuple)) and builtins.any(_is_array(e) for e in _flatten_nested(object)):
+        return stack([array(e, dtype) for e in object]) if object else array(np.asarray(object), dtype)
+    value, weak = host_value(object)
+    if dtype is not None:
+        value, weak = np.asarray(value, _dtype(dtype)), False
+    if ndmin > value.ndim:
+        value = value.reshape((1,) * (ndmin - value.ndim) + value.shape)
+    return _placed(value, device, weak and np.ndim(object) == 0)
+
+
+def _flatten_nested(x: Any) -> list[Any]:
+    if isinstance(x, (list, tuple)):
+        return [leaf for e in x for leaf in _flatten_nested(e)]
+    return [x]
+
+
+def asarray(a: ArrayLike, dtype: Any = None, order: Any = None, *, device: Any = None, copy: Any = None) -> Array:
+    return array(a, dtype=dtype, copy=False, device=device)
+
+
+def _filled(shape: Any, fill: Any, dtype: Any, device: Any, weak: bool = False) -> Array:
+    shape = _dims(shape)
+    if builtins.any(n < 0 for n in shape):
+        raise ValueError(f"negative dimensions are not allowed: shape {shape}.")
+    dtype = _dtype(dtype if dtype is not None else dtypes.default_float_dtype())
+    return _placed(np.broadcast_to(np.asarray(fill, dtype), shape), device, weak)
+
+
+def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Array:
+    return _filled(shape, 0, dtype, device)
+
+
+def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Array:
+    return _filled(shape, 1, dtype, device)
+
+
+def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Array:
+    return _filled(shape, 0, dtype, device)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Array:
+    weak = False
+    if dtype is None:
+        dtype, weak = dtypes.dtype_of(fill_value) if not _is_array(fill_value) else (fill_value.dtype,
+                                                                                      fill_value.weak_type)
+    if _is_array(fill_value):
+        result = broadcast_to(_cast(fill_value, _dtype(dtype), weak), shape)
+        return result if device is None else device_put(result, device)
+    return _filled(shape, fill_value, dtype, device, weak and device is None)  # as jnp.full: weak only if unplaced
+
+
+def _like(a: Any, dtype: Any, shape: Any, device: Any) -> tuple[Any, Any, bool, Any]:
+    """The dtype, shape, weak type and placement of an array made like `a`."""
+    if dtype is not None:
+        kind, weak = _dtype(dtype), False
+    elif _is_array(a):
+        kind, weak = a.dtype, bool(a.weak_type)
+    else:
+        kind, weak = dtypes.dtype_of(a)
+    new_shape = _shape(a) if shape is None else _dims(shape)
+    if device is None and isinstance(a, Array) and tuple(new_shape) == a.shape and a.committed:
+        device = a.sharding
+    return kind, new_shape, weak, device
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Array:
+    return _filled(*_with_fill(_like(a, dtype, shape, device), 0))
+
+
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Array:
+    return _filled(*_with_fill(_like(a, dtype, shape, device), 1))
+
+
+def empty_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Array:
+    return zeros_like(a, dtype, shape, device=device)
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Array:
+    kind, new_shape, weak, device = _like(a, dtype, shape, device)
+    if _is_array(fill_value):
+        result = broadcast_to(_cast(fill_value, kind, weak), new_shape)
+        return result if device is None else device_put(result, device)
+    return _filled(new_shape, fill_value, kind, device, weak)
+
+
+def _with_fill(like: tuple[Any, Any, bool, Any], fill: Any) -> tuple[Any, ...]:
+    kind, shape, weak, device = like
+    return shape, fill, kind, device, weak
+
+
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *, device: Any = None) -> Array:
+    value = np.arange(start, stop, step) if stop is not None else np.arange(start) if step is None \
+        else np.arange(0, start, step)
+    if dtype is None:
+        dtype = dtypes.result_type(*[a for a in (start, stop, step) if a is not None])[0]
+    return _placed(value.astype(_dtype(dtype)), device)
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype: Any = None, axis: int = 0, *, device: Any = None) -> Any:
+    value, step = np.linspace(np.asarray(start), np.asarray(stop), num, endpoint, retstep=True, axis=axis)
+    out = _placed(value.astype(_dtype(dtype or dtypes.default_float_dtype())), device)
+    return (out, step) if retstep else out
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None) -> Array:
+    return _placed(np.eye(N, M, k, dtype=_dtype(dtype or dtypes.default_float_dtype())), device)
+
+
+def identity(n: int, dtype: Any = None, *, device: Any = None) -> Array:
+    return eye(n, dtype=dtype, device=device)
+
+
+def copy(a: ArrayLike, order: Any = None) -> Any:
+    return array(a, copy=True)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Array:
+    return _placed(np.tri(N, M, k, dtype=_dtype(dtype or dtypes.default_float_dtype())), None)
+
+
+def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, ...]:
+    return tuple(array(i.astype(dtypes.default_int_dtype())) for i in np.tril_indices(n, k, m))
+
+
+def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, ...]:
+    return tuple(array(i.astype(dtypes.default_int_dtype())) for i in np.triu_indices(n, k, m))
+
+
+def diag_indices(n: int, ndim: int = 2) -> tuple[Any, ...]:
+    return tuple(array(i.astype(dtypes.default_int_dtype())) for i in np.diag_indices(n, ndim))
+
+
+def indices(dimensions: Sequence[int], dtype: Any = None, sparse: bool = False) -> Any:
+    dtype = _dtype(dtype or dtypes.default_int_dtype())
+    grids = np.indices(tuple(dimensions), dtype=dtype, sparse=sparse)
+    return tuple(array(g) for g in grids) if sparse else array(grids)
+
+
+def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list[Any]:
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', not {indexing!r}.")
+    arrays = [ravel(x) for x in xi]
+    places = list(range(len(arrays)))  # the output dimension along which each input varies
+    if indexing == "xy" and len(arrays) >= 2:
+        places[0], places[1] = 1, 0  # Cartesian: the first input varies along columns
+    shape = [0] * len(arrays)
+    for a, place in zip(arrays, places):
+        shape[place] = a.shape[0]
+    out = []
+    for a, place in zip(arrays, places):
+        expanded = reshape(a, [n if d == place else 1 for d, n in enumerate(shape)])
+        out.append(expanded if sparse else broadcast_to(expanded, shape))
+    return out
+
+
+def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, base: ArrayLike = 10.0,
+             dtype: Any = None, axis: int = 0) -> Any:
+    exponents = linspace(start, stop, num, endpoint, dtype=None, axis=axis)
+    result = power(_cast(base, exponents.dtype), exponents)
+    return result if dtype is None else astype(result, dtype)
+
+
+def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, dtype: Any = None,
+              axis: int = 0) -> Any:
+    value = np.geomspace(np.asarray(start), np.asarray(stop), num, endpoint, axis=axis)
+    kind = _dtype(dtype) if dtype is not None else \
+        (dtypes.default_complex_dtype() if np.iscomplexobj(value) else dtypes.default_float_dtype())
+    return _placed(value.astype(kind), None)
+
+
+def _window(function: Any, M: int, *args: Any) -> Array:
+    return _placed(function(M, *args).astype(dtypes.default_float_dtype()), None)
+
+
+def hamming(M: int) -> Array:
+    return _window(np.hamming, M)
+
+
+def hanning(M: int) -> Array:
+    return _window(np.hanning, M)
+
+
+def bartlett(M: int) -> Array:
+    return _window(np.bartlett, M)
+
+
+def blackman(M: int) -> Array:
+    return _window(np.blackman, M)
+
+
+def kaiser(M: int, beta: float) -> Array:
+    return _window(np.kaiser, M, beta)

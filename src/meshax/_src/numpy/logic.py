@@ -1,0 +1,92 @@
+"""meshax.numpy's questions about arrays and dtypes: the value tests beyond the ufuncs (isposinf, iscomplex,
+isscalar...), comparisons of whole arrays (allclose, array_equal, array_equiv) and dtype promotion queries."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from .util import ArrayLike, _is_array, _promote, _shape
+from .ufuncs import equal, imag, isclose, isinf, isnan, logical_and, logical_not, logical_or, not_equal, signbit
+from .shape_ops import broadcast_to
+from .creation import array, ones_like, zeros_like
+from .reductions import all
+
+
+def isscalar(element: Any) -> bool:
+    """Python and NumPy scalars and 0-d arrays (as jnp.isscalar; np.isscalar says no to 0-d arrays)."""
+    if _is_array(element) or isinstance(element, np.ndarray):
+        return element.ndim == 0
+    return type(element) in (bool, int, float, complex) or np.isscalar(element)
+
+
+def iscomplexobj(x: Any) -> bool:
+    kind = x.dtype if hasattr(x, "dtype") else dtypes.dtype_of(x)[0]
+    return bool(np.issubdtype(kind, np.complexfloating))
+
+
+def isrealobj(x: Any) -> bool:
+    return not iscomplexobj(x)
+
+
+def iscomplex(x: ArrayLike) -> Any:
+    return not_equal(imag(x), 0) if iscomplexobj(x) else zeros_like(x, dtype=bool)
+
+
+def isreal(x: ArrayLike) -> Any:
+    return equal(imag(x), 0) if iscomplexobj(x) else ones_like(x, dtype=bool)
+
+
+def isposinf(x: ArrayLike) -> Any:
+    (x,) = _promote(x)
+    if not np.issubdtype(x.dtype, np.floating):
+        return zeros_like(x, dtype=bool)
+    return logical_and(isinf(x), logical_not(signbit(x)))
+
+
+def isneginf(x: ArrayLike) -> Any:
+    (x,) = _promote(x)
+    if not np.issubdtype(x.dtype, np.floating):
+        return zeros_like(x, dtype=bool)
+    return logical_and(isinf(x), signbit(x))
+
+
+def allclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
+    return all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> Any:
+    if _shape(a1) != _shape(a2):
+        return array(False)
+    same = equal(a1, a2)
+    if equal_nan:
+        same = logical_or(same, logical_and(isnan(a1), isnan(a2)))
+    return all(same)
+
+
+def array_equiv(a1: ArrayLike, a2: ArrayLike) -> Any:
+    try:
+        shape = np.broadcast_shapes(_shape(a1), _shape(a2))
+    except ValueError:
+        return array(False)
+    return all(equal(broadcast_to(a1, shape), broadcast_to(a2, shape)))
+
+
+def result_type(*args: Any) -> np.dtype:
+    return dtypes.result_type(*args)[0]
+
+
+def promote_types(a: Any, b: Any) -> np.dtype:
+    return dtypes.promote_types(a, b)
+
+
+def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
+    return np.can_cast(from_, to, casting)
+
+
+def issubdtype(arg1: Any, arg2: Any) -> bool:
+    return np.issubdtype(arg1, arg2)
+
+
+iterable = np.iterable

@@ -1,0 +1,234 @@
+"""meshax.numpy's elementwise functions: NumPy's ufuncs (each promotes its operands, then binds one primitive),
+casts, clip and selection, and the elementwise functions composed from them."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import primitives as P
+from ..api import device_put
+from ..core import aval_of
+from .util import ArrayLike, _as_array, _cast, _dtype, _lift, _promote, _promote_inexact
+
+
+def _unary(name: str, inexact: bool = False):
+    primitive = P.UNARY[name]
+
+    def function(x: ArrayLike) -> Any:
+        (x,) = _promote_inexact(x) if inexact else _promote(x)
+        return primitive.bind(x)
+
+    function.__name__ = name
+    return function
+
+
+def _binary(name: str, inexact: bool = False):
+    primitive = P.BINARY[name]
+
+    def function(x: ArrayLike, y: ArrayLike) -> Any:
+        x, y = _promote_inexact(x, y) if inexact else _promote(x, y)
+        return primitive.bind(x, y)
+
+    function.__name__ = name
+    return function
+
+
+sin, cos, tan = _unary("sin", True), _unary("cos", True), _unary("tan", True)
+arcsin, arccos, arctan = _unary("asin", True), _unary("acos", True), _unary("atan", True)
+sinh, cosh, tanh = _unary("sinh", True), _unary("cosh", True), _unary("tanh", True)
+arcsinh, arccosh, arctanh = _unary("asinh", True), _unary("acosh", True), _unary("atanh", True)
+exp, exp2, expm1 = _unary("exp", True), _unary("exp2", True), _unary("expm1", True)
+log, log1p, log2, log10 = _unary("log", True), _unary("log1p", True), _unary("log2", True), _unary("log10", True)
+sqrt, cbrt = _unary("sqrt", True), _unary("cbrt", True)
+negative, absolute, sign = _unary("neg"), _unary("abs"), _unary("sign")
+floor, ceil, trunc = _unary("floor"), _unary("ceil"), _unary("trunc")
+square, conjugate, real, imag = _unary("square"), _unary("conj"), _unary("real"), _unary("imag")
+isnan, isinf, isfinite, signbit = _unary("isnan"), _unary("isinf"), _unary("isfinite"), _unary("signbit")
+abs = absolute
+conj = conjugate
+arcsin.__name__ = "arcsin"
+add, subtract, multiply = _binary("add"), _binary("sub"), _binary("mul")
+true_divide, floor_divide = _binary("div", True), _binary("floor_divide")
+divide = true_divide
+remainder, fmod = _binary("rem"), _binary("fmod")
+mod = remainder
+maximum, minimum = _binary("max"), _binary("min")
+arctan2, hypot, copysign = _binary("atan2", True), _binary("hypot", True), _binary("copysign", True)
+nextafter, logaddexp = _binary("nextafter", True), _binary("logaddexp", True)
+bitwise_and, bitwise_or, bitwise_xor = _binary("and"), _binary("or"), _binary("xor")
+left_shift, right_shift = _binary("shift_left"), _binary("shift_right")
+equal, not_equal, less, less_equal = _binary("eq"), _binary("ne"), _binary("lt"), _binary("le")
+greater, greater_equal = _binary("gt"), _binary("ge")
+
+
+def fabs(x: ArrayLike) -> Any:
+    (x,) = _promote_inexact(x)
+    return P.UNARY["abs"].bind(x)
+
+
+def reciprocal(x: ArrayLike) -> Any:
+    (x,) = _promote_inexact(x)
+    return P.UNARY["reciprocal"].bind(x)
+
+
+def power(x: ArrayLike, y: ArrayLike) -> Any:
+    x, y = _promote(x, y)
+    return P.BINARY["pow"].bind(x, y)
+
+
+pow = power
+
+
+def float_power(x: ArrayLike, y: ArrayLike) -> Any:
+    return power(astype(x, _dtype(np.float64)), y)
+
+
+def round(a: ArrayLike, decimals: int = 0) -> Any:
+    if decimals:
+        factor = 10.0 ** decimals
+        return divide(round(multiply(a, factor)), factor)
+    (a,) = _promote(a)
+    return P.UNARY["round"].bind(a)
+
+
+around = round
+rint = round
+
+
+def invert(x: ArrayLike) -> Any:
+    (x,) = _promote(x)
+    return P.UNARY["not"].bind(x)
+
+
+bitwise_not = invert
+
+
+def logical_not(x: ArrayLike) -> Any:
+    return invert(astype(x, np.bool_))
+
+
+def _logical(name: str):
+    def function(x: ArrayLike, y: ArrayLike) -> Any:
+        return P.BINARY[name].bind(astype(x, np.bool_), astype(y, np.bool_))
+
+    function.__name__ = f"logical_{name}"
+    return function
+
+
+logical_and, logical_or, logical_xor = _logical("and"), _logical("or"), _logical("xor")
+
+
+def positive(x: ArrayLike) -> Any:
+    return _promote(x)[0]
+
+
+def _where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Any:
+    """`where` with both `x` and `y` (searching's `where` adds the one-argument form, which is nonzero)."""
+    x, y = _promote(x, y)
+    return P.select.bind(astype(condition, np.bool_), x, y)
+
+
+def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], default: ArrayLike = 0) -> Any:
+    if len(condlist) != len(choicelist):
+        raise ValueError(f"select: {len(condlist)} conditions but {len(choicelist)} choices.")
+    result = default
+    for condition, choice in reversed(list(zip(condlist, choicelist))):
+        result = _where(condition, choice, result)
+    return _promote(result)[0]
+
+
+def clip(a: ArrayLike, a_min: ArrayLike = None, a_max: ArrayLike = None, *, min: ArrayLike = None,
+         max: ArrayLike = None) -> Any:
+    low = a_min if a_min is not None else min
+    high = a_max if a_max is not None else max
+    result = _promote(a)[0]
+    if low is not None:
+        result = maximum(result, low)
+    if high is not None:
+        result = minimum(result, high)
+    return result
+
+
+def astype(x: ArrayLike, dtype: Any, copy: bool = False, device: Any = None) -> Any:
+    result = _cast(_as_array(x), _dtype(dtype))
+    return result if device is None else device_put(result, device)
+
+
+def isclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
+    a, b = _promote_inexact(a, b)
+    close = less_equal(absolute(subtract(a, b)), add(atol, multiply(rtol, absolute(b))))
+    close = logical_or(close, equal(a, b))
+    if equal_nan:
+        close = logical_or(close, logical_and(isnan(a), isnan(b)))
+    return close
+
+
+acos, acosh, asin, asinh, atan, atanh, atan2 = arccos, arccosh, arcsin, arcsinh, arctan, arctanh, arctan2
+bitwise_invert, bitwise_left_shift, bitwise_right_shift = invert, left_shift, right_shift
+
+
+def divmod(x: ArrayLike, y: ArrayLike) -> tuple[Any, Any]:
+    return floor_divide(x, y), remainder(x, y)
+
+
+def deg2rad(x: ArrayLike) -> Any:
+    (x,) = _promote_inexact(x)
+    return multiply(x, _cast(np.pi / 180, x.dtype, x.weak_type))
+
+
+def rad2deg(x: ArrayLike) -> Any:
+    (x,) = _promote_inexact(x)
+    return multiply(x, _cast(180 / np.pi, x.dtype, x.weak_type))
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def fmax(x1: ArrayLike, x2: ArrayLike) -> Any:
+    """The larger of each pair, ignoring NaN unless both are NaN."""
+    x1, x2 = _promote(x1, x2)
+    if not np.issubdtype(x1.dtype, np.inexact):
+        return maximum(x1, x2)
+    return _where(isnan(x1), x2, _where(isnan(x2), x1, maximum(x1, x2)))
+
+
+def fmin(x1: ArrayLike, x2: ArrayLike) -> Any:
+    x1, x2 = _promote(x1, x2)
+    if not np.issubdtype(x1.dtype, np.inexact):
+        return minimum(x1, x2)
+    return _where(isnan(x1), x2, _where(isnan(x2), x1, minimum(x1, x2)))
+
+
+def heaviside(x1: ArrayLike, x2: ArrayLike) -> Any:
+    x1, x2 = _promote_inexact(x1, x2)
+    zero, one = _cast(0, x1.dtype, x1.weak_type), _cast(1, x1.dtype, x1.weak_type)
+    return _where(less(x1, 0), zero, _where(greater(x1, 0), one, x2))
+
+
+def logaddexp2(x1: ArrayLike, x2: ArrayLike) -> Any:
+    x1, x2 = _promote_inexact(x1, x2)
+    peak = maximum(x1, x2)
+    delta = subtract(x1, x2)
+    spread = divide(log1p(exp2(negative(absolute(delta)))), _cast(np.log(2), x1.dtype, x1.weak_type))
+    return _where(isnan(delta), add(x1, x2), add(peak, spread))
+
+
+def sinc(x: ArrayLike) -> Any:
+    (x,) = _promote_inexact(x)
+    scaled = multiply(x, _cast(np.pi, x.dtype, x.weak_type))
+    safe = _where(equal(x, 0), _cast(1, x.dtype, x.weak_type), scaled)
+    return _where(equal(x, 0), _cast(1, x.dtype, x.weak_type), divide(sin(safe), safe))
+
+
+def modf(x: ArrayLike) -> tuple[Any, Any]:
+    (x,) = _promote_inexact(x)
+    whole = trunc(x)
+    return subtract(x, whole), whole
+
+
+def ldexp(x1: ArrayLike, x2: ArrayLike) -> Any:
+    (x1,) = _promote_inexact(x1)
+    if not np.issubdtype(aval_of(_lift(x2)).dtype, np.integer):
+        raise TypeError("ldexp: the exponents must be integers.")
+    return multiply(x1, exp2(astype(x2, x1.dtype)))
