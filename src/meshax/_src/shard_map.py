@@ -39,10 +39,20 @@ def spec_axes(spec: PartitionSpec) -> list[str]:
 def _specs_for(specs: Any, tree: Any, count: int, what: str) -> list[PartitionSpec]:
     if isinstance(specs, PartitionSpec) or specs is None:
         return [specs or PartitionSpec()] * count
-    flat, _ = tree_flatten(specs, is_leaf=lambda x: isinstance(x, PartitionSpec) or x is None)
+    flat, spec_structure = tree_flatten(specs, is_leaf=lambda x: isinstance(x, PartitionSpec) or x is None)
     if len(flat) != count:
-        raise ValueError(f"shard_map {what} has {len(flat)} PartitionSpecs but there are {count} {what[:-6]}s "
-                         f"({tree}); give one spec per {what[:-6]}.")
+        # As JAX's: the specs may be a prefix of the tree, one spec then covering a whole subtree.
+        try:
+            parts = spec_structure.flatten_up_to(tree_unflatten(tree, list(range(count))))
+        except ValueError:
+            raise ValueError(f"shard_map {what} has {len(flat)} PartitionSpecs but there are {count} {what[:-6]}s "
+                             f"({tree}); give one spec per {what[:-6]}, or a tree of specs that is a prefix "
+                             "of theirs.") from None
+        expanded: list[PartitionSpec | None] = [None] * count
+        for spec, part in zip(flat, parts):
+            for index in tree_flatten(part)[0]:
+                expanded[index] = spec
+        flat = expanded
     return [s or PartitionSpec() for s in flat]
 
 

@@ -1,0 +1,181 @@
+"""Training-step worker for bench_train.py: one MLP train step, under meshax or JAX.
+
+    MESHAX_COORDINATOR_ADDRESS=HOST:PORT MESHAX_NUM_PROCESSES=N MESHAX_PROCESS_ID=I MESHAX_NUM_CPU_DEVICES=K \
+        python train_worker.py --backend meshax --style dp_jit|fsdp --warmup W --steps S --budget SECONDS
+    JAX_PLATFORMS=cpu JAX_NUM_CPU_DEVICES=K \
+        python train_worker.py --backend jax --style ... [--address HOST:PORT --process-id I --processes N]
+
+The model, data, loss and SGD update are those of examples/mlp_common.py (for JAX its meshax
+imports become jax imports), and the two styles are the training steps of examples/train_dp_jit.py
+(jit with in/out shardings: batch P('data'), parameters P()) and examples/train_fsdp.py (shard_map,
+weights P('data') along their first dimension and all-gathered per layer, biases replicated,
+gradient of the pmean'd loss). Mesh: Mesh(devices, ('data',)) over all devices.
+
+One batch (--batch rows of --features, from the examples' make_dataset) is placed once; then W
+warm-up steps and S timed steps, each after a barrier (meshax: the runtime's MPI barrier; JAX:
+multihost_utils.sync_global_devices), timed on every process from the call until the new
+parameters and the loss are ready. Every step's loss is kept (a check that both libraries train
+alike). The record goes to $BENCH_RECORD_DIR/<rank>.json, rewritten after every step; the process
+exits with status 3 if it runs longer than --budget seconds.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import threading
+import time
+import types
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from records import RecordWriter
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def start_watchdog(budget: float) -> None:
+    def expire() -> None:
+        print(f"train worker: time budget of {budget:g} s exceeded", file=sys.stderr, flush=True)
+        os._exit(3)
+
+    timer = threading.Timer(budget, expire)
+    timer.daemon = True
+    timer.start()
+
+
+def load_common(backend: str) -> types.ModuleType:
+    """examples/mlp_common.py, for JAX with its meshax imports made jax imports."""
+    path = EXAMPLES / "mlp_common.py"
+    source = path.read_text()
+    if backend == "jax":
+        source = re.sub(r"^(import|from) meshax\b", r"\1 jax", source, flags=re.MULTILINE)
+    module = types.ModuleType("mlp_common")
+    module.__file__ = str(path)
+    exec(compile(source, str(path), "exec"), module.__dict__)
+    return module
+
+
+class Backend:
+    """What differs between meshax and JAX: modules, start-up and the barrier."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.name = args.backend
+        if self.name == "meshax":
+            import meshax as jax
+            from meshax.sharding import Mesh, NamedSharding, PartitionSpec
+
+            jax.distributed.initialize()  # from the MESHAX_* variables; a no-op without them
+        else:
+            import jax
+            from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+            if args.processes > 1:
+                jax.distributed.initialize(args.address, args.processes, args.process_id,
+                                           initialization_timeout=120)
+        self.jax, self.Mesh, self.NamedSharding, self.P = jax, Mesh, NamedSharding, PartitionSpec
+        self.rank, self.size = jax.process_index(), jax.process_count()
+        self._world = None
+        if self.name == "meshax" and self.size > 1:
+            from meshax._src.runtime.distributed import runtime
+
+            self._world = runtime().world
+        self._barriers = 0
+
+    def barrier(self) -> None:
+        if self.size == 1:
+            return
+        if self._world is not None:
+            self._world.Barrier()
+            return
+        from jax.experimental import multihost_utils
+
+        self._barriers += 1
+        multihost_utils.sync_global_devices(f"bench_train_{self._barriers}")
+
+
+def build(b: Backend, common: types.ModuleType, args: argparse.Namespace) -> tuple[Callable[..., Any], Any, Any, Any]:
+    """(train_step, params, x, y) of the chosen style, inputs placed."""
+    jax, P, NamedSharding = b.jax, b.P, b.NamedSharding
+    mesh = b.Mesh(np.array(jax.devices()), ("data",))
+    batch_sharding = NamedSharding(mesh, P("data"))
+    replicated = NamedSharding(mesh, P())
+    sizes = [args.features, args.width, args.width, args.classes]
+    host_params = common.init_params(sizes)
+    xs, labels = common.make_dataset(1, args.batch, args.features, args.classes)
+    x = jax.device_put(xs[0], batch_sharding)
+    y = jax.device_put(labels[0], batch_sharding)
+    lr = args.lr
+
+    if args.style == "dp_jit":
+        params = jax.device_put(host_params, replicated)
+
+        def step(params: Any, x: Any, y: Any) -> Any:
+            loss, grads = jax.value_and_grad(common.loss_fn)(params, x, y)
+            return common.sgd(params, grads, lr), loss
+
+        train_step = jax.jit(step, in_shardings=(replicated, batch_sharding, batch_sharding),
+                             out_shardings=(replicated, replicated))
+    else:
+        specs = [{"w": P("data"), "b": P()} for _ in host_params]
+        params = jax.tree_util.tree_map(lambda p, s: jax.device_put(p, NamedSharding(mesh, s)), host_params, specs)
+
+        def gather(layer: Any) -> Any:
+            return {"w": jax.lax.all_gather(layer["w"], "data", tiled=True), "b": layer["b"]}
+
+        def device_step(params: Any, x: Any, y: Any) -> Any:
+            def global_loss(params: Any) -> Any:
+                return jax.lax.pmean(common.loss_fn(params, x, y, gather), "data")
+
+            loss, grads = jax.value_and_grad(global_loss)(params)
+            return common.sgd(params, grads, lr), loss
+
+        train_step = jax.jit(jax.shard_map(device_step, mesh=mesh, in_specs=(specs, P("data"), P("data")),
+                                           out_specs=(specs, P())))
+    return train_step, params, x, y
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", choices=("meshax", "jax"), required=True)
+    parser.add_argument("--style", choices=("dp_jit", "fsdp"), required=True)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--batch", type=int, default=2048)
+    parser.add_argument("--features", type=int, default=784)
+    parser.add_argument("--width", type=int, default=1024)
+    parser.add_argument("--classes", type=int, default=10)
+    parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--budget", type=float, required=True)
+    parser.add_argument("--address", default=None)
+    parser.add_argument("--process-id", type=int, default=0)
+    parser.add_argument("--processes", type=int, default=1)
+    args = parser.parse_args()
+    start_watchdog(args.budget)
+    began = time.perf_counter()
+    b = Backend(args)
+    common = load_common(args.backend)
+    train_step, params, x, y = build(b, common, args)
+    writer = RecordWriter({"rank": b.rank, "backend": b.name, "style": args.style, "processes": b.size,
+                           "devices": b.jax.device_count(), "setup_s": time.perf_counter() - began,
+                           "warmup_times": [], "times": [], "losses": []})
+    record = writer.record
+    for step in range(args.warmup + args.steps):
+        b.barrier()
+        start = time.perf_counter()
+        params, loss = train_step(params, x, y)
+        b.jax.block_until_ready((params, loss))
+        elapsed = time.perf_counter() - start
+        record["warmup_times" if step < args.warmup else "times"].append(elapsed)
+        record["losses"].append(float(loss))
+        writer.write(every=0)
+    b.barrier()
+    writer.write(complete=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
