@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-import meshax
 
 from multiprocess import REPO, PYTHON, child_env, collect, lines_by_process, run_launcher, start
 
@@ -68,7 +67,6 @@ def test_jax_reference_curves_agree_and_decrease():
         assert curve == pytest.approx(first, rel=RTOL), (example, curve, first)
 
 
-@pytest.mark.skipif(not hasattr(meshax, "value_and_grad"), reason="meshax has no automatic differentiation yet")
 @pytest.mark.parametrize("n,k", LAYOUTS, ids=[f"{n}x{k}" for n, k in LAYOUTS])
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.removesuffix(".py") for e in EXAMPLES])
 def test_example_matches_jax(example, n, k):
