@@ -46,6 +46,14 @@ _NAMES = {
     "jvp": "meshax._src.ad_api",
     "linearize": "meshax._src.ad_api",
     "make_jaxpr": "meshax._src.interpreters.staging",
+    "jacfwd": "meshax._src.jacobians",
+    "jacrev": "meshax._src.jacobians",
+    "hessian": "meshax._src.jacobians",
+    "custom_jvp": "meshax._src.custom_derivatives",
+    "custom_vjp": "meshax._src.custom_derivatives",
+    "checkpoint": "meshax._src.remat",
+    "remat": "meshax._src.remat",
+    "checkpoint_policies": "meshax._src.remat",
 }
 
 __all__ = sorted((*_SUBMODULES, *_NAMES))

@@ -1,5 +1,6 @@
 """Lower-level operations (as jax.lax): collectives over mesh axes, sharding constraints, stop_gradient."""
 from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax._src.ad_api import stop_gradient
 from meshax._src.jit import with_sharding_constraint
 from meshax._src.lax.parallel import (
     all_gather, all_to_all, axis_index, pcast, pmax, pmean, pmin, ppermute, psum, psum_scatter, pvary,
@@ -7,4 +8,4 @@ from meshax._src.lax.parallel import (
 from meshax._src.lax.parallel import axis_size_of as axis_size
 
 __all__ = ["all_gather", "all_to_all", "axis_index", "axis_size", "pcast", "pmax", "pmean", "pmin", "ppermute",
-           "psum", "psum_scatter", "pvary", "with_sharding_constraint"]
+           "psum", "psum_scatter", "pvary", "stop_gradient", "with_sharding_constraint"]

@@ -15,7 +15,7 @@ from .array import Array
 from .core import Tracer, aval_of, define_primitive
 from .dtypes import float0
 from .interpreters.ad import Zero, defzero, jvp_flat, linearize_flat, tangent_aval
-from . import shard_map_ad  # noqa: F401  (registers the derivative rules)
+from . import custom_derivatives, remat, shard_map_ad  # noqa: F401  (register derivative rules)
 from .lax import ad_rules, ad_structural, parallel  # noqa: F401
 from .rules import elementwise
 from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
@@ -29,7 +29,7 @@ defzero(stop_gradient_p)
 
 def stop_gradient(x: Any) -> Any:
     """The identity, with a zero derivative."""
-    return tree_map(lambda leaf: stop_gradient_p.bind(jnp._as_array(leaf)) if _is_inexact(leaf) else leaf, x)
+    return tree_map(lambda leaf: stop_gradient_p.bind(leaf) if _is_inexact(leaf) else leaf, x)
 
 
 def _is_inexact(x: Any) -> bool:
