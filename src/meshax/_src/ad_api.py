@@ -100,22 +100,13 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
             raise ValueError(f"jvp called with different primal and tangent shapes; got primal shape "
                              f"{expected.shape} and tangent shape as {tuple(np.shape(t))}")
     out_tree, aux = [], []
-
-    def flat(*xs: Any) -> list[Any]:
-        result = fun(*tree_unflatten(p_tree, list(xs)))
-        if has_aux:
-            result, extra = result
-            aux.append(extra)
-        leaves, tree = tree_flatten(result)
-        out_tree.append(tree)
-        return leaves
-
     tangents_in = [Zero(tangent_aval(aval_of(p))) if aval_of(p).dtype != aval_of(t).dtype and
                    not np.issubdtype(aval_of(p).dtype, np.inexact) else t for p, t in zip(p_leaves, t_leaves)]
-    primals_out, tangents_out = jvp_flat(flat, p_leaves, tangents_in)
-    tangents_out = [_materialize(t, None) for t in tangents_out]
-    result = (tree_unflatten(out_tree[0], primals_out), tree_unflatten(out_tree[0], tangents_out))
-    return result + (aux[0],) if has_aux else result
+    primals_out, tangents_out = jvp_flat(_flat_fun(fun, p_tree, out_tree, aux, has_aux), p_leaves, tangents_in)
+    n_out = out_tree[0].num_leaves
+    tangents_out = [_materialize(t, None) for t in tangents_out[:n_out]]
+    result = (tree_unflatten(out_tree[0], primals_out[:n_out]), tree_unflatten(out_tree[0], tangents_out))
+    return result + (_aux(aux, primals_out, n_out),) if has_aux else result
 
 
 def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
@@ -123,15 +114,16 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
     p_leaves, p_tree = tree_flatten(primals)
     out_tree, aux = [], []
     primals_out, linear = linearize_flat(_flat_fun(fun, p_tree, out_tree, aux, has_aux), p_leaves)
+    n_out = out_tree[0].num_leaves
 
     def f_jvp(*tangents: Any) -> Any:
         t_leaves, t_tree = tree_flatten(tangents)
         if t_tree != p_tree:
             raise TypeError(f"linearized function called on tangents of structure {t_tree}, expected {p_tree}.")
-        return tree_unflatten(out_tree[0], [_materialize(t, None) for t in linear(t_leaves)])
+        return tree_unflatten(out_tree[0], [_materialize(t, None) for t in linear(t_leaves)[:n_out]])
 
-    result = (tree_unflatten(out_tree[0], primals_out), f_jvp)
-    return result + (aux[0],) if has_aux else result
+    result = (tree_unflatten(out_tree[0], primals_out[:n_out]), f_jvp)
+    return result + (_aux(aux, primals_out, n_out),) if has_aux else result
 
 
 def _flat_fun(fun: Callable[..., Any], in_tree: Any, out_tree: list, aux: list, has_aux: bool) -> Callable:
@@ -142,12 +134,17 @@ def _flat_fun(fun: Callable[..., Any], in_tree: Any, out_tree: list, aux: list, 
                 raise TypeError("a function differentiated with has_aux=True must return a pair (output, aux); got "
                                 f"{type(result).__name__}.")
             result, extra = result
-            aux.append(extra)
+            aux_leaves, aux_tree = tree_flatten(extra)
+            aux.append(aux_tree)
         leaves, tree = tree_flatten(result)
         out_tree.append(tree)
-        return leaves
+        return leaves + (aux_leaves if has_aux else [])  # aux values leave the trace as primal outputs
 
     return flat
+
+
+def _aux(aux: list, primals_out: list[Any], n_out: int) -> Any:
+    return tree_unflatten(aux[0], primals_out[n_out:])
 
 
 # ---- vjp, grad ---------------------------------------------------------------------------------------------------
@@ -159,6 +156,7 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     out_tree, aux = [], []
     primals_out, linear = linearize_flat(_flat_fun(fun, p_tree, out_tree, aux, has_aux), p_leaves)
     out_structure = out_tree[0]
+    n_out = out_structure.num_leaves
 
     def f_vjp(cotangent: Any) -> tuple[Any, ...]:
         c_leaves, c_tree = tree_flatten(cotangent)
@@ -169,12 +167,12 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
             if tuple(np.shape(c)) != tuple(a.shape):
                 raise ValueError(f"vjp: the cotangent has shape {tuple(np.shape(c))} but the primal output has "
                                  f"shape {a.shape}; pass a cotangent shaped like the output.")
-        cts = linear.transpose(c_leaves)
+        cts = linear.transpose(c_leaves + [Zero(a) for a in linear.out_avals[n_out:]])
         cts = [_like_primal(_materialize(c, a), p) for c, a, p in zip(cts, linear.in_avals, p_leaves)]
         return tuple(tree_unflatten(p_tree, cts))
 
-    result = (tree_unflatten(out_structure, primals_out), f_vjp)
-    return result + (aux[0],) if has_aux else result
+    result = (tree_unflatten(out_structure, primals_out[:n_out]), f_vjp)
+    return result + (_aux(aux, primals_out, n_out),) if has_aux else result
 
 
 def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,

@@ -1,0 +1,92 @@
+"""The autodiff API against JAX: jacobians, hessian, custom_jvp/custom_vjp, checkpoint policies, stop_gradient,
+has_aux, linearize, eagerly and under jit."""
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import meshax
+import meshax.numpy as jnp
+
+X = np.linspace(0.1, 1.2, 6, dtype=np.float32).reshape(2, 3)
+W = np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3)
+
+
+def _softplus(lib, np_):
+    @lib.custom_jvp
+    def softplus(x):
+        return np_.log1p(np_.exp(x))
+
+    @softplus.defjvp
+    def softplus_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return softplus(x), t * 0.5
+
+    return softplus
+
+
+def _clipped(lib, np_):
+    @lib.custom_vjp
+    def scaled(x, s):
+        return x * s
+
+    scaled.defvjp(lambda x, s: (x * s, (s,)), lambda res, g: (np_.clip(g * res[0], -0.1, 0.1), np_.sum(g) * 0.))
+    return scaled
+
+
+def _mlp(np_):
+    return lambda w, x: np_.sum(np_.tanh(np_.tanh(x @ w) @ w.T))
+
+
+CASES = {
+    "jacrev": lambda lib, np_: lib.jacrev(lambda x: np_.sin(x) * np_.sum(x ** 2))(X),
+    "jacfwd": lambda lib, np_: lib.jacfwd(lambda x: np_.sin(x) * np_.sum(x ** 2))(X),
+    "jacrev_tree": lambda lib, np_: lib.jacrev(lambda a, b: {"u": a * b, "v": np_.sum(a)}, argnums=(0, 1))(X[0], X[1]),
+    "jacfwd_tree": lambda lib, np_: lib.jacfwd(lambda a, b: (a * b, np_.sum(a)), argnums=(0, 1))(X[0], X[1]),
+    "hessian": lambda lib, np_: lib.hessian(lambda v: np_.sum(np_.tanh(v) ** 3))(X[0]),
+    "custom_jvp_grad": lambda lib, np_: lib.grad(lambda x: np_.sum(_softplus(lib, np_)(x)))(X),
+    "custom_jvp_jvp": lambda lib, np_: lib.jvp(_softplus(lib, np_), (X,), (np.ones_like(X),)),
+    "custom_vjp_grad": lambda lib, np_: lib.grad(lambda x: np_.sum(_clipped(lib, np_)(x, 2.0) ** 2))(X),
+    "stop_gradient": lambda lib, np_: lib.grad(lambda x: np_.sum(x * lib.lax.stop_gradient(x)))(X),
+    "value_and_grad_aux": lambda lib, np_: lib.value_and_grad(lambda a, b: (np_.sum(a * b), a), argnums=(0, 1),
+                                                              has_aux=True)(X, X),
+    "linearize": lambda lib, np_: lib.linearize(lambda x: np_.sin(x) * x, X)[1](np.ones_like(X)),
+    "vjp_tree": lambda lib, np_: lib.vjp(lambda d: {"s": np_.sum(d["a"] * d["b"])}, {"a": X, "b": X})[1](
+        {"s": np.float32(3.)}),
+}
+for _policy in ("nothing_saveable", "everything_saveable", "dots_saveable"):
+    CASES[f"checkpoint_{_policy}"] = (lambda p: lambda lib, np_: lib.grad(
+        lib.checkpoint(_mlp(np_), policy=getattr(lib.checkpoint_policies, p)), argnums=(0, 1))(W, X))(_policy)
+CASES["remat_default"] = lambda lib, np_: lib.grad(lib.remat(_mlp(np_)))(W, X)
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_against_jax(name, jitted):
+    case = CASES[name]
+    if jitted:
+        ours = meshax.jit(lambda: case(meshax, jnp))()
+        theirs = jax.jit(lambda: case(jax, jjnp))()
+    else:
+        ours, theirs = case(meshax, jnp), case(jax, jjnp)
+    ours_leaves, ours_tree = jax.tree_util.tree_flatten(ours)
+    theirs_leaves, theirs_tree = jax.tree_util.tree_flatten(theirs)
+    assert ours_tree == theirs_tree
+    for a, b in zip(ours_leaves, theirs_leaves):
+        assert np.shape(a) == np.shape(b)
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=1e-6)
+
+
+def test_forward_mode_of_custom_vjp_is_refused_as_in_jax():
+    with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
+        meshax.jvp(lambda x: _clipped(meshax, jnp)(x, 2.0), (X,), (X,))
+
+
+def test_checkpoint_recomputes_what_the_policy_does_not_save():
+    def tanh_count(policy):
+        f = meshax.checkpoint(_mlp(jnp), policy=policy) if policy else _mlp(jnp)
+        return str(meshax.make_jaxpr(meshax.grad(f))(W, X)).count("= tanh ")
+
+    policies = meshax.checkpoint_policies
+    assert tanh_count(None) == tanh_count(policies.everything_saveable) == 2
+    assert tanh_count(policies.nothing_saveable) == tanh_count(policies.dots_saveable) == 4  # forward, then again
