@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
 from . import devices as device_table
 from .array import Array, read_only
-from .core import (AxisFrame, Primitive, ShapedArray, abstract_eval_rules, aval_of, extend_axis_env, keeps_own_vma,
+from .core import (AxisFrame, axis_mesh, Primitive, ShapedArray, abstract_eval_rules, aval_of, extend_axis_env, keeps_own_vma,
                    set_current_trace, vma_rules)
 from .interpreters.eager import eager_rules
-from .interpreters.shard_map import DeviceTrace
+from .collectives import gather_devices, group_index
+from .interpreters.shard_map import DeviceTrace, device_rules
 from .interpreters.staging import consts_as_inputs, trace_to_jaxpr
 from .jaxpr import Jaxpr, eval_jaxpr
 from .mesh import Mesh, current_mesh
@@ -70,17 +71,19 @@ def _local_aval(aval: ShapedArray, mesh: Mesh, spec: PartitionSpec, index: int, 
                 f"shard_map argument {index} of shape {aval.shape}: dimension {dim} (size {size}) is not divisible "
                 f"by the {n} shards that {spec!r} asks for."
             )
-    varying = frozenset(spec_axes(spec)) if check_vma else frozenset()
+    varying = frozenset(spec_axes(spec)) | aval.vma if check_vma else frozenset()
     return ShapedArray(tuple(s // n for s, n in zip(aval.shape, parts)), aval.dtype, aval.weak_type, varying)
 
 
-def _global_aval(aval: ShapedArray, mesh: Mesh, spec: PartitionSpec) -> ShapedArray:
+def _global_aval(aval: ShapedArray, mesh: Mesh, spec: PartitionSpec, manual: tuple = ()) -> ShapedArray:
+    """The aval outside the map of an output `aval` laid out as `spec` (varying only over enclosing maps' axes)."""
     NamedSharding(mesh, spec)  # unknown or repeated axis names raise here, naming them
     axes = spec.normalized()
     if len(axes) > aval.ndim:  # trailing Nones beyond the rank are accepted, as seed 003 writes them
         raise ValueError(f"shard_map out_specs {spec!r} is longer than the rank {aval.ndim} of the output {aval}.")
     parts = _parts(mesh, spec, aval.ndim)
-    return ShapedArray(tuple(s * n for s, n in zip(aval.shape, parts)), aval.dtype, aval.weak_type)
+    return ShapedArray(tuple(s * n for s, n in zip(aval.shape, parts)), aval.dtype, aval.weak_type,
+                       aval.vma - frozenset(manual))
 
 
 class _RunPlan(NamedTuple):
@@ -107,7 +110,7 @@ def _plan(mesh: Mesh, in_specs: tuple, in_avals: tuple, out_specs: tuple, check_
 
 
 def _run(*args: Any, jaxpr: Jaxpr, mesh: Mesh, in_specs: tuple, out_specs: tuple, out_avals: tuple,
-         check_vma: bool) -> list[Array]:
+         check_vma: bool, manual_axes: tuple) -> list[Array]:
     """Eager evaluation: place the inputs as in_specs say, run the body device by device, assemble outputs."""
     in_avals = tuple(aval_of(arg) for arg in args)
     plan = _plan(mesh, in_specs, in_avals, out_specs, check_vma)
@@ -116,7 +119,7 @@ def _run(*args: Any, jaxpr: Jaxpr, mesh: Mesh, in_specs: tuple, out_specs: tuple
     for arg, aval, spec, local_aval in zip(args, in_avals, plan.in_specs, plan.in_local_avals):
         buffers = place(arg, mesh, spec, aval).local_buffers()
         inputs.append(trace.new(local_aval, {d: buffers[d] for d in trace.devices}))
-    with set_current_trace(trace, finish=True), extend_axis_env(AxisFrame(mesh, mesh.axis_names, check_vma)):
+    with set_current_trace(trace, finish=True), extend_axis_env(AxisFrame(mesh, manual_axes, check_vma)):
         outputs = [trace.lift(o) for o in eval_jaxpr(jaxpr, (), inputs)]
     return [Array(aval.shape, aval.dtype, sharding, _read_only_values(out.payload, aval.dtype), aval.weak_type)
             for out, sharding, aval in zip(outputs, plan.out_shardings, out_avals)]
@@ -138,8 +141,41 @@ def _abstract(*avals: ShapedArray, out_avals: tuple, **_: Any) -> list[ShapedArr
     return list(out_avals)
 
 
+def _run_nested(trace: DeviceTrace, *args: Any, jaxpr: Jaxpr, mesh: Mesh, in_specs: tuple, out_specs: tuple,
+                out_avals: tuple, check_vma: bool, manual_axes: tuple) -> list[Any]:
+    """A shard_map inside another one's per-device evaluation: each device cuts its block along this map's
+    axes, runs the body, and the outputs are gathered back along them."""
+    inner = DeviceTrace(trace, mesh, trace.devices)
+    inputs = []
+    for arg, spec, var in zip(args, in_specs, jaxpr.invars):
+        x = trace.lift(arg)
+        inputs.append(inner.new(var.aval, {d: _block(x.payload[d], mesh, spec, d) for d in trace.devices}))
+    with set_current_trace(inner, finish=True), extend_axis_env(AxisFrame(mesh, manual_axes, check_vma)):
+        outputs = [inner.lift(o) for o in eval_jaxpr(jaxpr, (), inputs)]
+    return [trace.new(aval, _assembled(out.payload, mesh, spec)) for out, spec, aval in
+            zip(outputs, out_specs, out_avals)]
+
+
+def _block(value: np.ndarray, mesh: Mesh, spec: PartitionSpec, device: Any) -> np.ndarray:
+    for dim, axes in enumerate(spec.normalized()):
+        if axes:
+            size = value.shape[dim] // math.prod(mesh.shape[a] for a in axes)
+            start = group_index(mesh, axes, device) * size
+            value = value[(slice(None),) * dim + (slice(start, start + size),)]
+    return value
+
+
+def _assembled(values: dict, mesh: Mesh, spec: PartitionSpec) -> dict:
+    for dim, axes in enumerate(spec.normalized()):
+        if axes:
+            gathered = gather_devices(mesh, axes, values)
+            values = {d: np.concatenate(g.values, axis=dim) for d, g in gathered.items()}
+    return values
+
+
 abstract_eval_rules[shard_map_p] = _abstract
 eager_rules[shard_map_p] = _run
+device_rules[shard_map_p] = _run_nested
 vma_rules[shard_map_p] = keeps_own_vma
 
 
@@ -158,29 +194,47 @@ def shard_map(f: Callable[..., Any] | None = None, mesh: Mesh | None = None, in_
 
     @functools.wraps(f)
     def mapped(*args: Any) -> Any:
-        the_mesh = mesh if mesh is not None else current_mesh()
+        the_mesh = mesh if mesh is not None else (axis_mesh() or current_mesh())
         if the_mesh is None:
             raise ValueError("shard_map needs a mesh: pass mesh= or call it inside `with mesh:`.")
         leaves, structure = tree_flatten(args)
         specs = tuple(_specs_for(in_specs, structure, len(leaves), "in_specs"))
         avals = [aval_of(x) for x in leaves]
-        key = (structure, tuple(avals), specs, the_mesh)
+        manual = _manual_axes(the_mesh, axis_names, specs)
+        key = (structure, tuple(avals), specs, the_mesh, manual)
         traced = cache.get(key)
         if traced is None:
-            traced = _trace(f, the_mesh, structure, avals, specs, out_specs, check_vma)
+            traced = _trace(f, the_mesh, structure, avals, specs, out_specs, check_vma, manual)
             if not traced[-1]:  # programs that captured tracers of an enclosing trace are not reused
                 cache[key] = traced
         jaxpr, consts, out_structure, out_spec_list, out_avals, _ = traced
         const_specs = tuple(PartitionSpec() for _ in consts)
         outs = shard_map_p.bind(*consts, *leaves, jaxpr=jaxpr, mesh=the_mesh, in_specs=const_specs + specs,
-                                out_specs=out_spec_list, out_avals=out_avals, check_vma=check_vma)
+                                out_specs=out_spec_list, out_avals=out_avals, check_vma=check_vma,
+                                manual_axes=manual)
         return tree_unflatten(out_structure, outs)
 
     return mapped
 
 
+def _manual_axes(mesh: Mesh, axis_names: Any, specs: Sequence[PartitionSpec]) -> tuple[str, ...]:
+    """The mesh axes this map makes manual (all, or `axis_names`), in mesh order; specs may name only those."""
+    chosen = set(mesh.axis_names if axis_names is None else
+                 ((axis_names,) if isinstance(axis_names, str) else axis_names))
+    unknown = chosen - set(mesh.axis_names)
+    if unknown:
+        raise ValueError(f"shard_map axis_names {sorted(unknown)} are not axes of the mesh {mesh.axis_names}.")
+    manual = tuple(a for a in mesh.axis_names if a in chosen)
+    for spec in specs:
+        other = [a for a in spec_axes(spec) if a not in manual]
+        if other:
+            raise ValueError(f"shard_map in_specs {spec!r} names the mesh axes {other}, which are not in "
+                             f"axis_names={manual}; name only the axes this shard_map makes manual.")
+    return manual
+
+
 def _trace(f: Callable[..., Any], mesh: Mesh, structure: Any, avals: list[ShapedArray], specs: tuple,
-           out_specs: Any, check_vma: bool) -> tuple:
+           out_specs: Any, check_vma: bool, manual: tuple) -> tuple:
     from .core import Tracer
 
     local = [_local_aval(a, mesh, s, i, check_vma) for i, (a, s) in enumerate(zip(avals, specs))]
@@ -192,22 +246,23 @@ def _trace(f: Callable[..., Any], mesh: Mesh, structure: Any, avals: list[Shaped
         out_structure.append(tree)
         return leaves
 
-    with extend_axis_env(AxisFrame(mesh, mesh.axis_names, check_vma)):
+    with extend_axis_env(AxisFrame(mesh, manual, check_vma)):
         jaxpr, outputs = trace_to_jaxpr(flat, local)
     out_spec_list = tuple(_specs_for(out_specs, out_structure[0], len(outputs), "out_specs"))
     out_local = [aval_of(o) for o in jaxpr.outvars]
     if check_vma:
         for index, (aval, spec) in enumerate(zip(out_local, out_spec_list)):
-            _check_replication(f, mesh, aval, spec, index)
-    out_avals = tuple(_global_aval(a, mesh, s) for a, s in zip(out_local, out_spec_list))
+            _check_replication(f, mesh, manual, aval, spec, index)
+    out_avals = tuple(_global_aval(a, mesh, s, manual) for a, s in zip(out_local, out_spec_list))
     out_spec_list = tuple(PartitionSpec(*tuple(s)[:a.ndim]) for s, a in zip(out_spec_list, out_avals))
     captured_tracers = any(isinstance(c, Tracer) for c in jaxpr.consts)
     return consts_as_inputs(jaxpr), list(jaxpr.consts), out_structure[0], out_spec_list, out_avals, captured_tracers
 
 
-def _check_replication(f: Callable[..., Any], mesh: Mesh, aval: ShapedArray, spec: PartitionSpec, index: int) -> None:
+def _check_replication(f: Callable[..., Any], mesh: Mesh, manual: tuple, aval: ShapedArray, spec: PartitionSpec,
+                       index: int) -> None:
     """An output must not vary over a mesh axis its out_spec leaves it replicated over (JAX's check_vma)."""
-    unreplicated = [a for a in mesh.axis_names if a in aval.vma and a not in spec_axes(spec)]
+    unreplicated = [a for a in manual if a in aval.vma and a not in spec_axes(spec)]
     if unreplicated:
         name = getattr(f, "__name__", repr(f))
         raise ValueError(

@@ -16,35 +16,36 @@ import numpy as np
 from typing import Any, Sequence
 
 from . import primitives as P
-from .core import AxisFrame, aval_of, extend_axis_env, set_current_trace
+from .core import AxisFrame, aval_of, current_trace, extend_axis_env, set_current_trace
 from .interpreters.ad import (Zero, backward_pass, instantiate, is_undefined, jvp_flat, jvp_rules, tangent_aval,
                               transpose_rules)
-from .interpreters.staging import consts_as_inputs, partial_eval_rules, trace_to_jaxpr
-from .jaxpr import Jaxpr, Literal, eval_jaxpr
+from .interpreters.staging import PartialEvalTrace, consts_as_inputs, partial_eval_rules, trace_to_jaxpr
+from .jaxpr import Jaxpr, eval_jaxpr
 from .lax.parallel import preduce_p
 from .shard_map import _global_aval, shard_map_p, spec_axes
 from .sharding import PartitionSpec
 
 
-def _traced_body(fun: Any, mesh: Any, avals: Sequence[Any], check_vma: bool) -> tuple[Jaxpr, list[Any]]:
-    with extend_axis_env(AxisFrame(mesh, mesh.axis_names, check_vma)):
+def _traced_body(fun: Any, mesh: Any, manual: tuple, avals: Sequence[Any], check_vma: bool
+                 ) -> tuple[Jaxpr, list[Any]]:
+    with extend_axis_env(AxisFrame(mesh, manual, check_vma)):
         jaxpr, _ = trace_to_jaxpr(fun, avals)
     return consts_as_inputs(jaxpr), list(jaxpr.consts)
 
 
-def _bind(consts: list[Any], args: Sequence[Any], jaxpr: Jaxpr, mesh: Any, in_specs: Sequence[Any],
+def _bind(consts: list[Any], args: Sequence[Any], jaxpr: Jaxpr, mesh: Any, manual: tuple, in_specs: Sequence[Any],
           out_specs: Sequence[Any], check_vma: bool) -> list[Any]:
-    out_avals = tuple(_global_aval(v.aval, mesh, s) for v, s in zip(jaxpr.outvars, out_specs))
+    out_avals = tuple(_global_aval(v.aval, mesh, s, manual) for v, s in zip(jaxpr.outvars, out_specs))
     specs = tuple(PartitionSpec() for _ in consts) + tuple(in_specs)
     return shard_map_p.bind(*consts, *args, jaxpr=jaxpr, mesh=mesh, in_specs=specs, out_specs=tuple(out_specs),
-                            out_avals=out_avals, check_vma=check_vma)
+                            out_avals=out_avals, check_vma=check_vma, manual_axes=manual)
 
 
 # ---- jvp -------------------------------------------------------------------------------------------------------
 
 
 def _jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr, mesh: Any, in_specs: tuple, out_specs: tuple,
-         out_avals: tuple, check_vma: bool) -> tuple[list[Any], list[Any]]:
+         out_avals: tuple, check_vma: bool, manual_axes: tuple) -> tuple[list[Any], list[Any]]:
     nonzero = [not isinstance(t, Zero) for t in tangents]
     local_in = [v.aval for v in jaxpr.invars]
     differentiable = [a.dtype.kind in "fc" for a in (v.aval for v in jaxpr.outvars)]
@@ -56,10 +57,10 @@ def _jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr, mesh: Any, in
         return outs + [instantiate(t) for t, d in zip(touts, differentiable) if d]
 
     avals = local_in + [tangent_aval(a) for a, nz in zip(local_in, nonzero) if nz]
-    new, consts = _traced_body(body, mesh, avals, check_vma)
+    new, consts = _traced_body(body, mesh, manual_axes, avals, check_vma)
     t_specs = [s for s, nz in zip(in_specs, nonzero) if nz]
     o_specs = list(out_specs) + [s for s, d in zip(out_specs, differentiable) if d]
-    outs = _bind(consts, primals + [t for t in tangents if not isinstance(t, Zero)], new, mesh,
+    outs = _bind(consts, primals + [t for t in tangents if not isinstance(t, Zero)], new, mesh, manual_axes,
                  list(in_specs) + t_specs, o_specs, check_vma)
     primal_out, tangent_iter = outs[:len(out_specs)], iter(outs[len(out_specs):])
     tangent_out = [next(tangent_iter) if d else Zero(tangent_aval(aval_of(p))) for p, d in zip(primal_out, differentiable)]
@@ -72,36 +73,8 @@ jvp_rules[shard_map_p] = _jvp
 # ---- partial evaluation ------------------------------------------------------------------------------------------
 
 
-def partial_eval_jaxpr(jaxpr: Jaxpr, unknown: Sequence[bool]) -> tuple[Jaxpr, Jaxpr, list[bool], list[Any]]:
-    """Split `jaxpr` into a known part (known inputs -> known outputs + residuals) and an unknown part
-    (residuals + unknown inputs -> unknown outputs). Returns both, which outputs are unknown, and the residual
-    vars."""
-    is_unknown = {v.id for v, u in zip(jaxpr.invars, unknown) if u}
-    known_eqns, unknown_eqns = [], []
-    for eq in jaxpr.equations:
-        if any(not isinstance(x, Literal) and x.id in is_unknown for x in eq.inputs):
-            unknown_eqns.append(eq)
-            is_unknown.update(v.id for v in eq.outputs)
-        else:
-            known_eqns.append(eq)
-    residuals: dict[int, Any] = {}
-    for eq in unknown_eqns:
-        for x in eq.inputs:
-            if not isinstance(x, Literal) and x.id not in is_unknown:
-                residuals[x.id] = x
-    out_unknown = [not isinstance(v, Literal) and v.id in is_unknown for v in jaxpr.outvars]
-    known_outs = [v for v, u in zip(jaxpr.outvars, out_unknown) if not u]
-    residual_vars = list(residuals.values())
-    known = Jaxpr([], [v for v, u in zip(jaxpr.invars, unknown) if not u], known_eqns,
-                  known_outs + residual_vars)
-    unknown_jaxpr = Jaxpr([], residual_vars + [v for v, u in zip(jaxpr.invars, unknown) if u], unknown_eqns,
-                          [v for v, u in zip(jaxpr.outvars, out_unknown) if u])
-    return known, unknown_jaxpr, out_unknown, residual_vars
-
-
-def _residual_axes(aval: Any, mesh: Any, check_vma: bool) -> tuple[str, ...]:
-    varying = aval.vma if check_vma else frozenset(mesh.axis_names)
-    return tuple(a for a in mesh.axis_names if a in varying)
+def _residual_axes(aval: Any, manual: tuple, check_vma: bool) -> tuple[str, ...]:
+    return tuple(a for a in manual if a in aval.vma or not check_vma)
 
 
 def _stacked(x: Any, axes: tuple[str, ...]) -> Any:
@@ -113,37 +86,50 @@ def _unstacked(x: Any, axes: tuple[str, ...]) -> Any:
 
 
 def _partial_eval(trace: Any, *args: Any, jaxpr: Jaxpr, mesh: Any, in_specs: tuple, out_specs: tuple,
-                  out_avals: tuple, check_vma: bool) -> list[Any]:
+                  out_avals: tuple, check_vma: bool, manual_axes: tuple) -> list[Any]:
+    """Partial evaluation by tracing: the body runs in a PartialEvalTrace whose parent stages the known map, so
+    nested maps split recursively; what the unknown part captures from the known one are the residuals."""
     unknown = [trace.is_own(a) for a in args]
-    known, rest, out_unknown, residuals = partial_eval_jaxpr(jaxpr, unknown)
-    res_axes = [_residual_axes(r.aval, mesh, check_vma) for r in residuals]
-    n_known_out = len(known.outvars) - len(residuals)
+    split: dict[str, Any] = {}
 
-    def known_body(*xs: Any) -> list[Any]:
-        outs = eval_jaxpr(known, (), xs)
-        return outs[:n_known_out] + [_stacked(r, a) for r, a in zip(outs[n_known_out:], res_axes)]
+    def known_body(*known_xs: Any) -> list[Any]:
+        pe = PartialEvalTrace(current_trace())
+        unknown_in = [pe.new_arg(v.aval) for v, u in zip(jaxpr.invars, unknown) if u]
+        known_iter, unknown_iter = iter(known_xs), iter(unknown_in)
+        full = [next(unknown_iter) if u else next(known_iter) for u in unknown]
+        with set_current_trace(pe, finish=True):
+            outs = eval_jaxpr(jaxpr, (), full)
+            split["out_unknown"] = [pe.is_own(o) for o in outs]
+            rest = pe.to_jaxpr(unknown_in, [o for o, u in zip(outs, split["out_unknown"]) if u])
+        split["rest"] = rest
+        split["res_axes"] = [_residual_axes(aval_of(r), manual_axes, check_vma) for r in rest.consts]
+        known_outs = [o for o, u in zip(outs, split["out_unknown"]) if not u]
+        return known_outs + [_stacked(r, a) for r, a in zip(rest.consts, split["res_axes"])]
+
+    body, consts = _traced_body(known_body, mesh, manual_axes, [v.aval for v, u in zip(jaxpr.invars, unknown)
+                                                                 if not u], check_vma)
+    rest, res_axes, out_unknown = split["rest"], split["res_axes"], split["out_unknown"]
+    res_specs = [PartitionSpec(a) if a else PartitionSpec() for a in res_axes]
+    known_out_specs = [s for s, u in zip(out_specs, out_unknown) if not u] + res_specs
+    with set_current_trace(trace.parent):
+        known_results = _bind(consts, [a for a, u in zip(args, unknown) if not u], body, mesh, manual_axes,
+                              [s for s, u in zip(in_specs, unknown) if not u], known_out_specs, check_vma)
+    n_known = len(known_results) - len(res_axes)
+    known_outs, res_values = known_results[:n_known], known_results[n_known:]
 
     def unknown_body(*xs: Any) -> list[Any]:
-        res = [_unstacked(r, a) for r, a in zip(xs[:len(residuals)], res_axes)]
-        return eval_jaxpr(rest, (), res + list(xs[len(residuals):]))
+        res = [_unstacked(r, a) for r, a in zip(xs[:len(res_axes)], res_axes)]
+        return eval_jaxpr(rest, res, xs[len(res_axes):])
 
-    res_specs = [PartitionSpec(a) if a else PartitionSpec() for a in res_axes]
-    known_specs = [s for s, u in zip(in_specs, unknown) if not u]
-    known_out_specs = [s for s, u in zip(out_specs, out_unknown) if not u] + res_specs
-    body, consts = _traced_body(known_body, mesh, [v.aval for v in known.invars], check_vma)
-    with set_current_trace(trace.parent):
-        known_results = _bind(consts, [a for a, u in zip(args, unknown) if not u], body, mesh, known_specs,
-                              known_out_specs, check_vma)
-    known_outs, res_values = known_results[:n_known_out], known_results[n_known_out:]
-    res_local = [r.aval.update(shape=(1,) + r.aval.shape) if a else r.aval for r, a in zip(residuals, res_axes)]
-    body, consts = _traced_body(unknown_body, mesh, res_local + [v.aval for v in rest.invars[len(residuals):]],
-                                check_vma)
+    res_local = [v.aval.update(shape=(1,) + v.aval.shape) if a else v.aval for v, a in zip(rest.constvars, res_axes)]
+    body, consts = _traced_body(unknown_body, mesh, manual_axes, res_local + [v.aval for v in rest.invars], check_vma)
     unknown_out_specs = tuple(s for s, u in zip(out_specs, out_unknown) if u)
     inputs = consts + res_values + [a for a, u in zip(args, unknown) if u]
     specs = tuple(PartitionSpec() for _ in consts) + tuple(res_specs) + tuple(s for s, u in zip(in_specs, unknown) if u)
     unknown_avals = tuple(a for a, u in zip(out_avals, out_unknown) if u)
     staged = trace.stage(shard_map_p, inputs, dict(jaxpr=body, mesh=mesh, in_specs=specs, out_specs=unknown_out_specs,
-                                                    out_avals=unknown_avals, check_vma=check_vma), unknown_avals)
+                                                    out_avals=unknown_avals, check_vma=check_vma,
+                                                    manual_axes=manual_axes), unknown_avals)
     known_iter, staged_iter = iter(known_outs), iter(staged)
     return [next(staged_iter) if u else next(known_iter) for u in out_unknown]
 
@@ -155,7 +141,7 @@ partial_eval_rules[shard_map_p] = _partial_eval
 
 
 def _transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, mesh: Any, in_specs: tuple, out_specs: tuple,
-               out_avals: tuple, check_vma: bool) -> list[Any]:
+               out_avals: tuple, check_vma: bool, manual_axes: tuple) -> list[Any]:
     linear = [is_undefined(a) for a in args]
     nonzero = [not isinstance(c, Zero) for c in cts]
     view = Jaxpr([v for v, lin in zip(jaxpr.invars, linear) if not lin],
@@ -167,38 +153,38 @@ def _transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, mesh: Any, in_specs: tu
         res, rest = list(xs[:n_known]), iter(xs[n_known:])
         local_cts = [next(rest) if nz else Zero(v.aval) for nz, v in zip(nonzero, jaxpr.outvars)]
         if not check_vma:
-            local_cts = [_divided(c, mesh, s) for c, s in zip(local_cts, out_specs)]
+            local_cts = [_divided(c, mesh, manual_axes, s) for c, s in zip(local_cts, out_specs)]
         in_cts = backward_pass(view, res, local_cts)
         in_cts = [instantiate(c) for c in in_cts]
         if not check_vma:
             lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
-            in_cts = [_summed(c, mesh, s) for c, s in zip(in_cts, lin_specs)]
+            in_cts = [_summed(c, mesh, manual_axes, s) for c, s in zip(in_cts, lin_specs)]
         return in_cts
 
     avals = [v.aval for v in view.constvars] + [v.aval for v, nz in zip(jaxpr.outvars, nonzero) if nz]
-    new, consts = _traced_body(body, mesh, avals, check_vma)
+    new, consts = _traced_body(body, mesh, manual_axes, avals, check_vma)
     ct_specs = [s for s, nz in zip(out_specs, nonzero) if nz]
     lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
-    outs = iter(_bind(consts, known_args + [c for c in cts if not isinstance(c, Zero)], new, mesh,
+    outs = iter(_bind(consts, known_args + [c for c in cts if not isinstance(c, Zero)], new, mesh, manual_axes,
                       [s for s, lin in zip(in_specs, linear) if not lin] + ct_specs, lin_specs, check_vma))
     return [next(outs) if lin else None for lin in linear]
 
 
-def _unmapped(mesh: Any, spec: Any) -> tuple[str, ...]:
+def _unmapped(manual: tuple, spec: Any) -> tuple[str, ...]:
     named = set(spec_axes(spec))
-    return tuple(a for a in mesh.axis_names if a not in named)
+    return tuple(a for a in manual if a not in named)
 
 
-def _divided(ct: Any, mesh: Any, spec: Any) -> Any:
-    axes = _unmapped(mesh, spec)
+def _divided(ct: Any, mesh: Any, manual: tuple, spec: Any) -> Any:
+    axes = _unmapped(manual, spec)
     if isinstance(ct, Zero) or not axes:
         return ct
     size = math.prod(mesh.shape[a] for a in axes)
     return P.BINARY["div"].bind(ct, np.asarray(size, aval_of(ct).dtype))
 
 
-def _summed(ct: Any, mesh: Any, spec: Any) -> Any:
-    axes = _unmapped(mesh, spec)
+def _summed(ct: Any, mesh: Any, manual: tuple, spec: Any) -> Any:
+    axes = _unmapped(manual, spec)
     return preduce_p.bind(ct, axes=axes, op="sum") if axes else ct
 
 
