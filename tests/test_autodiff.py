@@ -297,19 +297,19 @@ def mesh():
     return meshax.make_mesh((4, 2), ("a", "b"))
 
 
-@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("spec", [P("a"), P("a", "b"), P(None, "b")], ids=str)
 @pytest.mark.parametrize("name,fn", SHARDED, ids=[n for n, _ in SHARDED])
-def test_sharded_grad(name, fn, spec, jitted, mesh):
+def test_sharded_grad(name, fn, spec, mode, mesh):
     rng = np.random.default_rng(_seed(name, 7))
     x = rng.uniform(-2, 2, size=(8, 6)).astype(np.float32)
     w = rng.normal(size=jax.eval_shape(lambda a: fn(J, a), x).shape).astype(np.float32)
     want = np.asarray(jax.grad(lambda a: jjnp.sum(fn(J, a) * w))(x))
     sharding = NamedSharding(mesh, spec)
     mx = meshax.device_put(x, sharding)
-    g = meshax.grad(lambda a: mnp.sum(fn(M, a) * w))
-    if jitted:
-        g = meshax.jit(g)
+    loss = lambda a: mnp.sum(fn(M, a) * w)  # noqa: E731
+    g = {"eager": lambda: meshax.grad(loss), "jit_of_grad": lambda: meshax.jit(meshax.grad(loss)),
+         "grad_of_jit": lambda: meshax.grad(meshax.jit(loss))}[mode]()
     got = g(mx)
     np.testing.assert_allclose(np.asarray(got), want, rtol=RTOL, atol=ATOL)
     assert got.sharding == mx.sharding, f"grad sharding {got.sharding} != input sharding {mx.sharding}"
@@ -420,11 +420,14 @@ def test_has_aux(jitted):
     if jitted:
         vg, g = meshax.jit(vg), meshax.jit(g)
     (mv, maux), mg = vg(x)
+    assert type(maux["y"]) is meshax.Array, f"aux leaked as {type(maux['y']).__name__}: {maux['y']!r}"
     np.testing.assert_allclose(float(mv), float(jv), rtol=RTOL)
     np.testing.assert_allclose(np.asarray(mg), np.asarray(jg), rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(np.asarray(maux["y"]), np.asarray(jaux["y"]), rtol=RTOL, atol=ATOL)
     assert int(maux["n"]) == 3
     mg2, maux2 = g(x)
+    assert type(maux2["y"]) is meshax.Array, f"aux leaked as {type(maux2['y']).__name__}: {maux2['y']!r}"
+    np.testing.assert_allclose(np.asarray(maux2["y"]), np.asarray(jaux["y"]), rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(np.asarray(mg2), np.asarray(jg), rtol=RTOL, atol=ATOL)
 
 
