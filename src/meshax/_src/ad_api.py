@@ -180,7 +180,7 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, ha
     """A function returning (fun(*args), the gradient of fun with respect to args[argnums])."""
     _check_callable(fun, "value_and_grad")
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         nums = _argnums(argnums, len(args), "value_and_grad")
         diff_args = [args[i] for i in nums]
@@ -210,7 +210,7 @@ def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: boo
     _check_callable(fun, "grad")
     both = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         (value, grads) = both(*args, **kwargs)
         return (grads, value[1]) if has_aux else grads

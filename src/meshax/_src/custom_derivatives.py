@@ -79,7 +79,7 @@ class custom_jvp:  # noqa: N801 - JAX's name
     """A function with a user-defined jvp rule: `f.defjvp(lambda primals, tangents: (out, tangent_out))`."""
 
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # not fun.__dict__ (a wrapped Jitted's state)
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp: Callable[..., Any] | None = None
@@ -137,7 +137,7 @@ class custom_vjp:  # noqa: N801 - JAX's name
     """A function with user-defined forward and backward passes: `f.defvjp(fwd, bwd)`."""
 
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # not fun.__dict__ (a wrapped Jitted's state)
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd: Callable[..., Any] | None = None

@@ -64,7 +64,7 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
            holomorphic: bool = False, allow_int: bool = False) -> Callable[..., Any]:
     """The Jacobian of `fun` by reverse mode: one vjp per output element."""
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def jacobian(*args: Any, **kwargs: Any) -> Any:
         partial, diff = _diff_args(fun, args, kwargs, argnums, "jacrev")
         _check_inputs(tree_flatten(diff)[0], "jacrev", holomorphic, allow_int)
@@ -89,7 +89,7 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
            holomorphic: bool = False) -> Callable[..., Any]:
     """The Jacobian of `fun` by forward mode: one jvp per input element."""
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def jacobian(*args: Any, **kwargs: Any) -> Any:
         partial, diff = _diff_args(fun, args, kwargs, argnums, "jacfwd")
         _check_inputs(tree_flatten(diff)[0], "jacfwd", holomorphic, False)

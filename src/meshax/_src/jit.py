@@ -54,7 +54,7 @@ class Jitted:
         self.static_argnums = tuple(static_argnums)
         self.static_argnames = tuple(static_argnames)
         self._cache: dict[Any, tuple[Jaxpr, list[Any], Any]] = {}
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # not fun.__dict__ (a wrapped Jitted's state)
 
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple, dict, tuple, tuple]:
         count = len(args)

@@ -60,7 +60,7 @@ def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True, policy: Cal
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     policy = policy or nothing_saveable
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def wrapped(*args: Any) -> Any:
         dynamic = [a for i, a in enumerate(args) if i not in static]
         leaves, tree = tree_flatten(dynamic)

@@ -192,7 +192,7 @@ def shard_map(f: Callable[..., Any] | None = None, mesh: Mesh | None = None, in_
         raise TypeError("shard_map needs out_specs (a PartitionSpec or a tree of them matching f's outputs).")
     cache: dict[Any, tuple] = {}
 
-    @functools.wraps(f)
+    @functools.wraps(f, updated=())
     def mapped(*args: Any) -> Any:
         the_mesh = mesh if mesh is not None else (axis_mesh() or current_mesh())
         if the_mesh is None:

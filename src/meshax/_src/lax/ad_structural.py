@@ -292,25 +292,38 @@ transpose_rules[P.take_along] = _take_along_transpose
 
 
 def _scatter_jvp(primals: list[Any], tangents: list[Any], *, index: tuple, mode: str) -> tuple[Any, Any]:
-    if mode not in ("add", "set"):
+    if mode not in ("add", "set", "multiply"):
         raise NotImplementedError(f"Differentiation rule for 'scatter' with mode={mode!r} not implemented")
     ans = P.scatter.bind(*primals, index=index, mode=mode)
     if isinstance(tangents[0], Zero) and isinstance(tangents[1], Zero):
         return ans, Zero(tangent_aval(aval_of(ans)))
+    if mode == "multiply":  # d(x[i] * y) = dx[i] * y + x[i] * dy (indices assumed distinct)
+        x, y, *indices = primals
+        out = P.scatter.bind(instantiate(tangents[0]), y, *indices, index=index, mode="multiply")
+        if not isinstance(tangents[1], Zero):
+            taken = _taken(x, indices, index)
+            out = add(out, P.scatter.bind(zeros(aval_of(x)), mul(taken, tangents[1]), *indices, index=index,
+                                          mode="add"))
+        return ans, out
     return ans, P.scatter.bind(instantiate(tangents[0]), instantiate(tangents[1]), *primals[2:], index=index,
                                mode=mode)
 
 
+def _taken(x: Any, indices: Sequence[Any], index: tuple) -> Any:
+    """x at a scatter's index (the region the updates land in)."""
+    if "array" in index:
+        return P.gather.bind(x, *indices, index=tuple(e for e in index if e is not None))
+    return P.static_slice.bind(x, index=tuple(_basic(e) for e in index))
+
+
 def _scatter_transpose(ct: Any, x: Any, y: Any, *indices: Any, index: tuple, mode: str) -> list[Any]:
-    ct_x = ct if mode == "add" else P.scatter.bind(ct, np.zeros((), aval_of(ct).dtype), *indices, index=index,
-                                                    mode="set")
-    ct_y = None
-    if is_undefined(y):
-        if "array" in index:
-            taken = P.gather.bind(ct, *indices, index=tuple(e for e in index if e is not None))
-        else:
-            taken = P.static_slice.bind(ct, index=tuple(_basic(e) for e in index))
-        ct_y = unbroadcast(taken, y.aval)
+    if mode == "add":
+        ct_x = ct
+    elif mode == "multiply":
+        ct_x = P.scatter.bind(ct, y, *indices, index=index, mode="multiply")
+    else:
+        ct_x = P.scatter.bind(ct, np.zeros((), aval_of(ct).dtype), *indices, index=index, mode="set")
+    ct_y = unbroadcast(_taken(ct, indices, index), y.aval) if is_undefined(y) else None
     return [ct_x if is_undefined(x) else None, ct_y] + [None] * len(indices)
 
 
