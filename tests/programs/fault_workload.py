@@ -43,7 +43,8 @@ def collectives(block):
     return total, gathered, shifted
 
 
-mapped = meshax.shard_map(collectives, mesh=mesh1, in_specs=P("x"), out_specs=(P(), P(), P("x")))
+mapped = meshax.shard_map(collectives, mesh=mesh1, in_specs=P("x"), out_specs=(P(), P(), P("x")),
+                          check_vma=False)  # JAX 0.10 types all_gather results as varying
 
 from meshax._src.runtime import mpi  # noqa: E402  (the test checks that a failed job leaves no segment)
 

@@ -372,7 +372,9 @@ def vma_checked() -> bool:
 
 # ---- implicit pvary ----------------------------------------------------------------------------------------------
 
-pvary_p = Primitive("pvary")
+pvary_p = Primitive("pvary")  # identity on values; its result varies over `axes` too
+abstract_eval_rules[pvary_p] = lambda x, *, axes: x
+vma_rules[pvary_p] = lambda x, *, axes: x.vma | frozenset(axes)
 
 
 def insert_pvary(args: Sequence[Any]) -> Sequence[Any]:

@@ -197,6 +197,8 @@ def shard_map(f: Callable[..., Any] | None = None, mesh: Mesh | None = None, in_
         the_mesh = mesh if mesh is not None else (axis_mesh() or current_mesh())
         if the_mesh is None:
             raise ValueError("shard_map needs a mesh: pass mesh= or call it inside `with mesh:`.")
+        if not isinstance(the_mesh, Mesh):
+            raise TypeError(f"shard_map mesh= must be a Mesh; got {the_mesh!r} of type {type(the_mesh).__name__}.")
         leaves, structure = tree_flatten(args)
         specs = tuple(_specs_for(in_specs, structure, len(leaves), "in_specs"))
         avals = [aval_of(x) for x in leaves]

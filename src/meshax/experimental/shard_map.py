@@ -1,4 +1,9 @@
-"""The older spelling `jax.experimental.shard_map.shard_map(f, mesh, in_specs, out_specs, check_rep=True)`."""
+"""The older spelling `jax.experimental.shard_map.shard_map(f, mesh, in_specs, out_specs, check_rep=True)`.
+
+The seeds use it with the older replication rules, under which an all_gather result may be
+returned with a replicated out_spec; JAX 0.10's varying-axes typing refuses that. The seeds
+win: this spelling maps without varying-axes typing (as check_vma=False), whatever check_rep.
+"""
 from typing import Any, Callable
 
 from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
@@ -8,7 +13,7 @@ from meshax._src.shard_map import shard_map as _shard_map
 def shard_map(f: Callable[..., Any], mesh: Any = None, in_specs: Any = None, out_specs: Any = None,
               check_rep: bool = True, auto: Any = frozenset()) -> Any:
     """Map `f` over the shards of its inputs (see meshax.shard_map)."""
-    return _shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_rep=check_rep)
+    return _shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
 
 
 __all__ = ["shard_map"]

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..array import Array
-from ..core import Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, impl_rules
+from ..core import Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, impl_rules, pvary_p
 from .staging import inline_rules
 
 device_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(device_trace, *args, **params)
@@ -55,3 +55,11 @@ class DeviceTrace(Trace):
         aval = aval_of(x)
         value = np.asarray(x, dtype=aval.dtype)
         return Tracer(self, aval.update(vma=frozenset()), {d: value for d in self.devices})
+
+
+def _pvary(trace: DeviceTrace, x: Any, *, axes: tuple[str, ...]) -> Tracer:
+    x = trace.lift(x)
+    return trace.new(abstract_eval(pvary_p, [x.aval], {"axes": axes})[0], x.payload)
+
+
+device_rules[pvary_p] = _pvary

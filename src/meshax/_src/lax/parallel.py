@@ -58,12 +58,7 @@ def _device_result(trace: DeviceTrace, primitive: Primitive, x: Any, values: dic
     return trace.new(aval, values)
 
 
-# ---- pvary: an invariant value marked varying (identity on values) -----------------------------------------------
-
-abstract_eval_rules[pvary_p] = lambda x, *, axes: x
-vma_rules[pvary_p] = lambda x, *, axes: x.vma | frozenset(axes)
-device_rules[pvary_p] = lambda trace, x, *, axes: _device_result(trace, pvary_p, trace.lift(x), trace.lift(x).payload,
-                                                                  axes=axes)
+# ---- pvary: an invariant value marked varying (identity on values; its rules are in the core) ---------------------
 
 
 def pvary(x: Any, axis_name: Any) -> Any:
