@@ -313,7 +313,7 @@ def inverse_time_decay(step_size: Any, decay_steps: Any, decay_rate: Any, stairc
 
 
 def polynomial_decay(step_size: Any, decay_steps: Any, final_step_size: Any, power: float = 1.0) -> Schedule:
-    """From `step_size` at step 0 to `final_step_size` at `decay_steps` (and after), along (1 - i/decay_steps)**power."""
+    """`step_size` at step 0 falling to `final_step_size` at `decay_steps` (and after) as (1 - i/decay_steps)**power."""
     def schedule(i: Step) -> Any:
         i = jnp.minimum(i, decay_steps)
         fraction = (1 - i / decay_steps) ** power
