@@ -16,8 +16,9 @@ from typing import Any, Literal, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+import meshax.numpy as jnp
+
 from . import dtypes
-from . import numpy_api as jnp
 from . import random
 from .api import device_put
 from .sharding import Sharding
