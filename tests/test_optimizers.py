@@ -197,3 +197,15 @@ def test_adam_on_a_sharded_parameter_keeps_its_sharding(under_jit):
     assert [leaf.sharding for leaf in w_state] == [ours_sharding] * 3
     assert len(ours_params["w"].addressable_shards) == 8
 
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, jjnp.bfloat16], ids=str)
+def test_float_to_a_known_integer_power_rounds_like_jax(dtype):
+    """Adam's bias correction 1 - b**(i+1): JAX multiplies for a known integer exponent (NumPy's pow rounds
+    differently)."""
+    x = np.random.default_rng(2).uniform(0.5, 1.5, 64).astype(dtype)
+    for n in (1, 2, 3, 7, 13, -2, np.int32(5)):
+        theirs = np.asarray(jjnp.asarray(x) ** n)
+        for ours in (mnp.asarray(x) ** n, meshax.jit(lambda a, n=n: a ** n)(mnp.asarray(x)), mnp.power(x, n)):
+            assert np.asarray(ours).dtype == theirs.dtype
+            np.testing.assert_array_equal(np.asarray(ours), theirs)
