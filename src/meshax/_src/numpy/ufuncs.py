@@ -2,13 +2,15 @@
 casts, clip and selection, and the elementwise functions composed from them."""
 from __future__ import annotations
 
+import operator
 from typing import Any, Sequence
 
 import numpy as np
 
+from .. import dtypes
 from .. import primitives as P
 from ..api import device_put
-from ..core import aval_of
+from ..core import Tracer, aval_of
 from .util import ArrayLike, _as_array, _cast, _dtype, _lift, _promote, _promote_inexact
 
 
@@ -72,7 +74,36 @@ def reciprocal(x: ArrayLike) -> Any:
     return P.UNARY["reciprocal"].bind(x)
 
 
+def _known_int(y: Any) -> int | None:
+    """`y` as a Python int if it is an integer scalar known now (not traced), else None."""
+    if isinstance(y, Tracer) or np.ndim(y) != 0:
+        return None
+    try:
+        return operator.index(y)
+    except TypeError:
+        return None
+
+
+def _integer_power(x: Any, n: int) -> Any:
+    """x ** n for an int n != 0 by repeated squaring, each product rounded, as JAX's integer_pow."""
+    base, acc, k = x, None, -n if n < 0 else n  # (this module defines its own abs)
+    while k:
+        if k & 1:
+            acc = base if acc is None else multiply(acc, base)
+        k >>= 1
+        if k:
+            base = multiply(base, base)
+    return P.UNARY["reciprocal"].bind(acc) if n < 0 else acc
+
+
 def power(x: ArrayLike, y: ArrayLike) -> Any:
+    """x ** y; a real float x to a known integer power y != 0 is a chain of products, as in JAX (NumPy's pow
+    rounds differently)."""
+    n = _known_int(y)
+    if n:
+        (base,) = _promote(x)
+        if dtypes.is_floating(aval_of(base).dtype):
+            return _integer_power(base, n)
     x, y = _promote(x, y)
     return P.BINARY["pow"].bind(x, y)
 

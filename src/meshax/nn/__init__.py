@@ -1,5 +1,6 @@
-"""Neural-network functions (as jax.nn)."""
+"""Neural-network functions (as jax.nn), and their weight initializers in the submodule `initializers`."""
 from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax.nn import initializers as initializers
 from meshax._src.nn import (
     celu, dot_product_attention, elu, gelu, glu, hard_sigmoid, hard_silu, hard_swish, hard_tanh, identity, leaky_relu,
     log1mexp, log_sigmoid, log_softmax, logmeanexp, logsumexp, mish, one_hot, relu, relu6, selu, sigmoid, silu,
@@ -7,6 +8,6 @@ from meshax._src.nn import (
 )
 
 __all__ = ["celu", "dot_product_attention", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish",
-           "hard_tanh", "identity", "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax", "logmeanexp", "logsumexp",
-           "mish", "one_hot", "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus",
-           "sparse_plus", "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh"]
+           "hard_tanh", "identity", "initializers", "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax",
+           "logmeanexp", "logsumexp", "mish", "one_hot", "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign",
+           "softmax", "softplus", "sparse_plus", "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh"]

@@ -1,0 +1,1 @@
+"""Small example libraries (as jax.example_libraries): import `meshax.example_libraries.optimizers` explicitly."""
