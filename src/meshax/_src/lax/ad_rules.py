@@ -117,6 +117,8 @@ for _name in ("sign", "floor", "ceil", "round", "trunc", "not", "isnan", "isinf"
 deflinear(U["neg"], lambda ct, x: [neg(ct)])
 deflinear(U["conj"], lambda ct, x: [U["conj"].bind(ct)])
 deflinear(U["real"], lambda ct, x: [P.convert_element_type.bind(ct, new_dtype=x.aval.dtype, weak_type=False)])
+deflinear(U["imag"], lambda ct, x: [mul(P.convert_element_type.bind(ct, new_dtype=x.aval.dtype, weak_type=False),
+                                        np.asarray(-1j, x.aval.dtype)) if x.aval.dtype.kind == "c" else zeros(x.aval)])
 
 
 def _balanced(x: Any, y: Any, ans: Any) -> Any:

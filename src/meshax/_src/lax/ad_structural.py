@@ -60,6 +60,28 @@ jvp_rules[P.REDUCE["min"]] = _chooser_jvp("min")
 defjvp(P.REDUCE["prod"], lambda g, ans, x, *, axes, keepdims=False: P.REDUCE["sum"].bind(
     mul(g, div(_expand_reduced(ans, x.shape, axes), x)), axes=axes, keepdims=keepdims))
 
+def _cumulative_chooser_jvp(kind: str):
+    """cummax/cummin: each output's tangent is the tangent at the position its running extreme came from (the
+    last position so far where the input reached it)."""
+
+    def rule(primals: list[Any], tangents: list[Any], *, axis: int, reverse: bool = False) -> tuple[Any, Any]:
+        x = primals[0]
+        ans = P.CUMULATIVE[kind].bind(x, axis=axis, reverse=reverse)
+        shape = tuple(aval_of(x).shape)
+        positions = P.iota.bind(shape=shape, dtype=np.dtype(np.int32), dimension=axis)
+        if reverse:  # the "last so far" position comes from the end
+            positions = P.BINARY["sub"].bind(np.asarray(shape[axis] - 1, np.int32), positions)
+        marked = P.select.bind(P.BINARY["eq"].bind(x, ans), positions, np.full(shape, -1, np.int32))
+        source = P.CUMULATIVE["cummax"].bind(marked, axis=axis, reverse=reverse)
+        if reverse:
+            source = P.BINARY["sub"].bind(np.asarray(shape[axis] - 1, np.int32), source)
+        return ans, P.take_along.bind(instantiate(tangents[0]), source, axis=axis)
+
+    return rule
+
+
+jvp_rules[P.CUMULATIVE["cummax"]] = _cumulative_chooser_jvp("cummax")
+jvp_rules[P.CUMULATIVE["cummin"]] = _cumulative_chooser_jvp("cummin")
 deflinear(P.CUMULATIVE["cumsum"], lambda ct, x, *, axis, reverse=False: [
     P.CUMULATIVE["cumsum"].bind(ct, axis=axis, reverse=not reverse)])
 defjvp(P.CUMULATIVE["cumprod"], lambda g, ans, x, *, axis, reverse=False: mul(
