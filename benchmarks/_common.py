@@ -318,3 +318,22 @@ def venv_tool(name: str) -> str:
     """A tool (e.g. mpiexec) from the interpreter's bin directory, else from PATH."""
     candidate = Path(sys.executable).parent / name
     return str(candidate) if candidate.exists() else name
+
+
+def failures_section(failures: Sequence[str]) -> list[str]:
+    """Report lines quoting the output of every job that failed (none when all succeeded)."""
+    parts: list[str] = []
+    if failures:
+        parts += ["", "### Failures (verbatim output)", ""]
+        for failure in failures:
+            parts += ["```", failure.rstrip(), "```"]
+    return parts
+
+
+def parse_layouts(text: str) -> list[tuple[int, int]]:
+    """'2x4,4x2' as [(2, 4), (4, 2)]: processes x devices per process."""
+    layouts = []
+    for item in text.split(","):
+        n, k = item.lower().split("x")
+        layouts.append((int(n), int(k)))
+    return layouts

@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import (WORKERS_DIR, JobResult, exit_cleanly_on_signals, free_port, machine_info, markdown_table,
-                     median, python, run_job, write_results)
+from _common import (WORKERS_DIR, JobResult, exit_cleanly_on_signals, failures_section, free_port, machine_info,
+                     markdown_table, median, parse_layouts, python, run_job, write_results)
 
 try:  # Newer _common.py versions measure other processes' CPU use during the run.
     from _common import ForeignLoad
@@ -362,19 +362,8 @@ def report(walls: dict[tuple, list[float]], kernels: dict[tuple, dict[str, Any]]
         "meshax's bytecode is compiled first, as `pip install` does. The machine is shared: other jobs may have "
         "run at the same time (see the load averages).",
     ]
-    if failures:
-        parts += ["", "### Failures (verbatim output)", ""]
-        for failure in failures:
-            parts += ["```", failure.rstrip(), "```"]
+    parts += failures_section(failures)
     return "\n".join(parts)
-
-
-def parse_layouts(text: str) -> list[tuple[int, int]]:
-    layouts = []
-    for item in text.split(","):
-        n, k = item.lower().split("x")
-        layouts.append((int(n), int(k)))
-    return layouts
 
 
 def main() -> int:

@@ -34,8 +34,8 @@ import sys
 import time
 from typing import Any
 
-from _common import (WORKERS_DIR, ForeignLoad, JobResult, exit_cleanly_on_signals, free_port, machine_info,
-                     markdown_table, median, python, quantile, run_job, write_results)
+from _common import (WORKERS_DIR, ForeignLoad, JobResult, exit_cleanly_on_signals, failures_section, free_port,
+                     machine_info, markdown_table, median, parse_layouts, python, quantile, run_job, write_results)
 
 BACKENDS = ("meshax", "jax")
 LABELS = {"meshax": "meshax", "jax": "JAX"}
@@ -217,19 +217,8 @@ def report(bench: Bench, layouts: list[tuple[int, int]], styles: list[str], back
         "",
         markdown_table(headers, rows),
     ]
-    if bench.failures:
-        parts += ["", "### Failures (verbatim output)", ""]
-        for failure in bench.failures:
-            parts += ["```", failure.rstrip(), "```"]
+    parts += failures_section(bench.failures)
     return "\n".join(parts)
-
-
-def parse_layouts(text: str) -> list[tuple[int, int]]:
-    layouts = []
-    for item in text.split(","):
-        n, k = item.lower().split("x")
-        layouts.append((int(n), int(k)))
-    return layouts
 
 
 def main() -> int:

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import threading
 import time
 from typing import Any, Callable
+
+from worker_support import start_watchdog
 
 import numpy as np
 
@@ -38,17 +38,6 @@ from records import RecordWriter
 Call = Callable[[], np.ndarray]
 STOP, WARMUP, TIMED = 0, 1, 2
 MIN_TIMED_ROUNDS = 2  # Even when a size runs over its time cap.
-
-
-def start_watchdog(budget: float) -> None:
-    """Kill this process if the benchmark overruns its time budget."""
-    def expire() -> None:
-        print(f"allreduce worker: time budget of {budget:g} s exceeded", file=sys.stderr, flush=True)
-        os._exit(3)
-
-    timer = threading.Timer(budget, expire)
-    timer.daemon = True
-    timer.start()
 
 
 # --------------------------------------------------------------------------
@@ -199,7 +188,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    start_watchdog(args.budget)
+    start_watchdog(args.budget, "allreduce worker")
     if args.mode == "mpi4py":
         world, group = join_mpi4py(), None
     else:

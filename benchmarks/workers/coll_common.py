@@ -28,7 +28,6 @@ import functools
 import json
 import os
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -36,21 +35,11 @@ from typing import Any, Callable
 import numpy as np
 
 from records import RecordWriter
+from worker_support import start_watchdog  # noqa: F401  (used as common.start_watchdog)
 
 STOP, WARMUP, TIMED = 0, 1, 2
 MIN_TIMED = 2
 PROGRAMS = ("psum", "all_gather", "ppermute")
-
-
-def start_watchdog(budget: float, who: str) -> None:
-    """Kill this process (exit status 3) if it outlives `budget` seconds."""
-    def expire() -> None:
-        print(f"{who}: time budget of {budget:g} s exceeded", file=sys.stderr, flush=True)
-        os._exit(3)
-
-    timer = threading.Timer(budget, expire)
-    timer.daemon = True
-    timer.start()
 
 
 def parse_args(who: str) -> argparse.Namespace:

@@ -21,10 +21,8 @@ exits with status 3 if it runs longer than --budget seconds.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
-import threading
 import time
 import types
 from pathlib import Path
@@ -33,18 +31,9 @@ from typing import Any, Callable
 import numpy as np
 
 from records import RecordWriter
+from worker_support import Backend, start_watchdog
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def start_watchdog(budget: float) -> None:
-    def expire() -> None:
-        print(f"train worker: time budget of {budget:g} s exceeded", file=sys.stderr, flush=True)
-        os._exit(3)
-
-    timer = threading.Timer(budget, expire)
-    timer.daemon = True
-    timer.start()
 
 
 def load_common(backend: str) -> types.ModuleType:
@@ -57,44 +46,6 @@ def load_common(backend: str) -> types.ModuleType:
     module.__file__ = str(path)
     exec(compile(source, str(path), "exec"), module.__dict__)
     return module
-
-
-class Backend:
-    """What differs between meshax and JAX: modules, start-up and the barrier."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.name = args.backend
-        if self.name == "meshax":
-            import meshax as jax
-            from meshax.sharding import Mesh, NamedSharding, PartitionSpec
-
-            jax.distributed.initialize()  # from the MESHAX_* variables; a no-op without them
-        else:
-            import jax
-            from jax.sharding import Mesh, NamedSharding, PartitionSpec
-
-            if args.processes > 1:
-                jax.distributed.initialize(args.address, args.processes, args.process_id,
-                                           initialization_timeout=120)
-        self.jax, self.Mesh, self.NamedSharding, self.P = jax, Mesh, NamedSharding, PartitionSpec
-        self.rank, self.size = jax.process_index(), jax.process_count()
-        self._world = None
-        if self.name == "meshax" and self.size > 1:
-            from meshax._src.runtime.distributed import runtime
-
-            self._world = runtime().world
-        self._barriers = 0
-
-    def barrier(self) -> None:
-        if self.size == 1:
-            return
-        if self._world is not None:
-            self._world.Barrier()
-            return
-        from jax.experimental import multihost_utils
-
-        self._barriers += 1
-        multihost_utils.sync_global_devices(f"bench_train_{self._barriers}")
 
 
 def build(b: Backend, common: types.ModuleType, args: argparse.Namespace) -> tuple[Callable[..., Any], Any, Any, Any]:
@@ -154,7 +105,7 @@ def main() -> int:
     parser.add_argument("--process-id", type=int, default=0)
     parser.add_argument("--processes", type=int, default=1)
     args = parser.parse_args()
-    start_watchdog(args.budget)
+    start_watchdog(args.budget, "train worker")
     began = time.perf_counter()
     b = Backend(args)
     common = load_common(args.backend)
