@@ -51,7 +51,8 @@ def builder(mesh: Any) -> Callable[[str, int], tuple[Callable[[], Any], Callable
         x = meshax.make_array_from_callback((devices * count,), sharding,
                                             lambda index: common.block(count, index[0].start // count))
         body, out_spec = bodies[program]
-        f = meshax.jit(meshax.shard_map(body, mesh=mesh, in_specs=P("i"), out_specs=out_spec))
+        f = meshax.jit(meshax.shard_map(body, mesh=mesh, in_specs=P("i"), out_specs=out_spec,
+                                        check_vma=False))  # all_gather results are varying, as in JAX 0.10
 
         def call() -> Any:
             return meshax.block_until_ready(f(x))
