@@ -330,7 +330,8 @@ class Soak:
                 expected = value * size if exact else (value * np.float32(size))
                 self.bytes_moved += value.nbytes * size
             x = meshax.device_put(value, self.NamedSharding(mesh, in_spec))
-            result = meshax.shard_map(f, mesh=mesh, in_specs=in_spec, out_specs=out_spec)(x)
+            result = meshax.shard_map(f, mesh=mesh, in_specs=in_spec, out_specs=out_spec,
+                                      check_vma=kind != "all_gather")(x)  # all_gather results vary (JAX 0.10)
         self.check(what, result, np.asarray(expected, result.dtype), exact=exact)
         self.counts["collective"] += 1
 
