@@ -8,8 +8,9 @@ random cotangent-like weight `w` of the output's shape and random tangents, and
   * jvp of `f` along the tangents (primal and tangent outputs),
   * vjp of `f` pulled back from `w`
 
-are compared with JAX's (float32: rtol 1e-4 / atol 1e-5). meshax runs them in three modes:
-eagerly, all under `jit` (jit of grad/jvp/vjp), and grad/jvp/vjp of `jit(f)`. JAX's side is
+are compared with JAX's (float32: rtol 1e-4 / atol 1e-5). meshax runs them in four modes:
+eagerly, all under `jit` (jit of grad/jvp/vjp), grad/jvp/vjp of `jit(f)`, and all inside a
+`shard_map` over 8 devices (every device differentiating the replicated problem). JAX's side is
 computed once per case under one jax.jit (compiles dominate the file's time).
 
 Where JAX returns a value, a meshax exception fails the test: nothing here is skipped or xfailed.
@@ -219,6 +220,10 @@ def run_meshax(c: Case, i: int, mode: str, dtype: Any = np.float32):
             margs, mtan, mw)
     elif mode == "grad_of_jit":
         res = derivatives(meshax.grad, meshax.jvp, meshax.vjp, meshax.jit(f), margs, mtan, mw)
+    elif mode == "in_shard_map":  # every device differentiates the whole (replicated) problem
+        mesh = meshax.make_mesh((8,), ("d",))
+        res = meshax.shard_map(lambda a, t, w_: derivatives(meshax.grad, meshax.jvp, meshax.vjp, f, a, t, w_),
+                               mesh=mesh, in_specs=P(), out_specs=P())(margs, mtan, mw)
     else:
         raise ValueError(mode)
     return res
@@ -240,7 +245,7 @@ def compare(got, want, dtype=np.float32, rtol=RTOL, atol=ATOL):
 MODES = ["eager", "jit_of_grad", "grad_of_jit"]
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + ["in_shard_map"])
 @pytest.mark.parametrize("ci", _ids(), ids=_case_id)
 def test_derivatives(ci, mode):
     c, i = ci
