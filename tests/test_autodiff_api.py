@@ -7,6 +7,7 @@ import pytest
 
 import meshax
 import meshax.numpy as jnp
+from meshax.sharding import NamedSharding, PartitionSpec as P
 
 X = np.linspace(0.1, 1.2, 6, dtype=np.float32).reshape(2, 3)
 W = np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3)
@@ -90,3 +91,36 @@ def test_checkpoint_recomputes_what_the_policy_does_not_save():
     policies = meshax.checkpoint_policies
     assert tanh_count(None) == tanh_count(policies.everything_saveable) == 2
     assert tanh_count(policies.nothing_saveable) == tanh_count(policies.dots_saveable) == 4  # forward, then again
+
+
+Z = np.array([1 + 1j, 0.5 - 2j], np.complex64)
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_holomorphic_and_complex_vjp(jitted):
+    def program(lib, np_):
+        wrap = lib.jit if jitted else (lambda f: f)
+        return (wrap(lib.grad(lambda z: np_.sum(z ** 2 * np_.sin(z)), holomorphic=True))(Z),
+                wrap(lambda z: lib.vjp(lambda z: z * np_.conj(z), z)[1](np_.ones(2, np_.complex64)))(Z))
+    for a, b in zip(jax.tree_util.tree_leaves(program(meshax, jnp)), jax.tree_util.tree_leaves(program(jax, jjnp))):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5)
+
+
+def test_complex_output_needs_holomorphic():
+    for lib, np_ in ((meshax, jnp), (jax, jjnp)):
+        with pytest.raises(TypeError, match="holomorphic=True"):
+            lib.grad(lambda z: np_.sum(z ** 2))(Z)
+
+
+def test_jit_in_and_out_shardings_of_gradients():
+    mesh = meshax.make_mesh((4, 2), ("a", "b"))
+    rows = NamedSharding(mesh, P("a"))
+    w = meshax.device_put(np.linspace(-1, 1, 32, dtype=np.float32).reshape(8, 4), rows)
+    f = lambda w: jnp.sum(jnp.tanh(w) ** 2)  # noqa: E731
+    expected = jax.grad(lambda w: jjnp.sum(jjnp.tanh(w) ** 2))(np.asarray(w))
+    g = meshax.jit(meshax.grad(f), in_shardings=rows, out_shardings=NamedSharding(mesh, P(None, "b")))(w)
+    assert g.sharding == NamedSharding(mesh, P(None, "b"))
+    g2 = meshax.grad(meshax.jit(f, in_shardings=rows))(w)
+    assert g2.sharding == w.sharding
+    for got in (g, g2):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=2e-6)
