@@ -54,9 +54,6 @@ class ShapedArray:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
 
-    def strip_weak(self) -> "ShapedArray":
-        return replace(self, weak_type=False)
-
     def update(self, **changes: Any) -> "ShapedArray":
         return replace(self, **changes)
 
@@ -333,10 +330,6 @@ class extend_axis_env:
 
     def __exit__(self, *exc: Any) -> None:
         _axis_env.frames.pop()
-
-
-def axis_frames() -> list[AxisFrame]:
-    return list(_axis_env.frames)
 
 
 def axis_mesh() -> Any:

@@ -169,8 +169,3 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list
         for var, value in zip(eq.outputs, out if eq.primitive.multiple_results else [out]):
             env[var.id] = value
     return [read(v) for v in jaxpr.outvars]
-
-
-def eval_closed(jaxpr: Jaxpr, *args: Any) -> list[Any]:
-    """Evaluate a closed jaxpr (its own consts) on `args`."""
-    return eval_jaxpr(jaxpr, jaxpr.consts, args)

@@ -97,7 +97,7 @@ class JVPTrace(Trace):
 
     def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
         primals, tangents = zip(*(self.pair(a) for a in args)) if args else ((), ())
-        if all(isinstance(t, Zero) for t in tangents) and primitive not in always_jvp:
+        if all(isinstance(t, Zero) for t in tangents):
             with set_current_trace(self.parent):
                 return primitive.bind(*primals, **params)
         rule = jvp_rules.get(primitive)
@@ -115,9 +115,6 @@ class JVPTrace(Trace):
     def to_concrete_value(self, tracer: Tracer) -> Any:
         primal = tracer.payload[0]
         return primal.to_concrete_value() if isinstance(primal, Tracer) else primal
-
-
-always_jvp: set[Primitive] = set()  # primitives whose jvp rule runs even with zero tangents (custom rules)
 
 
 def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any], tangents: Sequence[Any]
