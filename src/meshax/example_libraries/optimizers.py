@@ -158,9 +158,6 @@ def adagrad(step_size: float | Schedule, momentum: float = 0.9) -> tuple[Callabl
     """Adagrad (Duchi et al., 2011) with momentum on the scaled gradient; state (x, sum of g**2, momentum)."""
     step_size = make_schedule(step_size)
 
-    def init(x0: Any) -> tuple[Any, Any, Any]:
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
-
     def update(i: Step, g: Any, state: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
         x, g_sq, m = state
         g_sq = g_sq + jnp.square(g)
@@ -168,7 +165,7 @@ def adagrad(step_size: float | Schedule, momentum: float = 0.9) -> tuple[Callabl
         m = (1. - momentum) * (g * inv_root) + momentum * m
         return x - step_size(i) * m, g_sq, m
 
-    return init, update, _first
+    return _with_two_moments, update, _first
 
 
 @optimizer
@@ -193,16 +190,22 @@ def rmsprop_momentum(step_size: float | Schedule, gamma: float = 0.9, eps: float
     """RMSProp whose scaled steps accumulate in a momentum term; state (x, average of g**2, momentum)."""
     step_size = make_schedule(step_size)
 
-    def init(x0: Any) -> tuple[Any, Any, Any]:
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
-
     def update(i: Step, g: Any, state: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
         x, avg_sq, mom = state
         avg_sq = avg_sq * gamma + jnp.square(g) * (1. - gamma)
         mom = momentum * mom + step_size(i) * g / jnp.sqrt(avg_sq + eps)
         return x - mom, avg_sq, mom
 
-    return init, update, _first
+    return _with_two_moments, update, _first
+
+
+def _with_two_moments(x0: Any) -> tuple[Any, Any, Any]:
+    """The state of optimizers with two accumulators (Adam's moments, Adagrad's sums...): parameters, two zeros."""
+    return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
+
+
+def _first_moment(g: Any, m: Any, b1: float) -> Any:
+    return (1 - b1) * g + b1 * m
 
 
 def _bias_correction(beta: float, dtype: Any, i: Step) -> Any:
@@ -216,18 +219,15 @@ def adam(step_size: float | Schedule, b1: float = 0.9, b2: float = 0.999,
     """Adam (Kingma and Ba, 2014); state (x, first moment, second moment)."""
     step_size = make_schedule(step_size)
 
-    def init(x0: Any) -> tuple[Any, Any, Any]:
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
-
     def update(i: Step, g: Any, state: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
         x, m, v = state
-        m = (1 - b1) * g + b1 * m
+        m = _first_moment(g, m, b1)
         v = (1 - b2) * jnp.square(g) + b2 * v
         m_hat = m / _bias_correction(b1, m.dtype, i)
         v_hat = v / _bias_correction(b2, m.dtype, i)
         return x - step_size(i) * m_hat / (jnp.sqrt(v_hat) + eps), m, v
 
-    return init, update, _first
+    return _with_two_moments, update, _first
 
 
 @optimizer
@@ -236,17 +236,14 @@ def adamax(step_size: float | Schedule, b1: float = 0.9, b2: float = 0.999,
     """AdaMax, Adam with an infinity norm (Kingma and Ba, 2014); state (x, first moment, weighted max of |g|)."""
     step_size = make_schedule(step_size)
 
-    def init(x0: Any) -> tuple[Any, Any, Any]:
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
-
     def update(i: Step, g: Any, state: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
         x, m, u = state
-        m = (1 - b1) * g + b1 * m
+        m = _first_moment(g, m, b1)
         u = jnp.maximum(b2 * u, jnp.abs(g))
         x = x - (step_size(i) / _bias_correction(b1, m.dtype, i)) * m / (u + eps)
         return x, m, u
 
-    return init, update, _first
+    return _with_two_moments, update, _first
 
 
 def _along(v: Any, axis: int, ndim: int) -> Any:
