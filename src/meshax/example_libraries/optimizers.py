@@ -126,15 +126,12 @@ def momentum(step_size: float | Schedule, mass: float) -> tuple[Callable, Callab
     """Heavy-ball momentum: v <- mass * v + g, then x <- x - step_size(i) * v."""
     step_size = make_schedule(step_size)
 
-    def init(x0: Any) -> tuple[Any, Any]:
-        return x0, jnp.zeros_like(x0)
-
     def update(i: Step, g: Any, state: tuple[Any, Any]) -> tuple[Any, Any]:
         x, velocity = state
         velocity = mass * velocity + g
         return x - step_size(i) * velocity, velocity
 
-    return init, update, _first
+    return _with_one_accumulator, update, _first
 
 
 @optimizer
@@ -142,15 +139,12 @@ def nesterov(step_size: float | Schedule, mass: float) -> tuple[Callable, Callab
     """Nesterov momentum: v <- mass * v + g, then x <- x - step_size(i) * (mass * v + g)."""
     step_size = make_schedule(step_size)
 
-    def init(x0: Any) -> tuple[Any, Any]:
-        return x0, jnp.zeros_like(x0)
-
     def update(i: Step, g: Any, state: tuple[Any, Any]) -> tuple[Any, Any]:
         x, velocity = state
         velocity = mass * velocity + g
         return x - step_size(i) * (mass * velocity + g), velocity
 
-    return init, update, _first
+    return _with_one_accumulator, update, _first
 
 
 @optimizer
@@ -173,15 +167,12 @@ def rmsprop(step_size: float | Schedule, gamma: float = 0.9, eps: float = 1e-8) 
     """RMSProp: a decaying average of g**2 scales each step; state (x, average)."""
     step_size = make_schedule(step_size)
 
-    def init(x0: Any) -> tuple[Any, Any]:
-        return x0, jnp.zeros_like(x0)
-
     def update(i: Step, g: Any, state: tuple[Any, Any]) -> tuple[Any, Any]:
         x, avg_sq = state
         avg_sq = avg_sq * gamma + jnp.square(g) * (1. - gamma)
         return x - step_size(i) * g / jnp.sqrt(avg_sq + eps), avg_sq
 
-    return init, update, _first
+    return _with_one_accumulator, update, _first
 
 
 @optimizer
@@ -197,6 +188,11 @@ def rmsprop_momentum(step_size: float | Schedule, gamma: float = 0.9, eps: float
         return x - mom, avg_sq, mom
 
     return _with_two_moments, update, _first
+
+
+def _with_one_accumulator(x0: Any) -> tuple[Any, Any]:
+    """The state of optimizers with one accumulator (a velocity, an average of g**2): parameters and a zero."""
+    return x0, jnp.zeros_like(x0)
 
 
 def _with_two_moments(x0: Any) -> tuple[Any, Any, Any]:
