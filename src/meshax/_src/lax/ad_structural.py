@@ -251,7 +251,7 @@ def _canonical(index: Sequence[Any], shape: Sequence[int]) -> tuple[Any, ...]:
         else:
             out.append(int(entry) % size if size else int(entry))
         dim += 1
-    return tuple(out)
+    return tuple(out) + tuple(slice(0, n, 1) for n in shape[dim:])  # dimensions the index leaves whole
 
 
 def _wrapped(indices: Sequence[Any], index: Sequence[Any], shape: Sequence[int]) -> list[Any]:

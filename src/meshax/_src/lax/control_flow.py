@@ -1,0 +1,384 @@
+"""Control flow as primitives with traced bodies: scan, while_loop, cond/switch (and fori_loop, map on top).
+
+Bodies are traced once into closure-converted jaxprs. A staging trace records one equation;
+every other trace expands it in place: eagerly and per device the loop runs in Python, each
+step's equations going through that trace's rules, so forward and reverse mode of scan (and of
+cond on a concrete predicate) need no rules of their own. while_loop and cond also have jvp
+rules, for predicates that are not concrete (under jit); reverse mode of while_loop is refused
+as JAX refuses it.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import primitives as P
+from ..core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
+from ..interpreters.ad import Zero, instantiate, jvp_flat, jvp_rules, tangent_aval
+from ..interpreters.shard_map import device_rules
+from ..interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, trace_to_jaxpr
+from ..jaxpr import Jaxpr, eval_jaxpr
+from ..tree_util import tree_flatten, tree_unflatten
+
+
+def _traced(fun: Callable[..., Any], avals: Sequence[Any], in_tree: Any) -> tuple[Jaxpr, list[Any], Any]:
+    """`fun` traced on avals of the flattened arguments: (jaxpr with consts as leading inputs, consts, out tree)."""
+    out_tree = []
+
+    def flat(*xs: Any) -> list[Any]:
+        leaves, tree = tree_flatten(fun(*tree_unflatten(in_tree, list(xs))))
+        out_tree.append(tree)
+        return leaves
+
+    jaxpr, _ = trace_to_jaxpr(flat, list(avals))
+    return consts_as_inputs(jaxpr), list(jaxpr.consts), out_tree[0]
+
+
+def _closed(fun: Callable[..., list[Any]], avals: Sequence[Any]) -> tuple[Jaxpr, list[Any]]:
+    """A flat function traced into a jaxpr taking its captured values first, and those values."""
+    jaxpr, _ = trace_to_jaxpr(fun, list(avals))
+    return consts_as_inputs(jaxpr), list(jaxpr.consts)
+
+
+def _call_primitive(name: str, out_avals: Callable[..., list[Any]], expand: Callable[..., list[Any]]) -> Primitive:
+    primitive = Primitive(name, multiple_results=True)
+    abstract_eval_rules[primitive] = out_avals
+    inline_rules[primitive] = expand
+    vma_rules[primitive] = keeps_own_vma
+    return primitive
+
+
+def _types(avals: Sequence[Any]) -> list[tuple]:
+    return [(tuple(a.shape), np.dtype(a.dtype)) for a in avals]
+
+
+# ---- scan --------------------------------------------------------------------------------------------------------
+
+
+def _index(x: Any, i: int) -> Any:
+    return P.static_slice.bind(x, index=(i,))
+
+
+def _stack(values: Sequence[Any], aval: Any, length: int) -> Any:
+    if not values:
+        return np.zeros((0,) + tuple(aval.shape), aval.dtype)
+    rows = [P.reshape.bind(v, new_sizes=(1,) + tuple(aval.shape)) for v in values]
+    return rows[0] if len(rows) == 1 else P.concatenate.bind(*rows, axis=0)
+
+
+def _scan_expand(*args: Any, jaxpr: Jaxpr, num_consts: int, num_carry: int, length: int, reverse: bool,
+                 unroll: int = 1) -> list[Any]:
+    consts, carry, xs = list(args[:num_consts]), list(args[num_consts:num_consts + num_carry]), \
+        list(args[num_consts + num_carry:])
+    steps: list[list[Any]] = []
+    for i in (range(length - 1, -1, -1) if reverse else range(length)):
+        out = eval_jaxpr(jaxpr, (), consts + carry + [_index(x, i) for x in xs])
+        carry, ys = out[:num_carry], out[num_carry:]
+        steps.append(ys)
+    if reverse:
+        steps.reverse()
+    y_avals = [v.aval for v in jaxpr.outvars[num_carry:]]
+    return carry + [_stack([s[k] for s in steps], a, length) for k, a in enumerate(y_avals)]
+
+
+def _scan_avals(*avals: Any, jaxpr: Jaxpr, num_carry: int, length: int, **_: Any) -> list[Any]:
+    outs = [v.aval for v in jaxpr.outvars]
+    return outs[:num_carry] + [a.update(shape=(length,) + tuple(a.shape)) for a in outs[num_carry:]]
+
+
+scan_p = _call_primitive("scan", _scan_avals, _scan_expand)
+
+
+def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = None, reverse: bool = False,
+         unroll: int | bool = 1, _split_transpose: bool = False) -> tuple[Any, Any]:
+    """Loop `f(carry, x) -> (carry, y)` over the leading axis of `xs`; returns (final carry, stacked ys)."""
+    init_leaves, init_tree = tree_flatten(init)
+    xs_leaves, xs_tree = tree_flatten(xs)
+    lengths = {aval_of(x).shape[0] for x in xs_leaves if aval_of(x).ndim}
+    if any(aval_of(x).ndim == 0 for x in xs_leaves):
+        raise ValueError("scan got value with no leading axis to scan over: every leaf of xs needs one.")
+    if length is not None:
+        lengths.add(int(length))
+    if len(lengths) != 1:
+        raise ValueError(f"scan got values with different leading axis sizes or a length that disagrees: "
+                         f"{sorted(lengths)}." if lengths else "scan got no values to scan over and no length=.")
+    n = lengths.pop()
+    carry_avals = [aval_of(c).update(weak_type=False) for c in init_leaves]
+    x_avals = [aval_of(x).update(shape=tuple(aval_of(x).shape[1:])) for x in xs_leaves]
+
+    def body(carry: Any, x: Any) -> Any:
+        result = f(carry, x)
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise TypeError("scan body output must be a pair (carry, y); got "
+                            f"{type(result).__name__}.")
+        return tuple(result)
+
+    in_tree = tree_structure_of((init, xs))
+    jaxpr, consts, out_tree = _traced(lambda c, x: body(c, x), carry_avals + x_avals, in_tree)
+    carry_out_tree = out_tree.children()[0] if hasattr(out_tree, "children") else None
+    carry_out = [v.aval for v in jaxpr.outvars[:len(init_leaves)]]
+    if carry_out_tree is not None and carry_out_tree != init_tree or \
+            _types(carry_out) != _types(carry_avals):
+        raise TypeError(f"scan body function carry input and carry output must have equal types (shapes and "
+                        f"dtypes), but the input carry is {[str(a) for a in carry_avals]} and the output carry "
+                        f"is {[str(a) for a in carry_out]}.")
+    _check_carry_vma("scan", carry_avals, carry_out)
+    outs = scan_p.bind(*consts, *init_leaves, *xs_leaves, jaxpr=jaxpr, num_consts=len(consts),
+                       num_carry=len(init_leaves), length=n, reverse=bool(reverse), unroll=int(unroll))
+    return tree_unflatten(out_tree, outs)
+
+
+def _check_carry_vma(name: str, carry_in: Sequence[Any], carry_out: Sequence[Any]) -> None:
+    """Inside shard_map a loop's carry must keep its varying manual axes (JAX's check_vma)."""
+    for index, (a, b) in enumerate(zip(carry_in, carry_out)):
+        if a.vma != b.vma:
+            extra = tuple(sorted(b.vma - a.vma))
+            raise TypeError(
+                f"{name} body function carry input and carry output must have equal types, but they differ: the "
+                f"input carry component {index} has type {a} but the corresponding output carry component has type "
+                f"{b}, so the manual axis types do not match. This might be fixed by applying "
+                f"`jax.lax.pcast(..., {extra}, to='varying')` to the initial carry value.")
+
+
+def tree_structure_of(tree: Any) -> Any:
+    return tree_flatten(tree)[1]
+
+
+def map(f: Callable[..., Any], xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001 - jax.lax.map
+    """`f` applied to every slice of `xs` along its leading axis, stacked."""
+    return scan(lambda carry, x: (carry, f(x)), (), xs)[1]
+
+
+# ---- while_loop and fori_loop ---------------------------------------------------------------------------------------
+
+
+def _while_expand(*args: Any, cond_jaxpr: Jaxpr, body_jaxpr: Jaxpr, cond_nconsts: int, body_nconsts: int
+                  ) -> list[Any]:
+    cond_consts, body_consts = list(args[:cond_nconsts]), list(args[cond_nconsts:cond_nconsts + body_nconsts])
+    carry = list(args[cond_nconsts + body_nconsts:])
+    while bool(eval_jaxpr(cond_jaxpr, (), cond_consts + carry)[0]):
+        carry = eval_jaxpr(body_jaxpr, (), body_consts + carry)
+    return carry
+
+
+while_p = _call_primitive("while", lambda *avals, body_jaxpr, **_: [v.aval for v in body_jaxpr.outvars],
+                          _while_expand)
+
+
+def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any) -> Any:
+    """Repeat `body_fun` on the carry while `cond_fun(carry)` is true."""
+    leaves, tree = tree_flatten(init_val)
+    avals = [aval_of(x).update(weak_type=False) for x in leaves]
+    arg_tree = tree_flatten((init_val,))[1]  # the functions take the carry as their one argument
+    cond_jaxpr, cond_consts, cond_tree = _traced(cond_fun, avals, arg_tree)
+    out = [v.aval for v in cond_jaxpr.outvars]
+    if len(out) != 1 or out[0].shape != () or out[0].dtype != np.bool_:
+        raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) {[str(a) for a in out]}.")
+    body_jaxpr, body_consts, body_tree = _traced(body_fun, avals, arg_tree)
+    body_out = [v.aval for v in body_jaxpr.outvars]
+    if body_tree != tree or _types(body_out) != _types(avals):
+        raise TypeError(f"body_fun output and input must have identical types: input {[str(a) for a in avals]}, "
+                        f"output {[str(a) for a in body_out]}.")
+    _check_carry_vma("while_loop", avals, body_out)
+    outs = while_p.bind(*cond_consts, *body_consts, *leaves, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
+                        cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
+    return tree_unflatten(tree, outs)
+
+
+def _while_jvp(primals: list[Any], tangents: list[Any], *, cond_jaxpr: Jaxpr, body_jaxpr: Jaxpr,
+               cond_nconsts: int, body_nconsts: int) -> tuple[list[Any], list[Any]]:
+    """A while loop over (carry, carry tangents): the body's jvp, the same condition."""
+    n_fixed = cond_nconsts + body_nconsts
+    carry_avals = [v.aval for v in body_jaxpr.invars[body_nconsts:]]
+    diff = [np.issubdtype(a.dtype, np.inexact) for a in carry_avals]
+    body_const_tangents = [instantiate(t) for t in tangents[cond_nconsts:n_fixed]]
+    carry_tangents = [instantiate(t) for t, d in zip(tangents[n_fixed:], diff) if d]
+    n_carry = len(carry_avals)
+
+    def body(*xs: Any) -> list[Any]:
+        consts, const_t = list(xs[:body_nconsts]), list(xs[body_nconsts:2 * body_nconsts])
+        carry, carry_t = list(xs[2 * body_nconsts:2 * body_nconsts + n_carry]), iter(xs[2 * body_nconsts + n_carry:])
+        full_t = const_t + [next(carry_t) if d else Zero(tangent_aval(a)) for d, a in zip(diff, carry_avals)]
+        outs, touts = jvp_flat(lambda *v: eval_jaxpr(body_jaxpr, (), v), consts + carry, full_t)
+        return outs + [instantiate(t) for t, d in zip(touts, diff) if d]
+
+    def cond(*xs: Any) -> list[Any]:
+        return eval_jaxpr(cond_jaxpr, (), list(xs[:cond_nconsts + n_carry]))
+
+    const_avals = [v.aval for v in body_jaxpr.invars[:body_nconsts]]
+    t_avals = [a for a, d in zip(carry_avals, diff) if d]
+    new_body, new_body_consts = _closed(body, const_avals + const_avals + carry_avals + t_avals)
+    new_cond, new_cond_consts = _closed(cond, [v.aval for v in cond_jaxpr.invars] + t_avals)
+    outs = while_p.bind(*new_cond_consts, *primals[:cond_nconsts], *new_body_consts, *primals[cond_nconsts:n_fixed],
+                        *body_const_tangents, *primals[n_fixed:], *carry_tangents, cond_jaxpr=new_cond,
+                        body_jaxpr=new_body, cond_nconsts=len(new_cond_consts) + cond_nconsts,
+                        body_nconsts=len(new_body_consts) + 2 * body_nconsts)
+    out_iter = iter(outs[n_carry:])
+    return outs[:n_carry], [next(out_iter) if d else Zero(tangent_aval(a)) for d, a in zip(diff, carry_avals)]
+
+
+def _no_reverse_mode(trace: Any, *args: Any, **params: Any) -> Any:
+    raise ValueError("Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic "
+                     "start/stop values. Try using lax.scan, or using fori_loop with static start/stop.")
+
+
+def _while_per_device(trace: Any, *args: Any, cond_jaxpr: Jaxpr, body_jaxpr: Jaxpr, cond_nconsts: int,
+                      body_nconsts: int) -> list[Any]:
+    """Inside shard_map each device loops while its own condition holds: the body runs while any device's does,
+    and devices that are done keep their carry."""
+    cond_consts, body_consts = list(args[:cond_nconsts]), list(args[cond_nconsts:cond_nconsts + body_nconsts])
+    carry = list(args[cond_nconsts + body_nconsts:])
+    while True:
+        pred = trace.lift(eval_jaxpr(cond_jaxpr, (), cond_consts + carry)[0])
+        flags = [bool(pred.payload[d]) for d in trace.devices]
+        if not any(flags):
+            return carry
+        new = eval_jaxpr(body_jaxpr, (), body_consts + carry)
+        carry = new if all(flags) else [P.select.bind(pred, n, c) for n, c in zip(new, carry)]
+
+
+jvp_rules[while_p] = _while_jvp
+device_rules[while_p] = _while_per_device
+partial_eval_rules[while_p] = _no_reverse_mode
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any, *,
+              unroll: int | bool | None = None) -> Any:
+    """`body_fun(i, val)` for i from lower to upper: a scan when both bounds are concrete (differentiable), else a
+    while_loop."""
+    try:
+        low, high = operator.index(lower), operator.index(upper)
+    except TypeError:
+        low = high = None
+    if low is not None:
+        def step(carry: Any, _: Any) -> tuple[Any, None]:
+            i, val = carry
+            return (i + 1, body_fun(i, val)), None
+
+        (_, result), _ = scan(step, (np.int32(low), init_val), None, length=max(high - low, 0))
+        return result
+
+    def cond(carry: Any) -> Any:
+        return carry[0] < upper
+
+    def body(carry: Any) -> Any:
+        i, val = carry
+        return i + 1, body_fun(i, val)
+
+    from .. import numpy as jnp
+
+    start = jnp.asarray(lower)
+    return while_loop(cond, body, (start, init_val))[1]
+
+
+# ---- cond and switch ---------------------------------------------------------------------------------------------
+
+
+def _cond_expand(index: Any, *args: Any, branches: tuple, num_consts: tuple) -> list[Any]:
+    """The chosen branch when the index is concrete; otherwise every branch, and a selection of their results."""
+    consts, operands = _split_consts(args, num_consts)
+    value = index.to_concrete_value() if isinstance(index, Tracer) else index
+    if value is not None:
+        chosen = int(np.clip(int(np.asarray(value)), 0, len(branches) - 1))
+        return eval_jaxpr(branches[chosen], (), consts[chosen] + operands)
+    results = [eval_jaxpr(b, (), c + operands) for b, c in zip(branches, consts)]
+    out = results[-1]
+    for k in range(len(branches) - 2, -1, -1):
+        pick = P.BINARY["le"].bind(index, np.asarray(k, aval_of(index).dtype))
+        out = [P.select.bind(pick, a, b) for a, b in zip(results[k], out)]
+    return out
+
+
+def _split_consts(args: Sequence[Any], num_consts: tuple) -> tuple[list[list[Any]], list[Any]]:
+    consts, at = [], 0
+    for n in num_consts:
+        consts.append(list(args[at:at + n]))
+        at += n
+    return consts, list(args[at:])
+
+
+cond_p = _call_primitive("cond", lambda *avals, branches, **_: [v.aval for v in branches[0].outvars], _cond_expand)
+
+
+def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+    """`branches[index](*operands)`, the index clamped to the valid range."""
+    if not branches:
+        raise ValueError("Empty branch sequence")
+    leaves, tree = tree_flatten(operands)
+    avals = [aval_of(x) for x in leaves]
+    traced = [_traced(lambda *ops, b=b: b(*ops), avals, tree) for b in branches]
+    first = traced[0]
+    for k, (jaxpr, _, out_tree) in enumerate(traced[1:], 1):
+        if out_tree != first[2] or _types(v.aval for v in jaxpr.outvars) != _types(v.aval for v in first[0].outvars):
+            raise TypeError(f"branch 0 and {k} outputs must have same type structure, got {first[2]} and {out_tree} "
+                            f"with types {[str(v.aval) for v in first[0].outvars]} and "
+                            f"{[str(v.aval) for v in jaxpr.outvars]}.")
+    from .. import numpy as jnp
+
+    index = jnp.astype(index, np.int32) if isinstance(index, Tracer) or hasattr(index, "shape") else np.int32(index)
+    consts = [c for _, cs, _ in traced for c in cs]
+    outs = cond_p.bind(index, *consts, *leaves, branches=tuple(j for j, _, _ in traced),
+                       num_consts=tuple(len(cs) for _, cs, _ in traced))
+    return tree_unflatten(first[2], outs)
+
+
+def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any) -> Any:
+    """`true_fun(*operands)` if pred else `false_fun(*operands)`."""
+    if aval_of(pred).shape != ():
+        raise TypeError(f"Pred must be a scalar, got {pred!r} of shape {aval_of(pred).shape}.")
+    from .. import numpy as jnp
+
+    index = jnp.astype(jnp.asarray(pred) != 0, np.int32) if isinstance(pred, Tracer) or hasattr(pred, "shape") \
+        else np.int32(bool(pred))
+    return switch(index, (false_fun, true_fun), *operands)
+
+
+def _cond_jvp(primals: list[Any], tangents: list[Any], *, branches: tuple, num_consts: tuple) -> tuple:
+    """A cond over the branches' jvps (for an index that is not concrete)."""
+    index, args = primals[0], primals[1:]
+    consts, operands = _split_consts(args, num_consts)
+    const_t, operand_t = _split_consts(tangents[1:], num_consts)
+    n_ops = len(operands)
+    op_avals = [aval_of(x) for x in operands]
+    new_branches, new_consts = [], []
+    for jaxpr, c, ct in zip(branches, consts, const_t):
+        def branch(*xs: Any, jaxpr: Jaxpr = jaxpr, nc: int = len(c)) -> list[Any]:
+            ins = list(xs[:nc]) + list(xs[2 * nc:2 * nc + n_ops])
+            ts = list(xs[nc:2 * nc]) + list(xs[2 * nc + n_ops:])
+            outs, touts = jvp_flat(lambda *v: eval_jaxpr(jaxpr, (), v), ins, ts)
+            return outs + [instantiate(t) for t in touts]
+        c_avals = [aval_of(x) for x in c]
+        avals = c_avals + [tangent_aval(a) for a in c_avals] + op_avals + [tangent_aval(a) for a in op_avals]
+        closed, captured = _closed(branch, avals)
+        new_branches.append(closed)
+        new_consts.append(captured + c + [instantiate(t) for t in ct])
+    outs = cond_p.bind(index, *[x for cs in new_consts for x in cs], *operands,
+                       *[instantiate(t) for t in operand_t], branches=tuple(new_branches),
+                       num_consts=tuple(len(cs) for cs in new_consts))
+    n_out = len(branches[0].outvars)
+    return outs[:n_out], outs[n_out:]
+
+
+jvp_rules[cond_p] = _cond_jvp
+
+
+# ---- selection ---------------------------------------------------------------------------------------------------
+
+
+def select(pred: Any, on_true: Any, on_false: Any) -> Any:
+    """Elementwise `on_true` where pred else `on_false` (as jax.lax.select)."""
+    return P.select.bind(pred, on_true, on_false)
+
+
+def select_n(which: Any, *cases: Any) -> Any:
+    """Elementwise `cases[which]`: `which` boolean (two cases) or an integer index."""
+    if not cases:
+        raise ValueError("select_n() must have at least one case")
+    out = cases[-1]
+    for k in range(len(cases) - 2, -1, -1):
+        pick = P.UNARY["not"].bind(which) if aval_of(which).dtype == np.bool_ else \
+            P.BINARY["le"].bind(which, np.asarray(k, aval_of(which).dtype))
+        out = P.select.bind(pick, cases[k], out)
+    return out
