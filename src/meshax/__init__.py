@@ -54,6 +54,7 @@ _NAMES = {
     "checkpoint": "meshax._src.remat",
     "remat": "meshax._src.remat",
     "checkpoint_policies": "meshax._src.remat",
+    "vmap": "meshax._src.vmap_api",
 }
 
 __all__ = sorted((*_SUBMODULES, *_NAMES))

@@ -303,11 +303,16 @@ class Tracer:
 
 @dataclass(frozen=True)
 class AxisFrame:
-    """Manual mesh axes bound by an enclosing shard_map: their sizes, and whether varying axes are typed."""
+    """Named axes bound by an enclosing map: a shard_map's manual mesh axes (`mesh` set, varying axes typed when
+    `check_vma`), or a vmap's axis (`mesh` None, its size in `sizes`)."""
 
     mesh: Any
     axes: tuple[str, ...]
     check_vma: bool
+    sizes: tuple[tuple[str, int], ...] = ()
+
+    def size(self, name: str) -> int:
+        return self.mesh.shape[name] if self.mesh is not None else dict(self.sizes)[name]
 
 
 class _AxisEnv(threading.local):
@@ -319,7 +324,7 @@ _axis_env = _AxisEnv()
 
 
 class extend_axis_env:
-    """Context manager binding a shard_map's manual axes for the code run inside it."""
+    """Context manager binding a map's named axes for the code run inside it."""
 
     def __init__(self, frame: AxisFrame) -> None:
         self.frame = frame
@@ -332,35 +337,42 @@ class extend_axis_env:
         _axis_env.frames.pop()
 
 
+def _mesh_frames() -> list[AxisFrame]:
+    return [f for f in _axis_env.frames if f.mesh is not None]
+
+
 def axis_mesh() -> Any:
     """The mesh of the innermost enclosing shard_map (None outside one)."""
-    return _axis_env.frames[-1].mesh if _axis_env.frames else None
+    frames = _mesh_frames()
+    return frames[-1].mesh if frames else None
 
 
 def manual_axes() -> tuple[str, ...]:
-    return tuple(a for frame in _axis_env.frames for a in frame.axes)
+    """The manual mesh axes of the enclosing shard_maps."""
+    return tuple(a for frame in _mesh_frames() for a in frame.axes)
 
 
 def axis_size(axes: Sequence[str], what: str) -> int:
-    """The product of the sizes of the manual mesh `axes` (clear errors outside shard_map or for unknown names)."""
+    """The product of the sizes of the named `axes` (clear errors outside shard_map/vmap or for unknown names)."""
     if not _axis_env.frames:
         raise NameError(
             f"unbound axis name: {what} over axis {tuple(axes)!r} used outside shard_map: collectives need the "
-            "mesh axes of an enclosing meshax.shard_map."
+            "mesh axes of an enclosing meshax.shard_map (or the axis_name of an enclosing vmap)."
         )
-    bound = manual_axes()
-    mesh = _axis_env.frames[-1].mesh
     size = 1
     for name in axes:
-        if name not in bound:
+        frame = next((f for f in reversed(_axis_env.frames) if name in f.axes), None)
+        if frame is None:
+            bound = tuple(a for f in _axis_env.frames for a in f.axes)
             raise NameError(f"unbound axis name {name!r}: {what} is used inside a shard_map that binds the mesh axes "
                             f"{bound}.")
-        size *= mesh.shape[name]
+        size *= frame.size(name)
     return size
 
 
 def vma_checked() -> bool:
-    return bool(_axis_env.frames) and _axis_env.frames[-1].check_vma
+    frames = _mesh_frames()
+    return bool(frames) and frames[-1].check_vma
 
 
 # ---- implicit pvary ----------------------------------------------------------------------------------------------

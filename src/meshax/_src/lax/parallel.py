@@ -14,8 +14,8 @@ import numpy as np
 from .. import buffers
 from .. import numpy as jnp
 from ..collectives import allreduce_devices, gather_devices, group_index, permute_devices
-from ..core import (Primitive, ShapedArray, abstract_eval, abstract_eval_rules, axis_size, pvary_p, vma_checked,
-                    vma_rules)
+from ..core import (Primitive, ShapedArray, abstract_eval, abstract_eval_rules, axis_size, manual_axes, pvary_p,
+                    vma_checked, vma_rules)
 from ..interpreters.ad import deflinear, defzero, jvp_rules, transpose_rules
 from ..interpreters.shard_map import DeviceTrace, device_rules
 from ..tree_util import tree_map
@@ -40,7 +40,8 @@ def _collective(name: str, abstract: Callable[..., ShapedArray], vma: Callable[.
                 device: Callable[..., Any]) -> Primitive:
     primitive = Primitive(name)
     abstract_eval_rules[primitive] = abstract
-    vma_rules[primitive] = lambda *avals, **params: vma(*avals, **params) if vma_checked() else frozenset()
+    vma_rules[primitive] = lambda *avals, **params: vma(*avals, **params) & frozenset(manual_axes()) \
+        if vma_checked() else frozenset()
     device_rules[primitive] = device
     return primitive
 
@@ -49,7 +50,9 @@ def _varying(x: Any, axes: tuple[str, ...]) -> Any:
     """`x` marked as varying over `axes` (under check_vma a collective's operand must vary over its axes)."""
     if not vma_checked():
         return x
-    missing = tuple(a for a in axes if a not in getattr(getattr(x, "aval", None), "vma", frozenset()))
+    mesh_axes = manual_axes()
+    vma = getattr(getattr(x, "aval", None), "vma", frozenset())
+    missing = tuple(a for a in axes if a in mesh_axes and a not in vma)
     return pvary_p.bind(x, axes=missing) if missing else x
 
 

@@ -1,0 +1,128 @@
+"""Batching (vmap): tracers carry a value with one extra, batched dimension and its position.
+
+Each primitive's rule in `batching_rules` maps batched operands to a batched result by
+binding primitives in the parent trace. A primitive without a rule is evaluated once per
+batch element and the results stacked (correct, if slower), so every primitive can be
+vmapped. Call-like primitives (jit, control flow, custom derivatives) are expanded in place.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Sequence
+
+from ..core import AxisFrame, Primitive, Trace, Tracer, aval_of, extend_axis_env, set_current_trace
+from .staging import inline_rules
+
+batching_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(values, dims, **params) -> (out, out_dims)
+# collectives over the vmapped axis itself: rule(size, axis_name, values, dims, **params) -> (out, out_dim)
+named_axis_rules: dict[Primitive, Callable[..., Any]] = {}
+not_mapped = None
+
+
+class BatchTrace(Trace):
+    """Tracers hold (value, dim): `value` has the batch dimension at `dim` (None: not batched)."""
+
+    def __init__(self, parent: Trace | None, axis_name: Any, size: int) -> None:
+        super().__init__(parent)
+        self.axis_name = axis_name
+        self.size = size
+
+    def pair(self, x: Any) -> tuple[Any, int | None]:
+        return x.payload if self.is_own(x) else (x, not_mapped)
+
+    def new(self, value: Any, dim: int | None) -> Any:
+        if dim is None:
+            return value
+        aval = aval_of(value)
+        logical = aval.update(shape=tuple(n for d, n in enumerate(aval.shape) if d != dim))
+        return Tracer(self, logical, (value, dim))
+
+    def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
+        values, dims = zip(*(self.pair(a) for a in args)) if args else ((), ())
+        if self.axis_name is not None and self.axis_name in params.get("axes", ()) and primitive in named_axis_rules:
+            with set_current_trace(self.parent):
+                out, out_dim = named_axis_rules[primitive](self.size, self.axis_name, list(values), list(dims),
+                                                           **params)
+            return self.new(out, out_dim)
+        if all(d is None for d in dims):
+            with set_current_trace(self.parent):
+                return primitive.bind(*values, **params)
+        if primitive in inline_rules and primitive not in batching_rules:
+            with set_current_trace(self):
+                return inline_rules[primitive](*args, **params)
+        rule = batching_rules.get(primitive, _per_element(primitive))
+        with set_current_trace(self.parent):
+            out, out_dims = rule(list(values), list(dims), **params)
+        if primitive.multiple_results:
+            return [self.new(o, d) for o, d in zip(out, out_dims)]
+        return self.new(out, out_dims)
+
+
+def move_to_front(x: Any, dim: int | None, size: int) -> Any:
+    """`x` with its batch dimension first (broadcast to `size` if it has none)."""
+    from .. import primitives as P
+
+    aval = aval_of(x)
+    if dim is None:
+        return P.broadcast_in_dim.bind(x, shape=(size,) + tuple(aval.shape),
+                                       broadcast_dimensions=tuple(range(1, aval.ndim + 1)))
+    if dim == 0:
+        return x
+    permutation = (dim,) + tuple(d for d in range(aval.ndim) if d != dim)
+    return P.transpose.bind(x, permutation=permutation)
+
+
+def move_to(x: Any, dim: int, target: int) -> Any:
+    """`x` with its batch dimension moved from `dim` to `target`."""
+    from .. import primitives as P
+
+    if dim == target:
+        return x
+    order = [d for d in range(aval_of(x).ndim) if d != dim]
+    order.insert(target, dim)
+    return P.transpose.bind(x, permutation=tuple(order))
+
+
+def _per_element(primitive: Primitive) -> Callable[..., Any]:
+    """The fallback rule: the primitive once per batch element, results stacked along a new first dimension."""
+    from .. import primitives as P
+
+    def rule(values: list[Any], dims: list[Any], **params: Any) -> tuple[Any, Any]:
+        size = next(aval_of(v).shape[d] for v, d in zip(values, dims) if d is not None)
+        rows = []
+        for b in range(size):
+            sliced = [v if d is None else P.static_slice.bind(v, index=(slice(None),) * d + (b,))
+                      for v, d in zip(values, dims)]
+            out = primitive.bind(*sliced, **params)
+            rows.append(out if primitive.multiple_results else [out])
+        stacked = [_stack([row[k] for row in rows]) for k in range(len(rows[0]))]
+        if primitive.multiple_results:
+            return stacked, [0] * len(stacked)
+        return stacked[0], 0
+
+    return rule
+
+
+def _stack(values: Sequence[Any]) -> Any:
+    from .. import primitives as P
+
+    rows = [P.reshape.bind(v, new_sizes=(1,) + tuple(aval_of(v).shape)) for v in values]
+    return rows[0] if len(rows) == 1 else P.concatenate.bind(*rows, axis=0)
+
+
+def batch_flat(fun: Callable[..., Sequence[Any]], values: Sequence[Any], dims: Sequence[int | None], size: int,
+               axis_name: Any = None) -> tuple[list[Any], list[int | None]]:
+    """Run `fun` (flat lists in and out) on batched values; returns the outputs and their batch dimensions."""
+    from ..core import current_trace
+
+    trace = BatchTrace(current_trace(), axis_name, size)
+    inputs = [trace.new(v, d) for v, d in zip(values, dims)]
+    frame = AxisFrame(None, (axis_name,), False, ((axis_name, size),)) if axis_name is not None else None
+    with set_current_trace(trace, finish=True), _maybe(frame):
+        outputs = list(fun(*inputs))
+        pairs = [trace.pair(o) for o in outputs]
+    return [p for p, _ in pairs], [d for _, d in pairs]
+
+
+def _maybe(frame: AxisFrame | None) -> Any:
+    return extend_axis_env(frame) if frame is not None else contextlib.nullcontext()

@@ -1,0 +1,74 @@
+"""jax.vmap: map a function over an axis of its arguments (the batching interpreter's public entry)."""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from .core import aval_of
+from .interpreters.batching import batch_flat, move_to, move_to_front
+from .lax import batching_rules  # noqa: F401  (registers the batching rules)
+from .tree_util import tree_flatten, tree_unflatten
+
+
+def _broadcast_prefix(axes: Any, tree: Any, what: str) -> list[Any]:
+    """One axis per leaf of `tree` from `axes`, an int/None or a tree prefix of it (as JAX's in_axes)."""
+    if axes is None or isinstance(axes, int):
+        return [axes] * tree.num_leaves
+    axes_leaves, axes_tree = tree_flatten(axes, is_leaf=lambda x: x is None)
+    try:
+        parts = axes_tree.flatten_up_to(tree_unflatten(tree, [0] * tree.num_leaves))
+    except ValueError:
+        raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding value, got "
+                         f"specification {axes!r} for value tree {tree}.") from None
+    out = []
+    for axis, part in zip(axes_leaves, parts):
+        out.extend([axis] * tree_flatten(part)[1].num_leaves)
+    return out
+
+
+def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
+         axis_size: int | None = None, spmd_axis_name: Any = None) -> Callable[..., Any]:
+    """`fun` mapped over axis `in_axes` of its arguments, results stacked along `out_axes`."""
+    if not callable(fun):
+        raise TypeError(f"vmap requires a callable, got {fun!r}")
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+
+    @functools.wraps(fun, updated=())
+    def mapped(*args: Any, **kwargs: Any) -> Any:
+        leaves, tree = tree_flatten(args)
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
+                             f"positional arguments passed to the function, but got len(in_axes)={len(in_axes)}, "
+                             f"len(args)={len(args)}")
+        axes = _broadcast_prefix(in_axes, tree, "in_axes")
+        axes = [None if a is None else a % max(aval_of(x).ndim, 1) for a, x in zip(axes, leaves)]
+        sizes = {aval_of(x).shape[a] for a, x in zip(axes, leaves) if a is not None}
+        if axis_size is not None:
+            sizes.add(axis_size)
+        if len(sizes) != 1:
+            raise ValueError(f"vmap got inconsistent sizes for the array axes to be mapped: {sorted(sizes)}" if sizes
+                             else "vmap must have at least one non-None value in in_axes")
+        size = sizes.pop()
+        out_tree = []
+
+        def flat(*xs: Any) -> list[Any]:
+            out, structure = tree_flatten(fun(*tree_unflatten(tree, list(xs)), **kwargs))
+            out_tree.append(structure)
+            return out
+
+        outs, dims = batch_flat(flat, leaves, axes, size, axis_name)
+        targets = _broadcast_prefix(out_axes, out_tree[0], "out_axes")
+        results = []
+        for value, dim, target in zip(outs, dims, targets):
+            if target is None:
+                if dim is not None:
+                    raise ValueError("vmap has mapped output but out_axes is None")
+                results.append(value)
+                continue
+            value = move_to_front(value, dim, size) if dim is None else value
+            dim = 0 if dim is None else dim
+            results.append(move_to(value, dim, target % aval_of(value).ndim))
+        return tree_unflatten(out_tree[0], results)
+
+    return mapped
