@@ -55,6 +55,11 @@ _NAMES = {
     "remat": "meshax._src.remat",
     "checkpoint_policies": "meshax._src.remat",
     "vmap": "meshax._src.vmap_api",
+    "typeof": "meshax._src.sharding_api",
+    "reshard": "meshax._src.sharding_api",
+    "set_mesh": "meshax._src.mesh",
+    "NamedSharding": "meshax._src.sharding",
+    "P": "meshax._src.sharding",
 }
 
 __all__ = sorted((*_SUBMODULES, *_NAMES))

@@ -28,13 +28,14 @@ import numpy as np
 
 @dataclass(frozen=True)
 class ShapedArray:
-    """What tracing knows of a value: shape, dtype, weak type, and (inside shard_map) the manual mesh axes it
-    varies over (`vma`)."""
+    """What tracing knows of a value: shape, dtype, weak type, (inside shard_map) the manual mesh axes it varies
+    over (`vma`), and, for `typeof` of arrays on meshes with Explicit axes, the axes splitting each dimension."""
 
     shape: tuple[int, ...]
     dtype: np.dtype
     weak_type: bool = False
     vma: frozenset = field(default=frozenset())
+    explicit: tuple = ()  # per dimension: the Explicit mesh axes that split it (empty: not recorded)
 
     @property
     def ndim(self) -> int:
@@ -44,15 +45,23 @@ class ShapedArray:
     def size(self) -> int:
         return math.prod(self.shape)
 
-    def str_short(self) -> str:
-        varying = f"{{V:{','.join(sorted(self.vma))}}}" if self.vma else ""
-        return f"{_short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]{varying}"
+    def _dims(self) -> str:
+        if not self.explicit:
+            return ",".join(map(str, self.shape))
+        return ",".join(f"{n}@{axes[0] if len(axes) == 1 else '(' + ','.join(axes) + ')'}" if axes else str(n)
+                        for n, axes in zip(self.shape, self.explicit))
 
-    __str__ = str_short
+    def str_short(self) -> str:
+        """As jaxprs print types: f32[8,4]{V:x}."""
+        varying = f"{{V:{','.join(sorted(self.vma))}}}" if self.vma else ""
+        return f"{_short_dtype(self.dtype)}[{self._dims()}]{varying}"
+
+    def __str__(self) -> str:
+        return f"{np.dtype(self.dtype).name}[{self._dims()}]"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
+        return f"ShapedArray({self}{weak})"
 
     def update(self, **changes: Any) -> "ShapedArray":
         return replace(self, **changes)

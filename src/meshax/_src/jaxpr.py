@@ -27,7 +27,7 @@ class Var:
         self.id = next(_var_ids)
 
     def __repr__(self) -> str:
-        return f"v{self.id}:{self.aval}"
+        return f"v{self.id}:{self.aval.str_short()}"
 
 
 class Literal:
@@ -41,7 +41,7 @@ class Literal:
 
     def __repr__(self) -> str:
         value = self.value.item() if isinstance(self.value, (np.ndarray, np.generic)) else self.value
-        return f"{value}:{self.aval}"
+        return f"{value}:{self.aval.str_short()}"
 
 
 @dataclass
@@ -119,7 +119,7 @@ class _Printer:
         return self.names[var.id]
 
     def binder(self, var: Var) -> str:
-        return f"{self.name(var)}:{var.aval}"
+        return f"{self.name(var)}:{var.aval.str_short()}"
 
     def jaxpr(self, jaxpr: Jaxpr, indent: int) -> str:
         pad = " " * indent

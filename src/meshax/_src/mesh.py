@@ -173,11 +173,12 @@ class _MeshContext(threading.local):
 
 
 _context = _MeshContext()
+_global_mesh: list[Mesh | None] = [None]  # set by set_mesh outside a `with`
 
 
 def current_mesh() -> Mesh | None:
-    """The innermost mesh entered with `with mesh:` / `use_mesh`, if any."""
-    return _context.stack[-1] if _context.stack else None
+    """The innermost mesh entered with `with mesh:` / `use_mesh` / `with set_mesh(...)`, else the global one."""
+    return _context.stack[-1] if _context.stack else _global_mesh[0]
 
 
 def use_mesh(mesh: Mesh) -> Mesh:
@@ -185,18 +186,80 @@ def use_mesh(mesh: Mesh) -> Mesh:
     return mesh
 
 
-def make_mesh(axis_shapes: Sequence[int], axis_names: str | Sequence[str], *, devices: Sequence[Device] | None = None,
-              axis_types: Any = None) -> Mesh:
-    """A mesh of `axis_shapes` over `devices` (all devices by default), each process's devices contiguous."""
+class set_mesh:  # noqa: N801 - JAX's name
+    """Make `mesh` the mesh of bare PartitionSpecs, shard_map and jax.typeof: globally from now on, or for the body
+    of a `with` statement (the previous mesh comes back after it)."""
+
+    def __init__(self, mesh: Mesh) -> None:
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"set_mesh needs a Mesh; got {mesh!r} of type {type(mesh).__name__}.")
+        self.mesh = mesh
+        self.previous = _global_mesh[0]
+        _global_mesh[0] = mesh
+
+    def __enter__(self) -> Mesh:
+        return self.mesh
+
+    def __exit__(self, *exc: Any) -> None:
+        _global_mesh[0] = self.previous
+
+
+class AbstractMesh:
+    """A mesh's axis names, sizes and types, without devices (as jax.sharding.AbstractMesh)."""
+
+    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str], axis_types: Any = None) -> None:
+        self.axis_sizes = tuple(int(n) for n in axis_sizes)
+        self.axis_names = _axis_names(axis_names)
+        self.axis_types = _axis_types(axis_types, len(self.axis_names))
+
+    shape = property(lambda self: OrderedDict(zip(self.axis_names, self.axis_sizes)))
+    size = property(lambda self: math.prod(self.axis_sizes))
+    empty = property(lambda self: not self.axis_names)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, AbstractMesh) and (self.axis_sizes, self.axis_names, self.axis_types) == \
+            (other.axis_sizes, other.axis_names, other.axis_types)
+
+    def __hash__(self) -> int:
+        return hash((self.axis_sizes, self.axis_names, self.axis_types))
+
+    def __repr__(self) -> str:
+        types = ", ".join(t.name for t in self.axis_types) + ("," if len(self.axis_types) == 1 else "")
+        if self.empty:
+            return "AbstractMesh((), axis_types=())"
+        sizes = ", ".join(f"'{n}': {s}" for n, s in zip(self.axis_names, self.axis_sizes))
+        return f"AbstractMesh({sizes}, axis_types=({types}), device_kind=cpu, num_cores=None, platform=cpu)"
+
+
+def get_abstract_mesh() -> AbstractMesh:
+    """The abstract view of the mesh in use (inside shard_map its manual axes are Manual); empty without one."""
+    from .core import axis_mesh, manual_axes
+
+    mesh = axis_mesh() or current_mesh()
+    if mesh is None:
+        return AbstractMesh((), ())
+    manual = set(manual_axes())
+    types = tuple(AxisType.Manual if n in manual else t for n, t in zip(mesh.axis_names, mesh.axis_types))
+    return AbstractMesh(tuple(mesh.shape.values()), mesh.axis_names, types)
+
+
+def make_mesh(axis_shapes: Sequence[int], axis_names: str | Sequence[str], axis_types: Any = None, *,
+              devices: Sequence[Device] | None = None) -> Mesh:
+    """A mesh of `axis_shapes` over `devices` (by default the first devices, as many as the shape holds), each
+    process's devices contiguous. Axis types default to Auto (the seeds'; JAX 0.10 defaults to Explicit)."""
     shape = tuple(int(s) for s in axis_shapes)
     names = _axis_names(axis_names)
     if len(shape) != len(names):
         raise ValueError(f"make_mesh got {len(shape)} axis sizes {shape} but {len(names)} axis names {names!r}.")
     chosen = list(device_table.devices() if devices is None else devices)
+    if devices is None and math.prod(shape) < len(chosen):
+        chosen = sorted(chosen, key=lambda d: d.id)[:math.prod(shape)]
     if math.prod(shape) != len(chosen):
+        fix = "." if devices is not None else (", or give each process more CPU devices (meshax launch "
+                                               "--cpu-devices K, or JAX_NUM_CPU_DEVICES=K in every process's environment).")
         raise ValueError(
             f"make_mesh: axis sizes {shape} hold {math.prod(shape)} devices but {len(chosen)} devices were given; "
-            "make the product of the axis sizes equal the number of devices."
+            f"make the product of the axis sizes equal the number of devices{fix}"
         )
     if devices is None:
         chosen.sort(key=lambda d: (d.process_index, d.id))

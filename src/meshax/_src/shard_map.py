@@ -271,7 +271,7 @@ def _check_replication(f: Callable[..., Any], mesh: Mesh, manual: tuple, aval: S
             f"shard_map applied to the function '{name}' was given out_specs which require replication which can't "
             f"be statically inferred given the mesh:\n\nThe mesh given has shape {tuple(mesh.devices.shape)} with "
             f"corresponding axis names {mesh.axis_names}.\n\nout_specs is {spec!r} which implies that the "
-            f"corresponding output value (output {index}, {aval}) is replicated across mesh axis "
+            f"corresponding output value (output {index}, {aval.str_short()}) is replicated across mesh axis "
             f"{', '.join(repr(a) for a in unreplicated)}, but it varies over "
             f"{'it' if len(unreplicated) == 1 else 'them'}\n\nCheck if these output values are meant to be "
             "replicated over those mesh axes (reduce them with psum/pmean/all_gather first). If not, consider "

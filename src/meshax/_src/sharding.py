@@ -279,3 +279,6 @@ def unique_boxes(boxes: Iterable[tuple[Device, Box]]) -> dict[Box, list[Device]]
     for device, box in boxes:
         groups.setdefault(box, []).append(device)
     return groups
+
+
+P = PartitionSpec  # JAX 0.10's short name (jax.P)

@@ -19,7 +19,7 @@ from ..array import Array, read_only
 from ..collectives import allreduce_devices
 from ..core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, check_not_escaped, impl_rules,
                     set_eager_trace, sharding_rules)
-from ..mesh import AxisType, Mesh
+from ..mesh import Mesh
 from ..partition import SINGLE_AXIS, choose_mesh, current_specs, place, sharding_for, to_partition_spec
 from ..rules import Spec, fit
 from ..sharding import NamedSharding, PartitionSpec, Sharding
@@ -48,9 +48,7 @@ class EagerTrace(Trace):
         layout = sharding_rules[primitive](current_specs(args, mesh), avals, mesh_shape=dict(mesh.shape),
                                            out_ndims=[a.ndim for a in out_avals], **params)
         out_sharding = params.get("out_sharding")
-        if out_sharding is None:
-            _refuse_ambiguous_explicit(primitive, mesh, layout.reduce_axes)
-        else:
+        if out_sharding is not None:
             _refuse_spec_without_mesh(primitive, mesh, out_sharding)
         inputs = [place(a, mesh, s, v) for a, s, v in zip(args, layout.in_specs, avals)]
         results = run_locally(primitive, inputs, params, mesh, out_avals, layout.out_specs)
@@ -87,18 +85,6 @@ def _refuse_spec_without_mesh(primitive: Primitive, mesh: Mesh, out_sharding: Pa
             f"{primitive.name}: out_sharding={out_sharding!r} names mesh axes, but there is no mesh to read it on: "
             "no operand is an Array on a mesh and no mesh is in use. Use it inside `with "
             "meshax.sharding.use_mesh(mesh):`, or pass NamedSharding(mesh, spec)."
-        )
-
-
-def _refuse_ambiguous_explicit(primitive: Primitive, mesh: Mesh, reduce_axes: Sequence[str]) -> None:
-    """With Explicit mesh axes, a contraction split over them has no single obvious result sharding."""
-    explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types) if t is AxisType.Explicit}
-    ambiguous = [a for a in reduce_axes if a in explicit]
-    if primitive.name == "dot_general" and ambiguous:
-        raise TypeError(
-            f"the contracted dimension of this matmul/dot/einsum is sharded over the Explicit mesh axes "
-            f"{tuple(ambiguous)}, so its result sharding is ambiguous; pass out_sharding= (e.g. "
-            f"out_sharding=PartitionSpec(...)) or reshard an operand so the contracted dimension is not split."
         )
 
 

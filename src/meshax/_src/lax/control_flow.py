@@ -137,8 +137,8 @@ def _check_carry_vma(name: str, carry_in: Sequence[Any], carry_out: Sequence[Any
             extra = tuple(sorted(b.vma - a.vma))
             raise TypeError(
                 f"{name} body function carry input and carry output must have equal types, but they differ: the "
-                f"input carry component {index} has type {a} but the corresponding output carry component has type "
-                f"{b}, so the manual axis types do not match. This might be fixed by applying "
+                f"input carry component {index} has type {a.str_short()} but the corresponding output carry component "
+                f"has type {b.str_short()}, so the manual axis types do not match. This might be fixed by applying "
                 f"`jax.lax.pcast(..., {extra}, to='varying')` to the initial carry value.")
 
 
