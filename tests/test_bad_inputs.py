@@ -72,7 +72,7 @@ def raises(kind, *fragments):
     (lambda: Mesh(np.array(DEVICES).reshape(4, 2), ("x",)), ValueError, "('x',)"),
     (lambda: Mesh(np.array(DEVICES).reshape(4, 2), ("x", "x")), ValueError, "('x', 'x')"),
     (lambda: Mesh(DEVICES, (1,)), TypeError, "1"),
-    (lambda: meshax.make_mesh((3,), ("x",)), ValueError, "(3,)"),
+    (lambda: meshax.make_mesh((16,), ("x",)), ValueError, "(16,)"),
     (lambda: meshax.make_mesh((-8,), ("x",)), ValueError, "(-8,)"),
     (lambda: meshax.make_mesh((4, 2), ("x",)), ValueError, "('x',)"),
     (lambda: meshax.make_mesh((2, 2), ("a", "a"), devices=DEVICES[:4]), ValueError, "('a', 'a')"),

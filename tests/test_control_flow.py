@@ -1,4 +1,4 @@
-"""lax control flow (scan, map, fori_loop, while_loop, cond, switch, select_n) against JAX: values, forward
+"""lax control flow (scan, map, fori_loop, while_loop, cond, switch, associative_scan, select_n) against JAX: values, forward
 and reverse derivatives where JAX has them, eagerly, under jit and inside shard_map; JAX's errors."""
 import jax
 import jax.numpy as jjnp
@@ -48,6 +48,13 @@ CASES = {
     "switch_clamped_index": lambda lib, np_: lib.lax.switch(7, [lambda x: x, lambda x: x * 2], XS),
     "switch_grad": lambda lib, np_: lib.grad(lambda x, i: np_.sum(lib.lax.switch(
         i, [lambda x: x, lambda x: x * x, lambda x: np_.cos(x)], x)))(XS, 1),
+    "associative_scan_add": lambda lib, np_: [lib.lax.associative_scan(np_.add, XS[:n]) for n in (1, 2, 5, 6)],
+    "associative_scan_reverse_axis": lambda lib, np_: lib.lax.associative_scan(np_.multiply, XS, reverse=True,
+                                                                               axis=1),
+    "associative_scan_pytree": lambda lib, np_: lib.lax.associative_scan(
+        lambda a, b: (a[0] * b[0], a[1] * b[0] + b[1]), (XS, XS + 1)),
+    "associative_scan_grad": lambda lib, np_: lib.grad(lambda x: np_.sum(lib.lax.associative_scan(
+        np_.multiply, x) ** 2))(XS[:4]),
     "select_n": lambda lib, np_: lib.lax.select_n(np_.asarray([0, 1, 2, 1]), np_.zeros(4), np_.ones(4),
                                                   np_.full(4, 2.)),
 }

@@ -382,3 +382,58 @@ def select_n(which: Any, *cases: Any) -> Any:
             P.BINARY["le"].bind(which, np.asarray(k, aval_of(which).dtype))
         out = P.select.bind(pick, cases[k], out)
     return out
+
+
+# ---- associative_scan --------------------------------------------------------------------------------------------
+
+
+def associative_scan(fn: Callable[[Any, Any], Any], elems: Any, reverse: bool = False, axis: int = 0) -> Any:
+    """Prefix combination of `elems` along `axis` with the associative `fn`, combining pairs level by level (the
+    parallel prefix scheme, so results round as JAX's do)."""
+    from .. import numpy as jnp
+
+    leaves, tree = tree_flatten(elems)
+    if not leaves:
+        raise ValueError("associative_scan needs at least one array in elems.")
+    ndim = aval_of(leaves[0]).ndim
+    axis = operator.index(axis) % max(ndim, 1)
+    sizes = {aval_of(x).shape[axis] for x in leaves}
+    if len(sizes) != 1:
+        raise ValueError(f"Array inputs to associative_scan must have the same first dimension. (saw: {sorted(sizes)})")
+
+    def cut(xs: list[Any], start: int, stop: int | None, step: int = 1) -> list[Any]:
+        return [jnp.take(x, jnp.arange(aval_of(x).shape[axis])[start:stop:step], axis=axis) for x in xs]
+
+    def combine(a: list[Any], b: list[Any]) -> list[Any]:
+        out, _ = tree_flatten(fn(tree_unflatten(tree, a), tree_unflatten(tree, b)))
+        return out
+
+    def interleave(even: Any, odd: Any) -> Any:
+        n_even, n_odd = aval_of(even).shape[axis], aval_of(odd).shape[axis]
+        if n_even > n_odd:
+            odd = jnp.concatenate([odd, jnp.zeros_like(jnp.take(even, jnp.arange(1), axis=axis))], axis=axis)
+        pairs = jnp.stack([even, odd], axis=axis + 1)
+        shape = list(aval_of(even).shape)
+        shape[axis] = 2 * aval_of(even).shape[axis]
+        return jnp.take(jnp.reshape(pairs, shape), jnp.arange(n_even + n_odd), axis=axis)
+
+    def prefix(xs: list[Any]) -> list[Any]:
+        n = aval_of(xs[0]).shape[axis]
+        if n < 2:
+            return xs
+        reduced = combine(cut(xs, 0, -1, 2), cut(xs, 1, None, 2))
+        odd = prefix(reduced)
+        if n % 2 == 0:
+            even = combine([jnp.take(o, jnp.arange(aval_of(o).shape[axis] - 1), axis=axis) for o in odd],
+                           cut(xs, 2, None, 2))
+        else:
+            even = combine(odd, cut(xs, 2, None, 2))
+        even = [jnp.concatenate([first, e], axis=axis) for first, e in zip(cut(xs, 0, 1), even)]
+        return [interleave(e, o) for e, o in zip(even, odd)]
+
+    if reverse:
+        leaves = [jnp.flip(x, axis) for x in leaves]
+    out = prefix(leaves)
+    if reverse:
+        out = [jnp.flip(x, axis) for x in out]
+    return tree_unflatten(tree, out)
