@@ -169,6 +169,10 @@ class Trace:
         """The concrete value behind `tracer`, or None when tracing has none (staging)."""
         return None
 
+    def describe(self, tracer: "Tracer") -> str | None:
+        """How `tracer` prints, when this trace knows better than its type (per-device values)."""
+        return None
+
     def ancestors(self) -> Iterator["Trace"]:
         trace: Trace | None = self
         while trace is not None:
@@ -304,7 +308,7 @@ class Tracer:
         return value if dtype is None else value.astype(dtype)
 
     def __repr__(self) -> str:
-        return f"Traced<{self.aval}>with<{type(self._trace).__name__}>"
+        return self._trace.describe(self) or f"Traced<{self.aval}>with<{type(self._trace).__name__}>"
 
 
 # ---- the named-axis environment --------------------------------------------------------------------------------

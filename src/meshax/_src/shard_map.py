@@ -17,7 +17,7 @@ import numpy as np
 
 from . import devices as device_table
 from .array import Array, read_only
-from .core import (AxisFrame, axis_mesh, Primitive, ShapedArray, abstract_eval_rules, aval_of, extend_axis_env, keeps_own_vma,
+from .core import (AxisFrame, axis_mesh, current_trace, eager_trace, Primitive, ShapedArray, abstract_eval_rules, aval_of, extend_axis_env, keeps_own_vma,
                    set_current_trace, vma_rules)
 from .interpreters.eager import eager_rules
 from .collectives import gather_devices, group_index
@@ -200,9 +200,12 @@ def shard_map(f: Callable[..., Any] | None = None, mesh: Mesh | None = None, in_
         if not isinstance(the_mesh, Mesh):
             raise TypeError(f"shard_map mesh= must be a Mesh; got {the_mesh!r} of type {type(the_mesh).__name__}.")
         leaves, structure = tree_flatten(args)
-        specs = tuple(_specs_for(in_specs, structure, len(leaves), "in_specs"))
+        specs = tuple(_specs_for(in_specs, structure, len(leaves), "in_specs")) if in_specs is not None else \
+            tuple(_spec_of_argument(x, the_mesh) for x in leaves)
         avals = [aval_of(x) for x in leaves]
         manual = _manual_axes(the_mesh, axis_names, specs)
+        if current_trace() is eager_trace():  # eagerly, f runs per device (print shows each device's value)
+            return _run_eagerly(f, the_mesh, structure, leaves, specs, out_specs, check_vma, manual)
         key = (structure, tuple(avals), specs, the_mesh, manual)
         traced = cache.get(key)
         if traced is None:
@@ -217,6 +220,40 @@ def shard_map(f: Callable[..., Any] | None = None, mesh: Mesh | None = None, in_
         return tree_unflatten(out_structure, outs)
 
     return mapped
+
+
+def _spec_of_argument(x: Any, mesh: Mesh) -> PartitionSpec:
+    """in_specs left out: each argument's own PartitionSpec on the mesh (JAX infers them the same way)."""
+    sharding = getattr(x, "sharding", None) if isinstance(x, Array) else None
+    if isinstance(sharding, NamedSharding) and sharding.mesh == mesh:
+        return sharding.spec
+    return PartitionSpec()
+
+
+def _run_eagerly(f: Callable[..., Any], mesh: Mesh, structure: Any, leaves: list[Any], specs: tuple,
+                 out_specs: Any, check_vma: bool, manual: tuple) -> Any:
+    """Run `f` itself in a DeviceTrace: Python runs once, every operation device by device."""
+    in_avals = tuple(aval_of(x) for x in leaves)
+    plan = _plan(mesh, specs, in_avals, (), check_vma)
+    trace = DeviceTrace(eager_trace(), mesh, plan.devices)
+    inputs = []
+    for arg, aval, spec, local_aval in zip(leaves, in_avals, plan.in_specs, plan.in_local_avals):
+        buffers = place(arg, mesh, spec, aval).local_buffers()
+        inputs.append(trace.new(local_aval, {d: buffers[d] for d in trace.devices}))
+    with set_current_trace(trace, finish=True), extend_axis_env(AxisFrame(mesh, manual, check_vma)):
+        out_leaves, out_tree = tree_flatten(f(*tree_unflatten(structure, inputs)))
+        outputs = [trace.lift(o) for o in out_leaves]
+    out_spec_list = tuple(_specs_for(out_specs, out_tree, len(outputs), "out_specs"))
+    if check_vma:
+        for index, (out, spec) in enumerate(zip(outputs, out_spec_list)):
+            _check_replication(f, mesh, manual, out.aval, spec, index)
+    results = []
+    for out, spec in zip(outputs, out_spec_list):
+        aval = _global_aval(out.aval, mesh, spec, manual)
+        spec = PartitionSpec(*tuple(spec)[:aval.ndim])
+        results.append(Array(aval.shape, aval.dtype, NamedSharding(mesh, spec),
+                             _read_only_values(out.payload, aval.dtype), aval.weak_type))
+    return tree_unflatten(out_tree, results)
 
 
 def _manual_axes(mesh: Mesh, axis_names: Any, specs: Sequence[PartitionSpec]) -> tuple[str, ...]:

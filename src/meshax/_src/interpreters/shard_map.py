@@ -45,6 +45,17 @@ class DeviceTrace(Trace):
         outputs = [self.new(aval, r) for aval, r in zip(out_avals, results)]
         return outputs if primitive.multiple_results else outputs[0]
 
+    def describe(self, tracer: Tracer) -> str:
+        """Each local device's value, as JAX prints a value inside an eager shard_map."""
+        names = ", ".join(self.mesh.axis_names) + ("," if len(self.mesh.axis_names) == 1 else "")
+        blocks = []
+        for device in self.devices:
+            coordinates = self.mesh.coordinates(device)
+            where = ", ".join(map(str, coordinates)) + ("," if len(coordinates) == 1 else "")
+            blocks.append(f"On cpu:{device.id} at mesh coordinates ({names}) = ({where}):\n"
+                          f"{np.asarray(tracer.payload[device])}\n")
+        return "\n".join(blocks).rstrip("\n")
+
     def new(self, aval: ShapedArray, values: dict) -> Tracer:
         return Tracer(self, aval, values)
 
