@@ -15,7 +15,12 @@ from .. import numpy as jnp
 from .. import dtypes
 from ..core import aval_of
 from ..lax import fft as F
-from ..numpy.util import ArrayLike, _lift, _promote_inexact, _shape
+from ..numpy.util import ArrayLike, _as_array, _lift, _promote_inexact as _promote_host, _shape
+
+
+def _promote_inexact(*args: Any) -> list[Any]:
+    """The arguments promoted to one inexact dtype, as arrays (host values placed on the default device)."""
+    return [_as_array(x) for x in _promote_host(*args)]
 
 
 def _as_complex(x: Any) -> Any:

@@ -15,7 +15,7 @@ import numpy as np
 from .. import numpy as jnp
 from ..core import aval_of
 from ..lax import linalg as L
-from ..numpy.util import ArrayLike, _promote_inexact, _shape
+from ..numpy.util import ArrayLike, _as_array, _promote_inexact as _promote_host, _shape
 
 
 class EighResult(NamedTuple):
@@ -42,6 +42,11 @@ class SVDResult(NamedTuple):
     U: Any
     S: Any
     Vh: Any
+
+
+def _promote_inexact(*args: Any) -> list[Any]:
+    """The arguments promoted to one inexact dtype, as arrays (host values placed on the default device)."""
+    return [_as_array(x) for x in _promote_host(*args)]
 
 
 def _square(a: ArrayLike, name: str) -> Any:
