@@ -225,7 +225,7 @@ transpose_rules[solve_p] = _solve_transpose
 
 
 def _cholesky_impl(a: np.ndarray) -> np.ndarray:
-    return _finite_or_nan(np.linalg.cholesky, a, 1).astype(a.dtype, copy=False)
+    return np.tril(_finite_or_nan(np.linalg.cholesky, a, 1)).astype(a.dtype, copy=False)  # NaNs below, as JAX
 
 
 cholesky_p = _define("cholesky", _cholesky_impl, lambda a: a)
