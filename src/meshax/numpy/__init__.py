@@ -35,3 +35,5 @@ for _name in _NOT_API:
         del globals()[_name]
 __all__ = sorted(_name for _name, _value in list(globals().items())
                  if not _name.startswith("_") and not isinstance(_value, _types.ModuleType))
+
+from meshax.numpy import fft, linalg  # noqa: E402  (jnp.linalg.inv, jnp.fft.fft)
