@@ -75,7 +75,9 @@ def __getattr__(name: str) -> Any:
     elif name in _NAMES:
         value = getattr(importlib.import_module(_NAMES[name]), name)
     else:
-        raise AttributeError(f"module 'meshax' has no attribute {name!r}")
+        from meshax._src.missing import missing_attribute
+
+        missing_attribute("jax", name)
     globals()[name] = value
     return value
 

@@ -4,3 +4,10 @@ from meshax._src.debugging import callback, print  # noqa: A004
 from meshax._src.visualize import visualize_array_sharding, visualize_sharding
 
 __all__ = ["callback", "print", "visualize_array_sharding", "visualize_sharding"]
+
+
+def __getattr__(name: str):
+    """Names of jax.debug that meshax does not have yet raise NotImplementedError (others AttributeError)."""
+    from meshax._src.missing import missing_attribute
+
+    missing_attribute("jax.debug", name)

@@ -92,3 +92,10 @@ def broadcast(prefix_tree: Any, full_tree: Any, is_leaf: IsLeaf = None) -> Any:
     subtrees = prefix_def.flatten_up_to(full_tree)
     return prefix_def.unflatten([_tu.tree_map(lambda _, value=value: value, sub, is_leaf=is_leaf)
                                  for value, sub in zip(prefix_leaves, subtrees)])
+
+
+def __getattr__(name: str):
+    """Names of jax.tree that meshax does not have yet raise NotImplementedError (others AttributeError)."""
+    from meshax._src.missing import missing_attribute
+
+    missing_attribute("jax.tree", name)

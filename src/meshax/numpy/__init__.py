@@ -35,3 +35,10 @@ for _name in _NOT_API:
         del globals()[_name]
 __all__ = sorted(_name for _name, _value in list(globals().items())
                  if not _name.startswith("_") and not isinstance(_value, _types.ModuleType))
+
+
+def __getattr__(name: str):
+    """Names of jax.numpy that meshax does not have yet raise NotImplementedError (others AttributeError)."""
+    from meshax._src.missing import missing_attribute
+
+    missing_attribute("jax.numpy", name)
