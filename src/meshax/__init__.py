@@ -17,7 +17,7 @@ __version__ = "0.1.0"
 # effect when meshax is imported before NumPy (the launcher passes it to its children).
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-_SUBMODULES = ("debug", "distributed", "experimental", "lax", "nn", "numpy", "random", "sharding", "tree_util")
+_SUBMODULES = ("debug", "distributed", "experimental", "lax", "nn", "numpy", "random", "sharding", "tree", "tree_util")
 
 # Public name -> module that defines it.
 _NAMES = {
@@ -60,13 +60,15 @@ _NAMES = {
     "set_mesh": "meshax._src.mesh",
     "NamedSharding": "meshax._src.sharding",
     "P": "meshax._src.sharding",
+    "eval_shape": "meshax._src.shape_eval",
+    "ShapeDtypeStruct": "meshax._src.shape_eval",
 }
 
 __all__ = sorted((*_SUBMODULES, *_NAMES))
 
 # Names that never make Arrays: using them does not load the array machinery (nor NumPy).
 _WITHOUT_ARRAYS = {"distributed", "config", "Device", "device_count", "devices", "local_device_count",
-                   "local_devices", "process_count", "process_index", "tree_util"}
+                   "local_devices", "process_count", "process_index", "tree", "tree_util"}
 
 
 def __getattr__(name: str) -> Any:
@@ -78,7 +80,9 @@ def __getattr__(name: str) -> Any:
     elif name in _NAMES:
         value = getattr(importlib.import_module(_NAMES[name]), name)
     else:
-        raise AttributeError(f"module 'meshax' has no attribute {name!r}")
+        from meshax._src.missing import missing_attribute
+
+        missing_attribute("jax", name)
     globals()[name] = value
     return value
 

@@ -26,3 +26,10 @@ __all__ = [
     "randint", "random_bits", "split", "threefry2x32", "truncated_normal", "uniform",
     "wrap_key_data",
 ]
+
+
+def __getattr__(name: str):
+    """Names of jax.random that meshax does not have yet raise NotImplementedError (others AttributeError)."""
+    from meshax._src.missing import missing_attribute
+
+    missing_attribute("jax.random", name)

@@ -11,3 +11,10 @@ __all__ = ["celu", "dot_product_attention", "elu", "gelu", "glu", "hard_sigmoid"
            "hard_tanh", "identity", "initializers", "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax",
            "logmeanexp", "logsumexp", "mish", "one_hot", "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign",
            "softmax", "softplus", "sparse_plus", "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh"]
+
+
+def __getattr__(name: str):
+    """Names of jax.nn that meshax does not have yet raise NotImplementedError (others AttributeError)."""
+    from meshax._src.missing import missing_attribute
+
+    missing_attribute("jax.nn", name)

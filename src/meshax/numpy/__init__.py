@@ -37,3 +37,10 @@ __all__ = sorted(_name for _name, _value in list(globals().items())
                  if not _name.startswith("_") and not isinstance(_value, _types.ModuleType))
 
 from meshax.numpy import fft, linalg  # noqa: E402  (jnp.linalg.inv, jnp.fft.fft)
+
+
+def __getattr__(name: str):
+    """Names of jax.numpy that meshax does not have yet raise NotImplementedError (others AttributeError)."""
+    from meshax._src.missing import missing_attribute
+
+    missing_attribute("jax.numpy", name)
