@@ -101,7 +101,9 @@ def test_holomorphic_and_complex_vjp(jitted):
     def program(lib, np_):
         wrap = lib.jit if jitted else (lambda f: f)
         return (wrap(lib.grad(lambda z: np_.sum(z ** 2 * np_.sin(z)), holomorphic=True))(Z),
-                wrap(lambda z: lib.vjp(lambda z: z * np_.conj(z), z)[1](np_.ones(2, np_.complex64)))(Z))
+                wrap(lambda z: lib.vjp(lambda z: z * np_.conj(z), z)[1](np_.ones(2, np_.complex64)))(Z),
+                wrap(lambda z: lib.vjp(np_.abs, z)[1](np_.ones(3, np_.float32)))(np.append(Z, 0j)),
+                wrap(lib.grad(lambda x: np_.sum(np_.abs(x * (1 + 1j)))))(np.array([1., -2.], np.float32)))
     for a, b in zip(jax.tree_util.tree_leaves(program(meshax, jnp)), jax.tree_util.tree_leaves(program(jax, jjnp))):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5)
 

@@ -105,13 +105,24 @@ _UNARY_COEFFICIENTS = {
     "cbrt": lambda ans, x: div(_const(1 / 3, x), _sq(ans)),
     "logistic": lambda ans, x: mul(ans, sub(_const(1, x), ans)),
     "erf": lambda ans, x: mul(_const(2 / math.sqrt(math.pi), x), U["exp"].bind(neg(_sq(x)))),
-    "abs": lambda ans, x: select(B["ge"].bind(x, _const(0, x)), _const(1, x), _const(-1, x)),
     "sqrt": lambda ans, x: div(_const(0.5, x), ans),
     "square": lambda ans, x: mul(_const(2, x), x),
     "reciprocal": lambda ans, x: neg(_sq(ans)),
 }
 for _name, _coefficient in _UNARY_COEFFICIENTS.items():
     defjvp(U[_name], _scaled(_coefficient))
+
+
+def _abs_contribution(g: Any, ans: Any, x: Any) -> Any:
+    """d|x|: the sign of a real x (1 at 0, as JAX); Re(conj(z) dz) / |z| for a complex z (0 at 0)."""
+    if aval_of(x).dtype.kind != "c":
+        return mul(g, select(B["ge"].bind(x, _const(0, x)), _const(1, x), _const(-1, x)))
+    along = U["real"].bind(mul(U["conj"].bind(x), g))
+    safe = select(B["eq"].bind(ans, _const(0, ans)), _const(1, ans), ans)
+    return select(B["eq"].bind(ans, _const(0, ans)), _const(0, ans), div(along, safe))
+
+
+defjvp(U["abs"], _abs_contribution)
 for _name in ("sign", "floor", "ceil", "round", "trunc", "not", "isnan", "isinf", "isfinite", "signbit"):
     defzero(U[_name])
 deflinear(U["neg"], lambda ct, x: [neg(ct)])
