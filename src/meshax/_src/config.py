@@ -23,6 +23,7 @@ class Config:
             "meshax_precise_transcendentals": int(os.environ.get("MESHAX_PRECISE_TRANSCENDENTALS", 1 << 16)),
             "meshax_check": _env_flag("MESHAX_CHECK"),
             "meshax_collective_timeout": float(os.environ.get("MESHAX_COLLECTIVE_TIMEOUT", 300)),
+            "jax_num_cpu_devices": -1,  # -1: from JAX_NUM_CPU_DEVICES / MESHAX_NUM_CPU_DEVICES / XLA_FLAGS
         }
 
     def update(self, name: str, value: Any) -> None:
@@ -30,6 +31,13 @@ class Config:
         if name not in self._values:
             known = ", ".join(sorted(self._values))
             raise AttributeError(f"meshax.config has no option {name!r}; known options: {known}.")
+        if name == "jax_num_cpu_devices":
+            from . import devices
+
+            if devices.started():
+                raise RuntimeError("jax_num_cpu_devices config should be updated before backends are initialized i.e. "
+                                   "before any JAX operation is executed. You should initialize this config "
+                                   "immediately after `import jax`.")
         self._values[name] = value
 
     def read(self, name: str) -> Any:

@@ -74,7 +74,13 @@ class Device:
 
 
 def local_device_count_from_env() -> int:
-    """K from JAX_NUM_CPU_DEVICES, MESHAX_NUM_CPU_DEVICES or XLA_FLAGS; 1 when none is set."""
+    """K from config.update('jax_num_cpu_devices', K), else JAX_NUM_CPU_DEVICES, MESHAX_NUM_CPU_DEVICES or
+    XLA_FLAGS; 1 when none is set."""
+    from .config import config
+
+    chosen = config.read("jax_num_cpu_devices")
+    if chosen is not None and int(chosen) >= 0:
+        return _positive_count(str(chosen), "config jax_num_cpu_devices")
     for name in ("MESHAX_NUM_CPU_DEVICES", "JAX_NUM_CPU_DEVICES"):
         value = os.environ.get(name)
         if value:
@@ -136,6 +142,11 @@ def install_table(table: DeviceTable) -> None:
         if _table is not None:
             raise RuntimeError("The meshax backend is already running; its devices cannot be replaced.")
         _table = table
+
+
+def started() -> bool:
+    """Whether this process's devices exist already (after initialize() or the first use of a device)."""
+    return _table is not None
 
 
 def table() -> DeviceTable:
