@@ -1,6 +1,7 @@
 """Where eager operations run: the mesh chosen for an operation, specs of inputs on it, and placing inputs."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import numpy as np
@@ -28,9 +29,15 @@ def to_partition_spec(spec: Spec) -> PartitionSpec:
     return PartitionSpec(*entries)
 
 
+@functools.lru_cache(maxsize=None)
+def _single_device(device: Any) -> NamedSharding:
+    """The one-device mesh of `device` and its sharding (built once per device: every eager operation asks)."""
+    return NamedSharding(Mesh([device], (SINGLE_AXIS,)), PartitionSpec())
+
+
 def as_named(sharding: Sharding) -> NamedSharding:
     if isinstance(sharding, SingleDeviceSharding):
-        return NamedSharding(Mesh([sharding.device], (SINGLE_AXIS,)), PartitionSpec())
+        return _single_device(sharding.device)
     assert isinstance(sharding, NamedSharding), sharding
     return sharding
 
@@ -51,7 +58,7 @@ def choose_mesh(args: Sequence[Any]) -> Mesh:
         if best is None or (arg.committed and named.mesh.size > best.mesh.size):
             best = named
     if best is None:
-        return Mesh([device_table.local_devices()[0]], (SINGLE_AXIS,))
+        return _single_device(device_table.local_devices()[0]).mesh
     return best.mesh
 
 
