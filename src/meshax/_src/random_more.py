@@ -15,6 +15,7 @@ import numpy as np
 
 from . import dtypes
 from . import numpy as jnp
+from .numpy import linalg as jla
 from .random_core import _canonical_shape, _cast_to, _is_array, _key_array, _lift, split
 from .random_distributions import _normal_real, _uniform, bernoulli, gumbel, normal
 
@@ -196,7 +197,7 @@ def maxwell(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     key = _key_array(key, "maxwell")
     dtype = _float(dtype, "maxwell")
     z = _normal_real(key, _canonical_shape(shape) + (3,), dtype)
-    return jnp.linalg.norm(z, axis=-1)
+    return jla.norm(z, axis=-1)
 
 
 def rademacher(key: Any, shape: Any = (), dtype: Any = None) -> Any:
@@ -338,13 +339,13 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype:
     else:
         shape = _param_shape("normal", shape, np.empty(tuple(mean.shape[:-1])), np.empty(tuple(cov.shape[:-2])))
     if method == "svd":
-        u, s, _ = jnp.linalg.svd(cov)
+        u, s, _ = jla.svd(cov)
         factor = jnp.multiply(u, jnp.expand_dims(jnp.sqrt(s), -2))
     elif method == "eigh":
-        w, v = jnp.linalg.eigh(cov)
+        w, v = jla.eigh(cov)
         factor = jnp.multiply(v, jnp.expand_dims(jnp.sqrt(w), -2))
     else:
-        factor = jnp.linalg.cholesky(cov)
+        factor = jla.cholesky(cov)
     z = normal(key, shape + (n,), dtype)
     return jnp.add(mean, jnp.einsum("...ij,...j->...i", factor, z))
 
@@ -357,7 +358,7 @@ def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | No
     n = int(n)
     m = n if m is None else int(m)
     z = normal(key, (*shape, max(n, m), min(n, m)), dtype)
-    q, r = jnp.linalg.qr(z)
+    q, r = jla.qr(z)
     d = jnp.diagonal(r, axis1=-2, axis2=-1)
     x = jnp.multiply(q, jnp.expand_dims(jnp.sign(d), -2))
     return jnp.swapaxes(x, -1, -2) if n < m else x
