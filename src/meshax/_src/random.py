@@ -30,7 +30,8 @@ accept a key array of shape (*batch, 2) and return `batch + shape` results equal
 choice need a single key.
 
 This module is the facade: the primitives, keys and bits live in meshax._src.random_core and the
-distributions in meshax._src.random_distributions; their public names (and the primitives) are re-exported here.
+distributions in meshax._src.random_distributions,
+meshax._src.random_more and meshax._src.random_gamma; their public names (and the primitives) are re-exported here.
 """
 from .random_core import (  # noqa: F401
     PRNGKey,
@@ -58,9 +59,48 @@ from .random_distributions import (  # noqa: F401
     truncated_normal,
     uniform,
 )
+from .random_gamma import (  # noqa: F401
+    ball,
+    beta,
+    binomial,
+    chisquare,
+    dirichlet,
+    f,
+    gamma,
+    generalized_normal,
+    loggamma,
+    multinomial,
+    poisson,
+    t,
+)
+from .random_more import (  # noqa: F401
+    categorical,
+    cauchy,
+    double_sided_maxwell,
+    exponential,
+    geometric,
+    key_dtype,
+    key_impl,
+    laplace,
+    logistic,
+    lognormal,
+    maxwell,
+    multivariate_normal,
+    orthogonal,
+    pareto,
+    rademacher,
+    rayleigh,
+    triangular,
+    wald,
+    weibull_min,
+)
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits", "random_bits", "uniform",
     "normal", "randint", "bernoulli", "permutation", "choice", "truncated_normal", "gumbel", "clone",
     "threefry2x32", "erf_inv",
+    "ball", "beta", "binomial", "categorical", "cauchy", "chisquare", "dirichlet", "double_sided_maxwell",
+    "exponential", "f", "gamma", "generalized_normal", "geometric", "key_dtype", "key_impl", "laplace",
+    "loggamma", "logistic", "lognormal", "maxwell", "multinomial", "multivariate_normal", "orthogonal",
+    "pareto", "poisson", "rademacher", "rayleigh", "t", "triangular", "wald", "weibull_min",
 ]
