@@ -234,6 +234,9 @@ def _run_eagerly(f: Callable[..., Any], mesh: Mesh, structure: Any, leaves: list
                  out_specs: Any, check_vma: bool, manual: tuple) -> Any:
     """Run `f` itself in a DeviceTrace: Python runs once, every operation device by device."""
     in_avals = tuple(aval_of(x) for x in leaves)
+    # checked before the plan cache, whose keys equate P('x', None) with P('x')
+    for index, (aval, spec) in enumerate(zip(in_avals, specs)):
+        NamedSharding(mesh, spec).check_rank(aval.ndim, f"argument {index}")
     plan = _plan(mesh, specs, in_avals, (), check_vma)
     trace = DeviceTrace(eager_trace(), mesh, plan.devices)
     inputs = []

@@ -28,6 +28,7 @@ class DeviceTrace(Trace):
     def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
         rule = device_rules.get(primitive)
         if rule is not None:
+            abstract_eval(primitive, [aval_of(a) for a in args], params)  # its checks, before any data moves
             return rule(self, *args, **params)
         if primitive in inline_rules:
             return inline_rules[primitive](*args, **params)
