@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 from .core import Primitive, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
 from .interpreters.ad import Zero, instantiate, jvp_rules, tangent_aval, transpose_rules
 from .interpreters.eager import eager_rules
+from .interpreters.numpy_eval import structured_rules
 from .interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
 from .jaxpr import eval_jaxpr
 from .tree_util import tree_flatten, tree_unflatten
@@ -67,6 +68,7 @@ def _call_primitive(name: str) -> Primitive:
     primitive = Primitive(name, multiple_results=True)
     abstract_eval_rules[primitive] = _call_avals
     inline_rules[primitive] = _eval_call
+    structured_rules[primitive] = lambda run, *args, jaxpr, **_: run(jaxpr, (), args)
     vma_rules[primitive] = keeps_own_vma
     return primitive
 

@@ -17,6 +17,7 @@ import numpy as np
 from .api import device_put, host_value
 from .array import Array
 from .core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
+from .interpreters.numpy_eval import structured_rules
 from .interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
 from .jaxpr import Jaxpr, eval_jaxpr
 from .mesh import Mesh
@@ -173,6 +174,7 @@ jit_p = Primitive("jit", multiple_results=True)
 abstract_eval_rules[jit_p] = lambda *avals, jaxpr, name: [v.aval for v in jaxpr.outvars]
 inline_rules[jit_p] = lambda *args, jaxpr, name: eval_jaxpr(jaxpr, (), args)
 vma_rules[jit_p] = keeps_own_vma
+structured_rules[jit_p] = lambda run, *args, jaxpr, name: run(jaxpr, (), args)
 
 
 def _describe(structure: Any, signature: tuple) -> str:

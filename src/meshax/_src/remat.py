@@ -15,6 +15,7 @@ from . import primitives as P
 from .core import Primitive, abstract_eval_rules, aval_of, keeps_own_vma, set_current_trace, vma_rules
 from .interpreters.ad import Zero, backward_pass, instantiate, is_undefined, jvp_flat, jvp_rules, tangent_aval, \
     transpose_rules
+from .interpreters.numpy_eval import structured_rules
 from .interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, trace_to_jaxpr
 from .jaxpr import Jaxpr, Literal, eval_jaxpr
 from .tree_util import tree_flatten, tree_unflatten
@@ -52,6 +53,7 @@ remat_p = Primitive("checkpoint", multiple_results=True)
 abstract_eval_rules[remat_p] = lambda *avals, jaxpr, **_: [v.aval for v in jaxpr.outvars]
 inline_rules[remat_p] = lambda *args, jaxpr, **_: eval_jaxpr(jaxpr, (), args)
 vma_rules[remat_p] = keeps_own_vma
+structured_rules[remat_p] = lambda run, *args, jaxpr, **_: run(jaxpr, (), args)
 
 
 def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True, policy: Callable[..., bool] | None = None,

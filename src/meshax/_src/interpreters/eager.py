@@ -24,6 +24,7 @@ from ..partition import SINGLE_AXIS, choose_mesh, current_specs, place, sharding
 from ..rules import Spec, fit
 from ..sharding import NamedSharding, PartitionSpec, Sharding
 from ..transfer import reshard
+from .numpy_eval import structured_rules, try_primitive
 from .staging import inline_rules
 
 eager_rules: dict[Primitive, Callable[..., Any]] = {}  # primitives with their own eager evaluation
@@ -39,6 +40,10 @@ class EagerTrace(Trace):
         for arg in args:
             if isinstance(arg, Tracer):
                 check_not_escaped(arg, self)
+        if primitive in structured_rules:
+            fast = try_primitive(primitive, args, params)
+            if fast is not None:
+                return fast
         rule = eager_rules.get(primitive) or inline_rules.get(primitive)
         if rule is not None:
             return rule(*args, **params)

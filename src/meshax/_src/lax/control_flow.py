@@ -17,6 +17,7 @@ import numpy as np
 from .. import primitives as P
 from ..core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
 from ..interpreters.ad import Zero, instantiate, jvp_flat, jvp_rules, tangent_aval
+from ..interpreters.numpy_eval import structured_rules
 from ..interpreters.shard_map import device_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, trace_to_jaxpr
 from ..jaxpr import Jaxpr, eval_jaxpr
@@ -437,3 +438,39 @@ def associative_scan(fn: Callable[[Any, Any], Any], elems: Any, reverse: bool = 
     if reverse:
         out = [jnp.flip(x, axis) for x in out]
     return tree_unflatten(tree, out)
+
+
+# ---- on one device: the loops in NumPy (interpreters/numpy_eval.py) -------------------------------------------------
+
+
+def _scan_numpy(run: Callable[..., list[Any]], *args: Any, jaxpr: Jaxpr, num_consts: int, num_carry: int,
+                length: int, reverse: bool, unroll: int = 1) -> list[Any]:
+    consts, carry, xs = list(args[:num_consts]), list(args[num_consts:num_consts + num_carry]), \
+        list(args[num_consts + num_carry:])
+    ys = [np.empty((length,) + tuple(v.aval.shape), v.aval.dtype) for v in jaxpr.outvars[num_carry:]]
+    for i in (range(length - 1, -1, -1) if reverse else range(length)):
+        out = run(jaxpr, (), consts + carry + [np.asarray(x[i]) for x in xs])
+        carry = out[:num_carry]
+        for y, value in zip(ys, out[num_carry:]):
+            y[i] = value
+    return carry + ys
+
+
+def _while_numpy(run: Callable[..., list[Any]], *args: Any, cond_jaxpr: Jaxpr, body_jaxpr: Jaxpr,
+                 cond_nconsts: int, body_nconsts: int) -> list[Any]:
+    cond_consts, body_consts = list(args[:cond_nconsts]), list(args[cond_nconsts:cond_nconsts + body_nconsts])
+    carry = list(args[cond_nconsts + body_nconsts:])
+    while bool(run(cond_jaxpr, (), cond_consts + carry)[0]):
+        carry = run(body_jaxpr, (), body_consts + carry)
+    return carry
+
+
+def _cond_numpy(run: Callable[..., list[Any]], index: Any, *args: Any, branches: tuple, num_consts: tuple) -> list:
+    consts, operands = _split_consts(args, num_consts)
+    chosen = int(np.clip(int(index), 0, len(branches) - 1))
+    return run(branches[chosen], (), consts[chosen] + operands)
+
+
+structured_rules[scan_p] = _scan_numpy
+structured_rules[while_p] = _while_numpy
+structured_rules[cond_p] = _cond_numpy
