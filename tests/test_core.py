@@ -205,3 +205,20 @@ def test_nested_shard_map_over_different_axes(meshes):
     expected = jax.grad(loss(flat(jjnp), jjnp))(x0)
     close(meshax.grad(loss(ours, jnp))(x0), expected, rtol=1e-4)
     close(meshax.jit(meshax.grad(loss(ours, jnp)))(x0), expected, rtol=1e-4)
+
+
+def test_print_inside_an_eager_shard_map_shows_each_device_as_jax(capsys, meshes):
+    ours_mesh, theirs_mesh = meshes
+    x0 = np.arange(16.0, dtype=np.float32).reshape(8, 2)
+
+    def run(lib, mesh, spec):
+        def f(a):
+            print("inside", a)
+            return a * 2
+        return lib.shard_map(f, mesh=mesh, in_specs=spec("i", "j"), out_specs=spec("i", "j"))(x0)
+
+    close(run(meshax, ours_mesh, P), x0 * 2)
+    ours = capsys.readouterr().out
+    run(jax, theirs_mesh, JP)
+    theirs = capsys.readouterr().out
+    assert ours == theirs

@@ -48,14 +48,9 @@ class DeviceTrace(Trace):
 
     def describe(self, tracer: Tracer) -> str:
         """Each local device's value, as JAX prints a value inside an eager shard_map."""
-        names = ", ".join(self.mesh.axis_names) + ("," if len(self.mesh.axis_names) == 1 else "")
-        blocks = []
-        for device in self.devices:
-            coordinates = self.mesh.coordinates(device)
-            where = ", ".join(map(str, coordinates)) + ("," if len(coordinates) == 1 else "")
-            blocks.append(f"On cpu:{device.id} at mesh coordinates ({names}) = ({where}):\n"
-                          f"{np.asarray(tracer.payload[device])}\n")
-        return "\n".join(blocks).rstrip("\n")
+        names = ", ".join(self.mesh.axis_names) + ","
+        return "\n".join(f"On cpu:{device.id} at mesh coordinates ({names}) = {self.mesh.coordinates(device)!r}:\n"
+                         f"{np.asarray(tracer.payload[device])}\n" for device in self.devices)
 
     def new(self, aval: ShapedArray, values: dict) -> Tracer:
         return Tracer(self, aval, values)
