@@ -8,6 +8,7 @@ from jax.sharding import Mesh as JMesh, PartitionSpec as JP
 
 import meshax
 import meshax.numpy as jnp
+from oracle import assert_same_tree, check_against_jax
 from meshax.sharding import Mesh, PartitionSpec as P
 
 XS = np.linspace(-1, 1, 12, dtype=np.float32).reshape(6, 2)
@@ -72,23 +73,12 @@ def _shard_mapped(lib, np_, mesh, spec):
     return scan(ROWS), loop(ROWS), grad(ROWS / 10)
 
 
-def _close(ours, theirs):
-    ours_leaves, ours_tree = jax.tree_util.tree_flatten(ours)
-    theirs_leaves, theirs_tree = jax.tree_util.tree_flatten(theirs)
-    assert ours_tree == theirs_tree
-    for a, b in zip(ours_leaves, theirs_leaves):
-        assert np.shape(a) == np.shape(b)
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_against_jax(name, jitted):
-    case = CASES[name]
-    if jitted:
-        _close(meshax.jit(lambda: case(meshax, jnp))(), jax.jit(lambda: case(jax, jjnp))())
-    else:
-        _close(case(meshax, jnp), case(jax, jjnp))
+    check_against_jax(CASES[name], jitted)
 
 
 @pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
@@ -96,8 +86,8 @@ def test_inside_shard_map(jitted):
     ours_mesh = Mesh(np.array(meshax.devices()), ("d",))
     theirs_mesh = JMesh(np.array(jax.devices()[:8]), ("d",))
     wrap = (lambda lib, f: lib.jit(f)) if jitted else (lambda lib, f: f)
-    _close(wrap(meshax, lambda: _shard_mapped(meshax, jnp, ours_mesh, P))(),
-           wrap(jax, lambda: _shard_mapped(jax, jjnp, theirs_mesh, JP))())
+    assert_same_tree(wrap(meshax, lambda: _shard_mapped(meshax, jnp, ours_mesh, P))(),
+                     wrap(jax, lambda: _shard_mapped(jax, jjnp, theirs_mesh, JP))())
 
 
 def test_reverse_mode_of_while_loop_is_refused_as_in_jax():

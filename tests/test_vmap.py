@@ -8,6 +8,7 @@ from jax.sharding import Mesh as JMesh, PartitionSpec as JP
 
 import meshax
 import meshax.numpy as jnp
+from oracle import assert_same_tree, check_against_jax
 from meshax.sharding import Mesh, PartitionSpec as P
 
 _rng = np.random.default_rng(0)
@@ -59,23 +60,12 @@ CASES = {
 }
 
 
-def _close(ours, theirs, rtol=2e-5):
-    ours_leaves, ours_tree = jax.tree_util.tree_flatten(ours)
-    theirs_leaves, theirs_tree = jax.tree_util.tree_flatten(theirs)
-    assert ours_tree == theirs_tree
-    for a, b in zip(ours_leaves, theirs_leaves):
-        assert np.shape(a) == np.shape(b)
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=1e-5)
 
 
 @pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_against_jax(name, jitted):
-    case = CASES[name]
-    if jitted:
-        _close(meshax.jit(lambda: case(meshax, jnp))(), jax.jit(lambda: case(jax, jjnp))())
-    else:
-        _close(case(meshax, jnp), case(jax, jjnp))
+    check_against_jax(CASES[name], jitted, atol=1e-5)
 
 
 @pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
@@ -90,8 +80,8 @@ def test_with_shard_map_both_ways(jitted):
     ours_mesh = Mesh(np.array(meshax.devices()), ("d",))
     theirs_mesh = JMesh(np.array(jax.devices()[:8]), ("d",))
     wrap = (lambda L, f: L.jit(f)) if jitted else (lambda L, f: f)
-    _close(wrap(meshax, lambda: program(meshax, jnp, ours_mesh, P))(),
-           wrap(jax, lambda: program(jax, jjnp, theirs_mesh, JP))())
+    assert_same_tree(wrap(meshax, lambda: program(meshax, jnp, ours_mesh, P))(),
+                     wrap(jax, lambda: program(jax, jjnp, theirs_mesh, JP))(), atol=1e-5)
 
 
 def test_errors_as_jax():
