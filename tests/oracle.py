@@ -28,3 +28,23 @@ def check_against_jax(case: Callable[[Any, Any], Any], jitted: bool, rtol: float
     else:
         ours, theirs = case(meshax, mnp), case(jax, jjnp)
     assert_same_tree(ours, theirs, rtol, atol)
+
+
+def ulp_distance(a: Any, b: Any) -> int:
+    """Largest distance in units in the last place between float arrays a and b (NaNs and infinities must
+    coincide)."""
+    a, b = np.atleast_1d(np.asarray(a)), np.atleast_1d(np.asarray(b))
+    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
+    assert (np.isnan(a.astype(np.float32)) == np.isnan(b.astype(np.float32))).all()
+    finite = np.isfinite(a.astype(np.float32)) & np.isfinite(b.astype(np.float32))
+    assert (a[~finite] == b[~finite]).all() or np.isnan(a[~finite]).all()
+    if not finite.any():
+        return 0
+    ints = {2: np.int16, 4: np.int32}[a.dtype.itemsize]
+    sign = np.int64(1) << (8 * a.dtype.itemsize - 1)
+
+    def ordered(x):
+        i = x.view(ints).astype(np.int64)
+        return np.where(i < 0, -(i & (sign - 1)), i)
+
+    return int(np.abs(ordered(a) - ordered(b))[finite].max())

@@ -19,6 +19,7 @@ import meshax  # noqa: E402
 import meshax.numpy as mnp  # noqa: E402
 import meshax.random as mr  # noqa: E402
 from meshax.sharding import Mesh, NamedSharding, PartitionSpec  # noqa: E402
+from oracle import ulp_distance  # noqa: E402
 
 try:
     import ml_dtypes
@@ -40,23 +41,6 @@ def assert_same(a, b):
     a, b = np.asarray(a), np.asarray(b)
     assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
     np.testing.assert_array_equal(a, b)
-
-
-def ulp_distance(a, b) -> int:
-    """Largest distance in units in the last place between float arrays a and b (NaNs must coincide)."""
-    a, b = np.atleast_1d(np.asarray(a)), np.atleast_1d(np.asarray(b))
-    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
-    assert (np.isnan(a.astype(np.float32)) == np.isnan(b.astype(np.float32))).all()
-    if not a.size:
-        return 0
-    ints = {2: np.int16, 4: np.int32}[a.dtype.itemsize]
-    sign = np.int64(1) << (8 * a.dtype.itemsize - 1)
-
-    def ordered(x):
-        i = x.view(ints).astype(np.int64)
-        return np.where(i < 0, -(i & (sign - 1)), i)
-
-    return int(np.abs(ordered(a) - ordered(b)).max())
 
 
 def _fma_uniform_expected() -> bool:
