@@ -9,7 +9,7 @@ so each sample sees the same sequence of keys and draws as in JAX."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -263,15 +263,8 @@ def _poisson_rejection(key: Any, lam: Any, shape: tuple[int, ...], dtype: np.dty
     inv_alpha = jnp.add(c(1.1239), jnp.divide(c(1.1328), jnp.subtract(b, c(3.4))))
     v_r = jnp.subtract(c(0.9277), jnp.divide(c(3.6224), jnp.subtract(b, c(2))))
 
-    def cond(state: Any) -> Any:
-        return jnp.any(jnp.logical_not(state[1]))
-
-    def body(state: Any) -> Any:
-        k_out, accepted, rng = state
-        three = split(rng, 3)
-        rng, k0, k1 = three[0], three[1], three[2]
-        u = jnp.subtract(_uniform01(k0, shape, np.dtype(np.float32)), c(0.5))
-        v = _uniform01(k1, shape, np.dtype(np.float32))
+    def propose(u: Any, v: Any) -> tuple[Any, Any]:
+        u = jnp.subtract(u, c(0.5))
         us = jnp.subtract(c(0.5), jnp.abs(u))
         k = jnp.floor(jnp.add(jnp.add(jnp.multiply(jnp.add(jnp.divide(jnp.multiply(c(2), a), us), b), u), lam),
                               c(0.43)))
@@ -282,9 +275,26 @@ def _poisson_rejection(key: Any, lam: Any, shape: tuple[int, ...], dtype: np.dty
         accept1 = jnp.logical_and(jnp.greater_equal(us, c(0.07)), jnp.less_equal(v, v_r))
         reject = jnp.logical_or(jnp.less(k, c(0)), jnp.logical_and(jnp.less(us, c(0.013)), jnp.greater(v, us)))
         accept = jnp.logical_or(accept1, jnp.logical_and(jnp.logical_not(reject), jnp.less_equal(s, t)))
+        return k, accept
+
+    return _transformed_rejection(key, shape, np.dtype(np.float32), dtype, propose)
+
+
+def _transformed_rejection(key: Any, shape: tuple, fdtype: Any, dtype: Any,
+                           propose: Callable[[Any, Any], tuple[Any, Any]]) -> Any:
+    """Hormann's transformed rejection: draw uniform pairs (u, v) until every element accepts its proposal."""
+
+    def cond(state: Any) -> Any:
+        return jnp.any(jnp.logical_not(state[1]))
+
+    def body(state: Any) -> Any:
+        k_out, accepted, rng = state
+        three = split(rng, 3)
+        rng, k0, k1 = three[0], three[1], three[2]
+        k, accept = propose(_uniform01(k0, shape, fdtype), _uniform01(k1, shape, fdtype))
         return jnp.where(accept, k, k_out), jnp.logical_or(accepted, accept), rng
 
-    init = (jnp.full(shape, -1, np.float32), jnp.zeros(shape, np.bool_), key)
+    init = (jnp.full(shape, -1, fdtype), jnp.zeros(shape, np.bool_), key)
     return jnp.astype(while_loop(cond, body, init)[0], dtype)
 
 
@@ -362,15 +372,7 @@ def _btrs(key: Any, count: Any, prob: Any, shape: tuple[int, ...], dtype: np.dty
     m = jnp.floor(jnp.multiply(jnp.add(count, one), prob))
     cm1 = jnp.add(jnp.subtract(count, m), one)
 
-    def cond(state: Any) -> Any:
-        return jnp.any(jnp.logical_not(state[1]))
-
-    def body(state: Any) -> Any:
-        k_out, accepted, rng = state
-        three = split(rng, 3)
-        rng, k0, k1 = three[0], three[1], three[2]
-        u = _uniform01(k0, shape, fdtype)
-        v = _uniform01(k1, shape, fdtype)
+    def propose(u: Any, v: Any) -> tuple[Any, Any]:
         u = jnp.subtract(u, c_(0.5))
         us = jnp.subtract(c_(0.5), jnp.abs(u))
         accept1 = jnp.logical_and(jnp.greater_equal(us, c_(0.07)), jnp.less_equal(v, v_r))
@@ -387,10 +389,9 @@ def _btrs(key: Any, count: Any, prob: Any, shape: tuple[int, ...], dtype: np.dty
         ub = jnp.subtract(ub, _stirling_tail(k))
         ub = jnp.subtract(ub, _stirling_tail(jnp.subtract(count, k)))
         accept = jnp.logical_or(accept1, jnp.logical_and(jnp.logical_not(reject), jnp.less_equal(v, ub)))
-        return jnp.where(accept, k, k_out), jnp.logical_or(accepted, accept), rng
+        return k, accept
 
-    init = (jnp.full(shape, -1, fdtype), jnp.zeros(shape, np.bool_), key)
-    return jnp.astype(while_loop(cond, body, init)[0], dtype)
+    return _transformed_rejection(key, shape, fdtype, dtype, propose)
 
 
 def _promote_float(x: Any) -> Any:
