@@ -337,3 +337,19 @@ def parse_layouts(text: str) -> list[tuple[int, int]]:
         n, k = item.lower().split("x")
         layouts.append((int(n), int(k)))
     return layouts
+
+
+def chosen(parser: Any, text: str, known: Sequence[str], what: str) -> list[str]:
+    """The comma-separated names in `text`, each one of `known` (else a usage error naming the choices)."""
+    names = text.split(",")
+    for name in names:
+        if name not in known:
+            parser.error(f"unknown {what} {name!r}; choose from {', '.join(known)}")
+    return names
+
+
+def finish(output: str, text: str, failures: Sequence[str]) -> int:
+    """Print the report, write it to results/<output>.md, and give the exit status (1 if a job failed)."""
+    print(text)
+    print(f"\nwritten to {write_results(output, text)}", file=sys.stderr)
+    return 1 if failures else 0

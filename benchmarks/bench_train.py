@@ -34,8 +34,8 @@ import sys
 import time
 from typing import Any
 
-from _common import (WORKERS_DIR, ForeignLoad, JobResult, exit_cleanly_on_signals, failures_section, free_port,
-                     machine_info, markdown_table, median, parse_layouts, python, quantile, run_job, write_results)
+from _common import (WORKERS_DIR, ForeignLoad, JobResult, chosen, exit_cleanly_on_signals, failures_section, finish,
+                     free_port, machine_info, markdown_table, median, parse_layouts, python, quantile, run_job)
 
 BACKENDS = ("meshax", "jax")
 LABELS = {"meshax": "meshax", "jax": "JAX"}
@@ -235,10 +235,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.warmup, args.steps = 1, 1, 2
-    styles = args.styles.split(",")
-    for style in styles:
-        if style not in STYLES:
-            parser.error(f"unknown style {style!r}; choose from {', '.join(STYLES)}")
+    styles = chosen(parser, args.styles, STYLES, "style")
     exit_cleanly_on_signals()
     machine_info()  # taken now, so that its load average is from before the benchmark
     layouts = parse_layouts(args.layouts)
@@ -248,9 +245,7 @@ def main() -> int:
     bench = Bench(args)
     bench.run(layouts, styles, backends)
     text = report(bench, layouts, styles, backends, time.monotonic() - started, f"; {foreign_load.describe()}")
-    print(text)
-    print(f"\nwritten to {write_results(args.output, text)}", file=sys.stderr)
-    return 1 if bench.failures else 0
+    return finish(args.output, text, bench.failures)
 
 
 if __name__ == "__main__":

@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from _common import (BENCH_DIR, WORKERS_DIR, ForeignLoad, JobResult, exit_cleanly_on_signals, failures_section,
-                     machine_info, markdown_table, median, python, quantile, run_job, write_results)
+from _common import (BENCH_DIR, WORKERS_DIR, ForeignLoad, JobResult, chosen, exit_cleanly_on_signals,
+                     failures_section, finish, machine_info, markdown_table, median, python, quantile, run_job)
 
 BACKENDS = ("meshax", "jax")
 LABELS = {"meshax": "meshax", "jax": "JAX"}
@@ -297,10 +297,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.warmup, args.calls = 1, 1, 3
-    cases = args.cases.split(",")
-    for case in cases:
-        if case not in CASES:
-            parser.error(f"unknown case {case!r}; choose from {', '.join(CASES)}")
+    cases = chosen(parser, args.cases, CASES, "case")
     exit_cleanly_on_signals()
     machine_info()  # taken now, so that its load average is from before the benchmark
     backends = [args.only] if args.only else list(BACKENDS)
@@ -310,9 +307,7 @@ def main() -> int:
         bench = Bench(args, cases, Path(scratch))
         bench.run(backends)
         text = report(bench, backends, time.monotonic() - started, f"; {foreign_load.describe()}")
-    print(text)
-    print(f"\nwritten to {write_results(args.output, text)}", file=sys.stderr)
-    return 1 if bench.failures else 0
+    return finish(args.output, text, bench.failures)
 
 
 if __name__ == "__main__":
