@@ -353,3 +353,22 @@ def finish(output: str, text: str, failures: Sequence[str]) -> int:
     print(text)
     print(f"\nwritten to {write_results(output, text)}", file=sys.stderr)
     return 1 if failures else 0
+
+
+STRIPPED_ENV_PREFIXES = ("MESHAX_", "JAX_", "XLA_FLAGS", "PMI_", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                         "MKL_NUM_THREADS")
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def clean_env(threads: int) -> dict[str, str]:
+    """Our environment without variables that configure either library, with `threads` BLAS/OpenMP threads."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(STRIPPED_ENV_PREFIXES)}
+    env.update(OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    return env

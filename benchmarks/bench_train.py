@@ -29,13 +29,13 @@ the end) and the run goes on; --only runs one library.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from typing import Any
 
-from _common import (WORKERS_DIR, ForeignLoad, JobResult, chosen, exit_cleanly_on_signals, failures_section, finish,
-                     free_port, machine_info, markdown_table, median, parse_layouts, python, quantile, run_job)
+from _common import (WORKERS_DIR, ForeignLoad, JobResult, chosen, clean_env, cores, exit_cleanly_on_signals,
+                     failures_section, finish, free_port, machine_info, markdown_table, median, parse_layouts, python,
+                     quantile, run_job)
 
 BACKENDS = ("meshax", "jax")
 LABELS = {"meshax": "meshax", "jax": "JAX"}
@@ -46,27 +46,13 @@ JOB_SLACK = 60.0  # Seconds a job may take beyond its steps: start-up, compilati
 STEP_ALLOWANCE = 8.0  # Seconds allowed per step when sizing a job's timeout (generous: meshax may be slow).
 MIN_JOB_TIME = 20.0
 LOSS_RTOL = 1e-3  # float32, different summation orders, a dozen SGD steps.
-STRIPPED_ENV_PREFIXES = ("MESHAX_", "JAX_", "XLA_FLAGS", "PMI_", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                         "MKL_NUM_THREADS")
-
-
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def threads_per_process(n: int) -> int:
     return max(1, cores() // n)
 
 
 def base_env(n: int) -> dict[str, str]:
     """Our environment without variables that configure either library, with the thread limits."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(STRIPPED_ENV_PREFIXES)}
-    threads = str(threads_per_process(n))
-    env.update(OPENBLAS_NUM_THREADS=threads, OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
-    return env
+    return clean_env(threads_per_process(n))
 
 
 def job_commands(backend: str, n: int, k: int, worker_args: list[str]) -> tuple[list[list[str]], dict[str, str]]:

@@ -36,8 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from _common import (BENCH_DIR, WORKERS_DIR, ForeignLoad, JobResult, chosen, exit_cleanly_on_signals,
-                     failures_section, finish, machine_info, markdown_table, median, python, quantile, run_job)
+from _common import (BENCH_DIR, WORKERS_DIR, ForeignLoad, JobResult, chosen, clean_env, cores,
+                     exit_cleanly_on_signals, failures_section, finish, machine_info, markdown_table, median, python,
+                     quantile, run_job)
 
 BACKENDS = ("meshax", "jax")
 LABELS = {"meshax": "meshax", "jax": "JAX"}
@@ -52,22 +53,10 @@ MIN_JOB_TIME = 20.0
 RTOL = 1e-4
 ATOL_SCALE = 1e-5  # Absolute tolerance per output: ATOL_SCALE x its largest |value| (for entries near 0).
 PROFILE_ROWS = 14
-STRIPPED_ENV_PREFIXES = ("MESHAX_", "JAX_", "XLA_FLAGS", "PMI_", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                         "MKL_NUM_THREADS")
-
-
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def job_env(backend: str) -> dict[str, str]:
     """Our environment without variables that configure either library, with the thread limits."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(STRIPPED_ENV_PREFIXES)}
     threads = str(cores())
-    env.update(OPENBLAS_NUM_THREADS=threads, OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
+    env = clean_env(cores())
     # What `import meshax` sets when it comes before NumPy (the worker imports NumPy first): OpenBLAS threads
     # sleep at once after a call instead of spinning for ~0.1 s, stealing a core from the per-step loops.
     env.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
