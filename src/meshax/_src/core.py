@@ -26,16 +26,8 @@ import numpy as np
 # ---- abstract values ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ShapedArray:
-    """What tracing knows of a value: shape, dtype, weak type, (inside shard_map) the manual mesh axes it varies
-    over (`vma`), and, for `typeof` of arrays on meshes with Explicit axes, the axes splitting each dimension."""
-
-    shape: tuple[int, ...]
-    dtype: np.dtype
-    weak_type: bool = False
-    vma: frozenset = field(default=frozenset())
-    explicit: tuple = ()  # per dimension: the Explicit mesh axes that split it (empty: not recorded)
+class HasShape:
+    """`ndim` and `size` of anything with a `shape`."""
 
     @property
     def ndim(self) -> int:
@@ -44,6 +36,18 @@ class ShapedArray:
     @property
     def size(self) -> int:
         return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class ShapedArray(HasShape):
+    """What tracing knows of a value: shape, dtype, weak type, (inside shard_map) the manual mesh axes it varies
+    over (`vma`), and, for `typeof` of arrays on meshes with Explicit axes, the axes splitting each dimension."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    weak_type: bool = False
+    vma: frozenset = field(default=frozenset())
+    explicit: tuple = ()  # per dimension: the Explicit mesh axes that split it (empty: not recorded)
 
     def _dims(self) -> str:
         if not self.explicit:

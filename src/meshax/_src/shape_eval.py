@@ -6,19 +6,18 @@ tracing machinery (``core.aval_of``) takes it as an abstract argument: ``eval_sh
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Callable
 
 import numpy as np
 
-from .core import aval_of
+from .core import HasShape, aval_of
 from .interpreters.staging import trace_to_jaxpr
 from .tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["ShapeDtypeStruct", "eval_shape"]
 
 
-class ShapeDtypeStruct:
+class ShapeDtypeStruct(HasShape):
     """The shape, dtype (and optionally sharding and weak type) of an array, without its data."""
 
     __slots__ = ("shape", "dtype", "sharding", "weak_type")
@@ -29,14 +28,6 @@ class ShapeDtypeStruct:
         self.dtype = None if dtype is None else np.dtype(dtype)
         self.sharding = sharding
         self.weak_type = bool(weak_type)
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
 
     def __len__(self) -> int:
         if not self.shape:
