@@ -88,3 +88,27 @@ def test_reshard_trees_and_errors():
         assert out["x"].sharding.spec == meshax.P("a") and out["y"].sharding.spec == meshax.P("a")
     with pytest.raises(ValueError, match="no mesh is in use"):
         meshax.sharding.reshard(X, meshax.P("a"))
+
+
+def test_out_sharding_on_creation_functions_and_random_as_jax():
+    def program(lib, np_, types):
+        P = lib.P
+        mesh = lib.make_mesh((8,), ("a",), axis_types=(types.Explicit,))
+        out = []
+        with lib.set_mesh(mesh):
+            k = lib.random.key(0)
+            made = [np_.zeros((8, 2), out_sharding=P("a")), np_.ones((8,), out_sharding=P("a")),
+                    np_.full((8,), 2., out_sharding=P("a")), np_.arange(8, out_sharding=P("a")),
+                    np_.zeros_like(np_.ones(8), out_sharding=P("a")),
+                    lib.random.normal(k, (8,), out_sharding=P("a")),
+                    lib.random.uniform(k, (8, 3), out_sharding=P("a")),
+                    lib.random.randint(k, (8,), 0, 5, out_sharding=P("a")),
+                    lib.random.bernoulli(k, 0.3, (8,), out_sharding=P("a")),
+                    lib.jit(lambda k: lib.random.normal(k, (8,), out_sharding=P("a")))(k)]
+            for x in made:
+                out.append((str(lib.typeof(x)), np.asarray(x).tolist()))
+            out.append((str(lib.typeof(1.0)), repr(lib.typeof(1.0))))
+        return out
+
+    ours, theirs = both(program)
+    assert ours == theirs

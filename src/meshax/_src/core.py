@@ -61,11 +61,11 @@ class ShapedArray(HasShape):
         return f"{_short_dtype(self.dtype)}[{self._dims()}]{varying}"
 
     def __str__(self) -> str:
-        return f"{np.dtype(self.dtype).name}[{self._dims()}]"
+        return f"{'~' if self.weak_type else ''}{np.dtype(self.dtype).name}[{self._dims()}]"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self}{weak})"
+        return f"ShapedArray({np.dtype(self.dtype).name}[{self._dims()}]{weak})"
 
     def update(self, **changes: Any) -> "ShapedArray":
         return replace(self, **changes)

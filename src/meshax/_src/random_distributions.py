@@ -15,6 +15,7 @@ from .core import Tracer
 from .random_core import (
     _bits, _canonical_shape, _cast_to, _fma, _is_array, _key_array, _lift, _single_key, erf_inv_p, split,
 )
+from .out_sharding import accepts_out_sharding
 
 __all__ = [
     "uniform", "normal", "randint", "bernoulli", "permutation", "choice", "truncated_normal", "gumbel",
@@ -61,6 +62,7 @@ def _uniform(key: Any, shape: tuple[int, ...], dtype: np.dtype, minval: Any, max
     return jnp.maximum(minval, scaled)
 
 
+@accepts_out_sharding
 def uniform(key: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.0, maxval: Any = 1.0) -> Any:
     """Uniform floats in [minval, maxval)."""
     dtype = _float_dtype(dtype, "uniform")
@@ -73,6 +75,7 @@ def _normal_real(key: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     return jnp.multiply(np.asarray(np.sqrt(2), dtype), erf_inv_p.bind(u))
 
 
+@accepts_out_sharding
 def normal(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard normal samples: sqrt(2) * erfinv(u), u uniform in (-1, 1)."""
     key = _key_array(key, "normal")
@@ -88,6 +91,7 @@ def normal(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     return _normal_real(key, shape, dtype)
 
 
+@accepts_out_sharding
 def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Standard normal samples conditioned on lower < x < upper."""
     key = _key_array(key, "truncated_normal")
@@ -122,6 +126,7 @@ def _log(x: Any) -> Any:
         return P.UNARY["log"].bind(x)
 
 
+@accepts_out_sharding
 def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None) -> Any:
     """Standard Gumbel samples: -log(-log(u)), u uniform in [tiny, 1)."""
     if mode not in (None, "low"):
@@ -132,6 +137,7 @@ def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None
     return jnp.negative(_log(jnp.negative(_log(u))))
 
 
+@accepts_out_sharding
 def bernoulli(key: Any, p: Any = 0.5, shape: Any = None) -> Any:
     """Booleans that are True with probability p."""
     key = _key_array(key, "bernoulli")
@@ -190,6 +196,7 @@ def _rem(xp: Any, x: Any, span: Any, span_may_be_zero: bool) -> Any:
     return xp.where(zero, x, xp.remainder(x, safe))
 
 
+@accepts_out_sharding
 def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None) -> Any:
     """Integers uniform in [minval, maxval), from 2 * nbits random bits (slightly biased, as JAX's).
 

@@ -18,6 +18,7 @@ from . import numpy as jnp
 from .numpy import linalg as jla
 from .random_core import _canonical_shape, _cast_to, _is_array, _key_array, _lift, split
 from .random_distributions import _normal_real, _uniform, bernoulli, gumbel, normal
+from .out_sharding import accepts_out_sharding
 
 __all__ = [
     "exponential", "laplace", "logistic", "cauchy", "pareto", "rayleigh", "weibull_min", "lognormal", "maxwell",
@@ -126,6 +127,7 @@ def _exponential(key: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     return jnp.negative(_log1p(jnp.negative(u)))
 
 
+@accepts_out_sharding
 def exponential(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard exponential samples: -log1p(-u)."""
     return _exponential(_key_array(key, "exponential"), _canonical_shape(shape), _float(dtype, "exponential"))
@@ -279,6 +281,7 @@ def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None) -> Any:
 # ---- categorical, multivariate normal, orthogonal -------------------------------------------------------------
 
 
+@accepts_out_sharding
 def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None, replace: bool = True,
                 mode: str | None = None) -> Any:
     """Samples of the categories of softmax(logits, axis): the Gumbel-max trick (Gumbel top-k without

@@ -13,6 +13,7 @@ from ..core import Tracer
 from .util import ArrayLike, _cast, _dims, _dtype, _is_array, _placed, _shape
 from .ufuncs import astype, power
 from .shape_ops import broadcast_to, ravel, reshape, stack
+from ..out_sharding import accepts_out_sharding
 
 
 def array(object: ArrayLike, dtype: Any = None, copy: bool = True, order: Any = None, ndmin: int = 0, *,
@@ -50,18 +51,22 @@ def _filled(shape: Any, fill: Any, dtype: Any, device: Any, weak: bool = False) 
     return _placed(np.broadcast_to(np.asarray(fill, dtype), shape), device, weak)
 
 
+@accepts_out_sharding
 def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Array:
     return _filled(shape, 0, dtype, device)
 
 
+@accepts_out_sharding
 def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Array:
     return _filled(shape, 1, dtype, device)
 
 
+@accepts_out_sharding
 def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Array:
     return _filled(shape, 0, dtype, device)
 
 
+@accepts_out_sharding
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Array:
     weak = False
     if dtype is None:
@@ -87,10 +92,12 @@ def _like(a: Any, dtype: Any, shape: Any, device: Any) -> tuple[Any, Any, bool, 
     return kind, new_shape, weak, device
 
 
+@accepts_out_sharding
 def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Array:
     return _filled(*_with_fill(_like(a, dtype, shape, device), 0))
 
 
+@accepts_out_sharding
 def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Array:
     return _filled(*_with_fill(_like(a, dtype, shape, device), 1))
 
@@ -99,6 +106,7 @@ def empty_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = No
     return zeros_like(a, dtype, shape, device=device)
 
 
+@accepts_out_sharding
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Array:
     kind, new_shape, weak, device = _like(a, dtype, shape, device)
     if _is_array(fill_value):
@@ -112,6 +120,7 @@ def _with_fill(like: tuple[Any, Any, bool, Any], fill: Any) -> tuple[Any, ...]:
     return shape, fill, kind, device, weak
 
 
+@accepts_out_sharding
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *, device: Any = None) -> Array:
     value = np.arange(start, stop, step) if stop is not None else np.arange(start) if step is None \
         else np.arange(0, start, step)
