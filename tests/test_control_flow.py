@@ -117,3 +117,9 @@ def test_body_type_errors():
 def test_make_jaxpr_shows_one_scan_equation():
     text = str(meshax.make_jaxpr(lambda w: rnn(meshax, jnp, w, XS))(W))
     assert text.count("= scan[") == 1 and "tanh" in text
+
+
+def test_gradient_of_scan_is_a_forward_and_a_reverse_scan():
+    text = str(meshax.make_jaxpr(meshax.grad(lambda w: jnp.sum(rnn(meshax, jnp, w, XS)[1] ** 2)))(W))
+    assert text.count("= scan[") == 2 and text.count("tanh") <= 2  # not unrolled into its 6 steps
+    assert "reverse=True" in text

@@ -16,7 +16,7 @@ from .core import Tracer, aval_of, define_primitive
 from .dtypes import float0
 from .interpreters.ad import Zero, defzero, jvp_flat, linearize_flat, tangent_aval
 from . import custom_derivatives, remat, shard_map_ad  # noqa: F401  (register derivative rules)
-from .lax import ad_rules, ad_structural, parallel  # noqa: F401
+from .lax import ad_rules, ad_structural, parallel, scan_ad  # noqa: F401
 from .rules import elementwise
 from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
