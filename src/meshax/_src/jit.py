@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .api import device_put, host_value
+from .api_misc import jit_disabled
 from .array import Array
 from .core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
 from .interpreters.numpy_eval import structured_rules
@@ -89,6 +90,8 @@ class Jitted:
         return (key, self._cache[key]), leaves
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if jit_disabled():
+            return self.fun(*args, **kwargs)
         key, leaves = self._prepare(args, kwargs)
         return self._run(key, leaves)
 
