@@ -1,5 +1,9 @@
 # call this file toy.py, to be run in each process simultaneously
-# (the seeds' toy example with only its imports changed)
+# (the seeds' toy example with its imports changed, and under `meshax launch` the
+# coordinator port the launcher chose instead of a fixed 10000, so that two runs
+# on one machine do not collide)
+
+import os
 
 import meshax as jax
 import meshax.numpy as jnp
@@ -12,7 +16,8 @@ proc_id = int(sys.argv[1])
 num_procs = int(sys.argv[2])
 
 # initialize the distributed system
-jax.distributed.initialize('localhost:10000', num_procs, proc_id)
+coordinator = os.environ.get('MESHAX_COORDINATOR_ADDRESS', 'localhost:10000')
+jax.distributed.initialize(coordinator, num_procs, proc_id)
 
 # this example assumes 8 devices total
 assert jax.device_count() == 8

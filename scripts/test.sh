@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Set up a venv with meshax and its test dependencies, then run the test suite.
+# Set up a venv with meshax and its test dependencies, check the built wheel (scripts/check_wheel.sh:
+# build, twine check, install into a fresh venv, run the CLI and the demo from it), then run the test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test]'
+PYTHON=.venv/bin/python bash scripts/check_wheel.sh
 exec .venv/bin/python -m pytest -q "$@"

@@ -16,7 +16,8 @@
 #
 # Needs: passwordless ssh from here to every host (hydra starts its proxies with
 # ssh), the same venv at the same path on every host (a shared file system, or the
-# same install everywhere), and the mpiexec of the pip "mpich" package that meshax
+# same install everywhere: `pip install "$MESHAX_SPEC"` with MESHAX_SPEC a
+# checkout path, a git URL or a wheel), and the mpiexec of the pip "mpich" package that meshax
 # depends on (it is in the venv's bin/), so that launcher and library match.
 #
 # Placement: plain `-hosts a,b` deals ranks out round-robin (0,2,4,6 on a; 1,3,5,7
@@ -39,5 +40,11 @@ SCRIPT=${SCRIPT:-$here/../demo.py}
 
 # Devices per process, read by every process (hydra passes the environment on).
 export JAX_NUM_CPU_DEVICES=${JAX_NUM_CPU_DEVICES:-1}
+
+# The job's secret, made once here per job (unless you set it) and passed on by
+# hydra with the rest of the environment: the coordinator admits only processes
+# that know it.
+MESHAX_JOB_TOKEN=${MESHAX_JOB_TOKEN:-$(python -c 'import secrets; print(secrets.token_hex(32))')}
+export MESHAX_JOB_TOKEN
 
 exec mpiexec -n "$NP" -ppn "$PPN" -hosts "$HOSTS" python "$SCRIPT"

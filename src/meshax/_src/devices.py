@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
+import warnings
 from dataclasses import dataclass
 
 DEVICE_ID_STRIDE = 131072
@@ -156,7 +158,48 @@ def table() -> DeviceTable:
         with _lock:
             if _table is None:
                 _table = DeviceTable(0, 1, make_local_devices(0, None))
+                _warn_if_launched_alone(len(_table.local))
     return _table
+
+
+def _warn_if_launched_alone(local_count: int) -> None:
+    """Warn when a launcher started several processes but this one starts alone (no initialize())."""
+    from .runtime.detection import launched_as
+
+    launched = launched_as()
+    if launched is None:
+        return
+    count, variable = launched
+    warnings.warn(
+        f"meshax: this process was started as one of {count} processes ({variable}={count}) but used "
+        f"devices before meshax.distributed.initialize() was called, so it runs alone on its own "
+        f"{local_count} device(s); call meshax.distributed.initialize() (jax.distributed.initialize() "
+        "with `import meshax as jax`) at the start of the program, before any array or device is used.",
+        UserWarning,
+        stacklevel=_stacklevel_outside_meshax(),
+    )
+
+
+def _stacklevel_outside_meshax() -> int:
+    """The `stacklevel` that points a warning raised by our caller at the first frame outside meshax."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame = sys._getframe(2)  # our caller's caller: stacklevel 2 of our caller's warnings.warn
+    level = 2
+    while frame is not None and frame.f_code.co_filename.startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def more_devices_hint(needed: int) -> str:
+    """How to give this job `needed` devices: the end of an error about too few of them."""
+    t = table()
+    per_process = -(-needed // t.process_count)
+    return (
+        f"give each process {per_process} CPU devices for {needed} in all (this job has {t.process_count} "
+        f"process(es) with {len(t.local)} device(s) each): `meshax launch --cpu-devices {per_process} ...`, "
+        f"JAX_NUM_CPU_DEVICES={per_process} in every process's environment, or "
+        f"jax.config.update('jax_num_cpu_devices', {per_process}) right after `import meshax as jax`"
+    )
 
 
 def devices() -> list[Device]:

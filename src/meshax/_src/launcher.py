@@ -11,143 +11,23 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 from typing import IO
 
-PROG = "meshax"
-TIMEOUT_EXIT_CODE = 124  # Same as coreutils' `timeout`.
+from .cli import PROG, TIMEOUT_EXIT_CODE, free_port, info, parse_args
+
 KILL_DELAY = 2.0  # Seconds between SIGTERM and SIGKILL when stopping children.
 POLL_INTERVAL = 0.05
 READER_JOIN_TIMEOUT = 2.0
 PLACEHOLDERS = ("{process_id}", "{num_processes}")
 
-_LAUNCH_USAGE = (
-    f"{PROG} launch -n N [--cpu-devices K] [--coordinator HOST:PORT] "
-    "[--timeout SECONDS] [--grace SECONDS] (script.py | -m module) [args ...]"
-)
-
-
-# --------------------------------------------------------------------------
-# Command line
-# --------------------------------------------------------------------------
-
-
-def _number(text: str, kind: type[int] | type[float]) -> int | float:
-    """``kind(text)`` with an argparse-friendly error."""
-    try:
-        return kind(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-
-
-def _positive_int(text: str) -> int:
-    value = int(_number(text, int))
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = _number(text, float)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    value = _number(text, float)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
-
-
-def _address(text: str) -> str:
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
-    return text
-
-
-def _build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    """Return the top-level parser and the ``launch`` subcommand parser."""
-    parser = argparse.ArgumentParser(
-        prog=PROG, description="meshax command line tools."
-    )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    launch = commands.add_parser(
-        "launch",
-        usage=_LAUNCH_USAGE,
-        help="run a program as N local meshax processes",
-        description="Run N local copies of a Python program as one meshax job. "
-        "The placeholders {process_id} and {num_processes} in the program's "
-        "arguments are replaced per process.",
-    )
-    launch.add_argument(
-        "-n", "--num-processes", type=_positive_int, required=True, metavar="N",
-        help="number of processes to start",
-    )
-    launch.add_argument(
-        "--cpu-devices", type=_positive_int, metavar="K",
-        help="number of CPU devices per process",
-    )
-    launch.add_argument(
-        "--coordinator", type=_address, metavar="HOST:PORT",
-        help="coordinator address (default: a free port on 127.0.0.1)",
-    )
-    launch.add_argument(
-        "--timeout", type=_positive_float, metavar="SECONDS",
-        help=f"kill all processes after this long and exit {TIMEOUT_EXIT_CODE}",
-    )
-    launch.add_argument(
-        "--grace", type=_non_negative_float, default=5.0, metavar="SECONDS",
-        help="after a process fails, how long the others may take to exit on "
-        "their own before they are terminated (default: 5)",
-    )
-    # REMAINDER makes everything after `-m` belong to the child, like `python -m`.
-    launch.add_argument(
-        "-m", dest="module", nargs=argparse.REMAINDER,
-        help="run a library module as a script, like python -m",
-    )
-    launch.add_argument("program", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-    return parser, launch
-
-
-def _program_argv(args: argparse.Namespace, launch: argparse.ArgumentParser) -> list[str]:
-    """The child's argv after the interpreter, validated (errors exit with usage)."""
-    if args.module is not None:
-        if not args.module:
-            launch.error("argument -m: expected a module name")
-        return ["-m", *args.module, *args.program]
-    program = args.program[1:] if args.program[:1] == ["--"] else args.program
-    if not program:
-        launch.error("missing the script to run (script.py or -m module)")
-    if not os.path.exists(program[0]):
-        launch.error(f"script not found: {program[0]}")
-    return program
-
-
-def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """Parse and validate the command line (usage errors raise SystemExit)."""
-    parser, launch = _build_parser()
-    args = parser.parse_args(argv)
-    args.program = _program_argv(args, launch)
-    return args
-
 
 # --------------------------------------------------------------------------
 # Children
 # --------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _child_command(program: list[str], process_id: int, num_processes: int) -> list[str]:
@@ -258,7 +138,7 @@ class _Job:
     def start(self) -> None:
         """Start the children and the threads relaying their output."""
         n = self.args.num_processes
-        address = self.args.coordinator or f"127.0.0.1:{_free_port()}"
+        address = self.args.coordinator or f"127.0.0.1:{free_port()}"
         for i in range(n):
             if self.received_signal is not None:
                 break  # Interrupted while starting: start no more.
@@ -408,9 +288,11 @@ def launch(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``meshax`` command; returns the process exit code."""
     try:
-        args = _parse_args(argv)
-    except SystemExit as exc:  # argparse usage errors and --help.
+        args = parse_args(argv)
+    except SystemExit as exc:  # argparse usage errors, --help and --version.
         return int(exc.code or 0)
+    if args.command == "info":
+        return info()
     return launch(args)
 
 

@@ -255,8 +255,7 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: str | Sequence[str], axis_
     if devices is None and math.prod(shape) < len(chosen):
         chosen = sorted(chosen, key=lambda d: d.id)[:math.prod(shape)]
     if math.prod(shape) != len(chosen):
-        fix = "." if devices is not None else (", or give each process more CPU devices (meshax launch "
-                                               "--cpu-devices K, or JAX_NUM_CPU_DEVICES=K in every process's environment).")
+        fix = "." if devices is not None else f", or {device_table.more_devices_hint(math.prod(shape))}."
         raise ValueError(
             f"make_mesh: axis sizes {shape} hold {math.prod(shape)} devices but {len(chosen)} devices were given; "
             f"make the product of the axis sizes equal the number of devices{fix}"

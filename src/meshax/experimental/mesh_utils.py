@@ -13,12 +13,13 @@ def create_device_mesh(mesh_shape: Sequence[int], devices: Sequence[Any] | None 
                        contiguous_submeshes: bool = False, allow_split_physical_axes: bool = False) -> np.ndarray:
     """An array of shape `mesh_shape` holding `devices` (all devices by default), ordered by process then id so
     each process's devices are contiguous (CPU devices have no physical topology to follow)."""
-    from meshax._src.devices import devices as all_devices
+    from meshax._src.devices import devices as all_devices, more_devices_hint
 
     chosen = list(all_devices() if devices is None else devices)
     shape = tuple(int(n) for n in mesh_shape)
     if math.prod(shape) != len(chosen):
-        raise ValueError(f"Number of devices {len(chosen)} must equal the product of mesh_shape {shape}")
+        fix = f"; {more_devices_hint(math.prod(shape))}" if devices is None and math.prod(shape) > len(chosen) else ""
+        raise ValueError(f"Number of devices {len(chosen)} must equal the product of mesh_shape {shape}{fix}")
     chosen.sort(key=lambda d: (getattr(d, "process_index", 0), d.id))
     flat = np.empty(len(chosen), dtype=object)
     flat[:] = chosen

@@ -529,3 +529,17 @@ def resolve(
     )
     logger.debug("%s", spec.description)
     return spec
+
+
+def launched_as(environ: Mapping[str, str] | None = None) -> tuple[int, str] | None:
+    """(process count, variable naming it) when a launcher started this process as one of several,
+    else None: `meshax launch`/MESHAX_*/JAX_* variables, mpiexec (PMI, Open MPI) or an srun task."""
+    env = os.environ if environ is None else environ
+    names = ["MESHAX_NUM_PROCESSES", "JAX_NUM_PROCESSES", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE"]
+    if env.get("SLURM_STEP_ID") and env.get("SLURM_PROCID"):  # a task of a job step, not the batch script
+        names += ["SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"]
+    for name in names:
+        text = env.get(name, "").strip()
+        if text.isdigit() and int(text) > 1:
+            return int(text), name
+    return None
