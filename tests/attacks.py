@@ -90,7 +90,8 @@ class Job:
         return "".join(line for err in self.err for line in err)
 
     def describe(self) -> str:
-        return f"exit codes {[p.poll() for p in self.procs]}\nstdout:\n{self.stdout()}\nstderr:\n{self.stderr()[-3000:]}"
+        codes = [p.poll() for p in self.procs]
+        return f"exit codes {codes}\nstdout:\n{self.stdout()}\nstderr:\n{self.stderr()[-3000:]}"
 
 
 # ---- listening sockets from /proc -------------------------------------------------------------------

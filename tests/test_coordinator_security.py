@@ -106,7 +106,26 @@ def test_the_coordinator_listens_on_its_address_interface(caplog):
     finally:
         for sock in sockets:
             sock.close()
-    for host, why in (("203.0.113.7", "is not an address of this machine"), ("no-such-host.invalid", "cannot be resolved")):
+    own_ip = _own_ip()
+    if own_ip is not None:  # this machine's address: that interface only
+        sockets = listener._listen(own_ip, 0)
+        try:
+            assert [sock.getsockname()[0] for sock in sockets] == [own_ip]
+        finally:
+            for sock in sockets:
+                sock.close()
+    own_name = socket.gethostname()
+    sockets = listener._listen(own_name, 0)
+    try:
+        on_loopback = all(info[4][0].startswith("127.") or info[4][0] == "::1"
+                          for info in socket.getaddrinfo(own_name, 0, type=socket.SOCK_STREAM))
+        wildcard = [sock.getsockname()[0] for sock in sockets] in (["::"], ["0.0.0.0"])
+        assert wildcard == on_loopback  # all interfaces exactly when the own name resolves to loopback here
+    finally:
+        for sock in sockets:
+            sock.close()
+    for host, why in (("203.0.113.7", "is not an address of this machine"),
+                      ("no-such-host.invalid", "cannot be resolved")):
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="meshax"):
             sockets = listener._listen(host, 0)
@@ -116,6 +135,17 @@ def test_the_coordinator_listens_on_its_address_interface(caplog):
         finally:
             for sock in sockets:
                 sock.close()
+
+
+def _own_ip() -> str | None:
+    """This machine's address on its default route, if it has one (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("203.0.113.7", 9))
+        except OSError:
+            return None
+        ip = probe.getsockname()[0]
+    return None if ip.startswith("127.") else ip
 
 
 def test_an_authenticated_connection_acts_only_as_its_process():

@@ -74,7 +74,8 @@ def serve_handshake(conn: LineSocket, token: bytes, deadline: float) -> Peer:
     process_id = int(id_text)
     if not hmac.compare_digest(_mac(token, "client", server_nonce, client_nonce, kind, process_id), mac.lower()):
         conn.write_line("denied")
-        raise HandshakeFailed(f"it claimed to be {kind} connection of process {process_id} without knowing the job token")
+        raise HandshakeFailed(f"it claimed to be the {kind} connection of process {process_id} without knowing "
+                              "the job token")
     conn.write_line(f"ok {_mac(token, 'server', server_nonce, client_nonce, kind, process_id)}")
     return Peer(kind, process_id)
 

@@ -20,7 +20,7 @@ from .wire import LineSocket, LineTooLong
 
 logger = logging.getLogger("meshax")
 
-MAX_UNAUTHENTICATED = 32  # connections still in their handshake at once
+MAX_UNAUTHENTICATED = 32  # connections still in their handshake at once, apart from authenticated ones
 
 
 class RateLimitedLog:
@@ -38,8 +38,8 @@ class RateLimitedLog:
             now = time.monotonic()
             if now - self._window_start >= self.interval:
                 if self._suppressed:
-                    logger.warning("meshax coordinator: %d more connections were refused in the last %.0f s.",
-                                   self._suppressed, now - self._window_start)
+                    logger.warning("meshax coordinator: %d more connections were refused or dropped in the last "
+                                   "%.0f s.", self._suppressed, now - self._window_start)
                 self._window_start, self._logged, self._suppressed = now, 0, 0
             if self._logged < self.burst:
                 self._logged += 1
@@ -50,6 +50,9 @@ class RateLimitedLog:
 
 class Listener:
     """Accepts connections on `host`:`port` and passes authenticated ones to `on_connection`.
+
+    At most `max_connections` authenticated connections and MAX_UNAUTHENTICATED ones still
+    authenticating are open at once; more are closed at once.
 
     `on_connection(conn, peer)` runs in the connection's own thread and returns when the
     connection is done; the listener then closes it.
@@ -77,16 +80,16 @@ class Listener:
                 sock, peer_address = listener.accept()
             except OSError:
                 return
+            conn = LineSocket(sock, max_line=auth.MAX_HANDSHAKE_LINE)
             with self._lock:
-                full = (len(self._pending) >= MAX_UNAUTHENTICATED
-                        or len(self._connections) >= self._max_connections)
-                conn = LineSocket(sock, max_line=auth.MAX_HANDSHAKE_LINE)
+                authenticated = len(self._connections) - len(self._pending)
+                full = len(self._pending) >= MAX_UNAUTHENTICATED or authenticated >= self._max_connections
                 if not full:
                     self._pending.add(conn)
                     self._connections.add(conn)
             if full:
                 self.log.warning(f"refused a connection from {_host(peer_address)}: too many connections "
-                                 f"({len(self._connections)} open, {len(self._pending)} authenticating).")
+                                 f"({authenticated} authenticated, {len(self._pending)} authenticating).")
                 conn.close()
                 continue
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
