@@ -10,7 +10,6 @@ import logging
 import os
 import socket
 import stat
-import subprocess
 import time
 
 import pytest
@@ -163,6 +162,7 @@ def test_an_authenticated_connection_acts_only_as_its_process():
         conn.write_line("not json")
         conn.write_message({"op": "register", "rid": 3, "process_id": 1, "num_processes": 2, "timeout": 30})
         conn.write_message({"op": "register", "rid": 4, "process_id": 0, "num_processes": 2, "timeout": 30})
+        assert conn.read_message() == {"rid": 4, "error": "this connection is registered as process 1."}
         conn.write_message({"op": "kv_set", "rid": 5, "key": "k"})  # malformed: no value
         assert "malformed 'kv_set' request" in conn.read_message()["error"]
         pmi = [LineSocket(auth.connect(address, b"right", "pmi", 0, timeout=10)) for _ in range(2)]

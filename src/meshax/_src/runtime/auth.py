@@ -63,7 +63,7 @@ def serve_handshake(conn: LineSocket, token: bytes, deadline: float) -> Peer:
     conn.write_line(f"{PROTOCOL} {server_nonce}")
     line = conn.read_line(deadline)
     if line is None:
-        raise HandshakeFailed(f"it did not authenticate within {HANDSHAKE_TIMEOUT:g} s")
+        raise HandshakeFailed(f"it closed, or did not authenticate within {HANDSHAKE_TIMEOUT:g} s")
     fields = line.split(" ")
     if len(fields) != 5 or fields[0] != PROTOCOL:
         raise HandshakeFailed(f"it sent {preview(line)} instead of a {PROTOCOL} handshake")

@@ -112,8 +112,11 @@ class CoordinatorServer:
         for message in _messages(conn, peer_id):
             op, rid = message.get("op"), message.get("rid")
             try:
-                if op == "register":
-                    process_id = self._register(conn, peer_id, message) if process_id is None else process_id
+                if op == "register" and process_id is None:
+                    process_id = self._register(conn, peer_id, message)
+                elif op == "register":
+                    logger.warning("meshax coordinator: dropped a second registration of process %d.", process_id)
+                    conn.write_message({"rid": rid, "error": f"this connection is registered as process {process_id}."})
                 elif process_id is None:
                     conn.write_message({"rid": rid, "error": "register before any other request"})
                 elif op == "goodbye":

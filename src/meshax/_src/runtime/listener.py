@@ -78,8 +78,12 @@ class Listener:
         while not self._closing:
             try:
                 sock, peer_address = listener.accept()
-            except OSError:
-                return
+            except OSError as error:
+                if self._closing:
+                    return
+                self.log.warning(f"could not accept a connection ({error}); trying again.")  # e.g. out of files
+                time.sleep(0.1)
+                continue
             conn = LineSocket(sock, max_line=auth.MAX_HANDSHAKE_LINE)
             with self._lock:
                 authenticated = len(self._connections) - len(self._pending)
