@@ -7,6 +7,7 @@ Anything else is logged (rate-limited) and dropped.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import ipaddress
 import logging
@@ -96,7 +97,8 @@ class Listener:
                                  f"({authenticated} authenticated, {len(self._pending)} authenticating).")
                 conn.close()
                 continue
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with contextlib.suppress(OSError):  # the peer may have reset it already
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             threading.Thread(target=self._serve, args=(conn, _host(peer_address)), name="meshax-coordinator-conn",
                              daemon=True).start()
 
@@ -121,6 +123,10 @@ class Listener:
         """Stop accepting and close every connection."""
         self._closing = True
         for sock in self._sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept() (close alone does not)
+            except OSError:
+                pass
             sock.close()
         with self._lock:
             connections = list(self._connections)
