@@ -7,8 +7,9 @@ the same set of processes in one Allreduce of their concatenated parts.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
-from typing import Callable, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -16,8 +17,8 @@ from . import buffers, device_pool
 from . import devices as device_table
 from .devices import Device
 from .mesh import Mesh
-from .runtime.watch import communicating
-from .transfer import p2p_comm, wait_all
+from .runtime.peers import Exchange
+from .transfer import p2p_comm
 
 NUMPY_COMBINE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "sum": np.add,
@@ -245,30 +246,33 @@ def permute_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.nda
     here = device_table.process_index()
     sample = np.asarray(next(iter(values.values())))
     result: dict[Device, np.ndarray] = {}
-    requests, comm = [], None
     in_mesh_order = sorted(axes, key=mesh.axis_names.index)  # JAX numbers ppermute's devices in mesh order
-    for group in local_groups(mesh, tuple(in_mesh_order), here, by_axes=True):
-        members = group.members
-        for source_index, target_index in perm:
-            source, target = members[source_index], members[target_index]
-            if source.process_index == here and target.process_index == here:
-                result[target] = values[source]
-            elif source.process_index == here or target.process_index == here:
-                comm = comm or p2p_comm()
-                if source.process_index == here:
-                    data = np.require(values[source], requirements="C")
-                    requests.append(comm.Isend(data, dest=target.process_index, tag=_PERMUTE_TAG))
-                else:
-                    buffer = buffers.empty_like(sample)
-                    result[target] = buffer
-                    requests.append(comm.Irecv(buffer, source=source.process_index, tag=_PERMUTE_TAG))
+    groups = local_groups(mesh, tuple(in_mesh_order), here, by_axes=True)
+    processes = sorted({d.process_index for d in mesh.devices.flat})  # all of them run the ppermute
+    with _permute_exchange(tuple(axes), processes, sample, perm) as exchange:
+        for group in groups:
+            members = group.members
+            for source_index, target_index in perm:
+                source, target = members[source_index], members[target_index]
+                if source.process_index == here and target.process_index == here:
+                    result[target] = values[source]
+                elif source.process_index == here:
+                    exchange.send(np.require(values[source], requirements="C"), target.process_index)
+                elif target.process_index == here:
+                    result[target] = buffers.empty_like(sample)
+                    exchange.receive(result[target], source.process_index)
     for device in values:
         if device not in result:
             result[device] = np.zeros_like(sample)  # receives from nobody
-    if requests:
-        with communicating(f"ppermute over mesh axes {tuple(axes)}"):
-            wait_all(requests)
     return result
+
+
+def _permute_exchange(axes: tuple[str, ...], processes: list[int], sample: np.ndarray, perm: Sequence) -> Any:
+    """The checked point-to-point exchange of a ppermute among `processes` (nothing to do for one process)."""
+    if len(processes) < 2:
+        return contextlib.nullcontext(None)
+    entry = f"ppermute {axes} {sample.shape} {sample.dtype.str} {tuple(map(tuple, perm))}"
+    return Exchange(p2p_comm(), _PERMUTE_TAG, f"ppermute over mesh axes {axes}", processes, entry)
 
 
 _PERMUTE_TAG = 11

@@ -5,12 +5,12 @@ import os
 from typing import Any
 
 
-def _env_flag(*names: str) -> bool:
+def _env_flag(*names: str, default: bool = False) -> bool:
     for name in names:
         value = os.environ.get(name)
         if value is not None:
             return value.strip().lower() in ("1", "true", "yes", "on")
-    return False
+    return default
 
 
 class Config:
@@ -21,7 +21,7 @@ class Config:
             "jax_enable_x64": _env_flag("MESHAX_ENABLE_X64", "JAX_ENABLE_X64"),
             "jax_platforms": os.environ.get("JAX_PLATFORMS", "cpu"),
             "meshax_precise_transcendentals": int(os.environ.get("MESHAX_PRECISE_TRANSCENDENTALS", 1 << 16)),
-            "meshax_check": _env_flag("MESHAX_CHECK"),
+            "meshax_check": _env_flag("MESHAX_CHECK", default=True),
             "meshax_collective_timeout": float(os.environ.get("MESHAX_COLLECTIVE_TIMEOUT", 300)),
             "jax_num_cpu_devices": -1,  # -1: from JAX_NUM_CPU_DEVICES / MESHAX_NUM_CPU_DEVICES / XLA_FLAGS
         }

@@ -22,7 +22,9 @@ from .interpreters.numpy_eval import structured_rules
 from .interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
 from .jaxpr import Jaxpr, eval_jaxpr
 from .mesh import Mesh
+from . import devices as device_table
 from .partition import choose_mesh, sharding_for
+from .runtime.history import history
 from .rules import replicated
 from .sharding import PartitionSpec, Sharding
 from .transfer import from_host
@@ -56,6 +58,7 @@ class Jitted:
         self.static_argnums = tuple(static_argnums)
         self.static_argnames = tuple(static_argnames)
         self._cache: dict[Any, tuple[Jaxpr, list[Any], Any]] = {}
+        self._entries: dict[Any, str] = {}  # call signature -> how a call is recorded in the history
         functools.update_wrapper(self, fun, updated=())  # not fun.__dict__ (a wrapped Jitted's state)
 
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple, dict, tuple, tuple]:
@@ -99,6 +102,8 @@ class Jitted:
         """Evaluate the program traced for `key`. Host values it returns (constants, inputs passed through) become
         Arrays replicated over the mesh the call runs on, as jax.jit returns them."""
         _, (jaxpr, consts, out_structure) = key
+        if device_table.process_count() > 1:
+            self._note_call(key[0], leaves)
         outputs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=getattr(self.fun, "__name__", "fun"))
         if not all(isinstance(value, (Array, Tracer)) for value in outputs):
             mesh = choose_mesh(leaves)
@@ -108,6 +113,20 @@ class Jitted:
         if self.out_shardings is not None:
             outputs = _apply_shardings(outputs, self.out_shardings)
         return outputs
+
+    def _note_call(self, signature: tuple, leaves: list[Any]) -> None:
+        """Record the call in the history of the processes its arrays span, so that a process that skips a
+        jitted step (even one that does not communicate) is caught at their next communication."""
+        processes: set[int] = set()
+        for leaf in leaves:
+            if isinstance(leaf, Array) and leaf.committed:
+                processes |= _processes_of(leaf.sharding)
+        if len(processes) > 1:
+            entry = self._entries.get(signature)
+            if entry is None:
+                shapes = ";".join(f"{leaf.shape}{leaf.dtype}" for leaf in leaves if isinstance(leaf, Array))
+                entry = self._entries[signature] = f"jit {getattr(self.fun, '__name__', 'fun')} {shapes}"
+            history(sorted(processes)).note(entry)
 
     def _trace(self, structure: Any, leaves: list[Any], static_positional: tuple, static_named: tuple) -> tuple:
         out_structure = []
@@ -134,6 +153,11 @@ class Jitted:
 
     def __get__(self, instance: Any, owner: Any) -> Any:
         return self if instance is None else functools.partial(self, instance)
+
+
+@functools.lru_cache(maxsize=1024)
+def _processes_of(sharding: Sharding) -> frozenset[int]:
+    return frozenset(d.process_index for d in sharding.device_set)
 
 
 class Lowered:

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import devices as device_table
 from .array import Array, read_only
-from .runtime.watch import communicating
+from .runtime.peers import Exchange
 from .sharding import Box, Sharding, unique_boxes
 
 Region = tuple[slice, ...]
@@ -78,7 +78,8 @@ def reshard(array: Array, target: Sharding) -> Array:
     pieces = plan(array.shape, array.sharding, target)
     sources = array.local_boxes()
     filled, shared = _local_targets(target, array.shape, here, array.dtype, pieces, sources)
-    _exchange(pieces, here, sources, filled, shared, array.dtype)
+    entry = _entry(array.shape, array.dtype, array.sharding, target)
+    _exchange(pieces, here, sources, filled, shared, array.dtype, participants(array.sharding, target), entry)
     return _array_from_boxes(array.shape, array.dtype, target, filled, array.weak_type)
 
 
@@ -110,38 +111,49 @@ def _local_targets(target: Sharding, shape: tuple[int, ...], here: int, dtype: n
 
 
 def _exchange(pieces: tuple[Piece, ...], here: int, sources: dict[Box, np.ndarray],
-              filled: dict[Box, np.ndarray], shared: set[Box], dtype: np.dtype) -> None:
+              filled: dict[Box, np.ndarray], shared: set[Box], dtype: np.dtype, participants: tuple[int, ...],
+              entry: str) -> None:
     """Copy local pieces and move remote ones with nonblocking point-to-point messages, one message for
     all the pieces a sender has for one destination box when they stack into one block of rows."""
-    requests, landing, keep_alive = [], [], []
-    comm = None
+    landing = []
     for piece in pieces:
         if piece.receiver == here and piece.sender == here and piece.target not in shared:
             source = sources[piece.source][relative(piece.box, piece.source)]
             filled[piece.target][relative(piece.box, piece.target)] = source
-    for parts, box in _messages(pieces, here):
-        comm = comm or p2p_comm()
-        first = parts[0]
-        if first.sender == here:
-            blocks = [sources[p.source][relative(p.box, p.source)] for p in parts]
-            data = np.ascontiguousarray(blocks[0]) if len(blocks) == 1 else np.concatenate(blocks, axis=0)
-            requests.append(comm.Isend(data, dest=first.receiver, tag=_TAG))
-            keep_alive.append(data)
-        else:
-            region = relative(box, first.target)
-            view = filled[first.target][region]
-            direct = view.flags.c_contiguous  # e.g. a block of whole leading rows: receive in place
-            buffer = view if direct else np.empty(box_shape(box), dtype)
-            requests.append(comm.Irecv(buffer, source=first.sender, tag=_TAG))
-            if not direct:
-                landing.append((buffer, filled[first.target], region))
-    if requests:
-        peers = sorted({p.sender if p.receiver == here else p.receiver for p in pieces
-                        if (p.sender == here) != (p.receiver == here)})
-        with communicating(f"device_put/reshard exchanging data with processes {peers}"):
-            wait_all(requests)
+    messages = _messages(pieces, here)
+    if len(participants) < 2:
+        return
+    peers = sorted({p.sender if p.receiver == here else p.receiver for parts, _ in messages for p in parts})
+    with Exchange(p2p_comm(), _TAG, f"device_put/reshard exchanging data with processes {peers}", participants,
+                  entry) as exchange:
+        for parts, box in messages:
+            first = parts[0]
+            if first.sender == here:
+                blocks = [sources[p.source][relative(p.box, p.source)] for p in parts]
+                data = np.ascontiguousarray(blocks[0]) if len(blocks) == 1 else np.concatenate(blocks, axis=0)
+                exchange.send(data, first.receiver)
+            else:
+                region = relative(box, first.target)
+                view = filled[first.target][region]
+                direct = view.flags.c_contiguous  # e.g. a block of whole leading rows: receive in place
+                buffer = view if direct else np.empty(box_shape(box), dtype)
+                exchange.receive(buffer, first.sender)
+                if not direct:
+                    landing.append((buffer, filled[first.target], region))
     for buffer, destination, region in landing:
         destination[region] = buffer
+
+
+@functools.lru_cache(maxsize=1024)
+def _entry(shape: tuple[int, ...], dtype: np.dtype, source: Sharding, target: Sharding) -> str:
+    """How a reshard is recorded in the participants' history."""
+    return f"reshard {shape} {dtype.str} {source} -> {target}"
+
+
+@functools.lru_cache(maxsize=1024)
+def participants(source: Sharding, target: Sharding) -> tuple[int, ...]:
+    """The processes that take part in a reshard: those holding a source or a target device."""
+    return tuple(sorted({d.process_index for d in source.device_set | target.device_set}))
 
 
 def _messages(pieces: tuple[Piece, ...], here: int) -> list[tuple[list[Piece], Box]]:
@@ -186,12 +198,6 @@ def p2p_comm() -> Any:
     if rt is None or rt.p2p is None:
         raise RuntimeError("moving data between processes needs meshax.distributed.initialize() first.")
     return rt.p2p
-
-
-def wait_all(requests: list[Any]) -> None:
-    from .runtime.mpi import mpi_module
-
-    mpi_module().Request.Waitall(requests)
 
 
 def _array_from_boxes(shape: tuple[int, ...], dtype: np.dtype, sharding: Sharding,

@@ -20,6 +20,11 @@ from . import auth, job_token, watch
 from .wire import LineSocket
 
 FAILURE_EXIT_CODE = 1
+WATCH_TICK = 0.25  # seconds between looks at the current communication
+PROBE_AFTER = 2.0  # a communication waiting this long makes the coordinator survey every process
+PROBE_EVERY = 2.5  # and again this often while it lasts
+STILL_WAITING_EVERY = 10.0  # seconds between "still waiting" lines
+DESYNC_REPORT_WAIT = 10.0  # how long a process that found a desync waits for the coordinator's verdict
 
 
 class CoordinatorError(RuntimeError):
@@ -46,7 +51,11 @@ class CoordinatorClient:
         self._token = token  # the job token (job_token.py's when None)
         self.collective_timeout = collective_timeout
         self._reported_stuck: int | None = None
+        self._watched: int | None = None  # the communication the watchdog looks at, and when it did what
+        self._probed = self._printed = 0.0
+        self._busy_peers = ""
         self.process_id = process_id
+        self.num_processes = 1
         self.heartbeat_timeout = heartbeat_timeout
         self.heartbeat_interval = max(0.2, min(10.0, heartbeat_timeout / 5, collective_timeout / 5))
         self._on_failure = on_failure
@@ -99,22 +108,27 @@ class CoordinatorClient:
 
     def register(self, num_processes: int, info: dict[str, Any], timeout: float) -> list[dict[str, Any]]:
         """Register this process and wait until all `num_processes` have; returns their tables."""
+        self.num_processes = num_processes
         reply = self.request(
             "register", wait=timeout + 30, num_processes=num_processes, hostname=socket.gethostname(),
             pid=os.getpid(), info=info, timeout=timeout,
         )
         return reply["processes"]
 
-    def barrier(self, name: str, timeout: float, participants: list[int] | None = None) -> None:
-        """Wait until every participant (all processes by default) reaches barrier `name`."""
-        self.request("barrier", wait=timeout + 30, name=name, participants=participants, timeout=timeout)
+    def barrier(self, name: str, timeout: float, participants: list[int] | None = None, what: str = "") -> None:
+        """Wait until every participant (all processes by default) reaches barrier `name`; `what` describes the
+        wait to the watchdog."""
+        ranks = range(self.num_processes) if participants is None else sorted(participants)
+        with watch.communicating(what or f"barrier {name!r}", ranks, entry=f"barrier {name!r}"):
+            self.request("barrier", wait=timeout + 30, name=name, participants=participants, timeout=timeout)
 
     def key_value_set(self, key: str, value: str) -> None:
         self.request("kv_set", wait=60, key=key, value=value)
 
     def key_value_get(self, key: str, timeout: float) -> str:
         """The value of `key`, waiting up to `timeout` s for some process to set it."""
-        return self.request("kv_get", wait=timeout + 30, key=key, timeout=timeout)["value"]
+        with watch.communicating(f"waiting for key {key!r} of the key-value store"):
+            return self.request("kv_get", wait=timeout + 30, key=key, timeout=timeout)["value"]
 
     def key_value_try_get(self, key: str) -> str | None:
         return self.request("kv_get", wait=60, key=key, timeout=0)["value"]
@@ -155,7 +169,9 @@ class CoordinatorClient:
                     self._on_failure(message["message"])
             elif event == "report_state":
                 self._conn.write_message({"op": "state", "process_id": self.process_id,
-                                          "token": message["token"], "state": watch.describe_process()})
+                                          "token": message["token"], "state": watch.state()})
+            elif event == "waiting_for":
+                self._busy_peers = message.get("busy", "")
             elif event is None:
                 with self._cond:
                     if message.get("rid") in self._pending:
@@ -163,13 +179,19 @@ class CoordinatorClient:
                         self._cond.notify_all()
 
     def _heartbeat_loop(self) -> None:
+        """Every tick: watch the current communication; every heartbeat interval: tell the coordinator we live."""
+        next_beat = time.monotonic() + self.heartbeat_interval
         while not self._closing:
-            time.sleep(self.heartbeat_interval)
+            time.sleep(WATCH_TICK)
             if self._closing or self._conn is None:
                 return
+            now = time.monotonic()
+            self._watch_communication(now)
+            if now < next_beat:
+                continue
+            next_beat = now + self.heartbeat_interval
             self._conn.write_message({"op": "heartbeat"})
-            self._check_communication()
-            silent = time.monotonic() - self._last_heard
+            silent = now - self._last_heard
             if silent > self.heartbeat_timeout and not self._closing:
                 self._on_failure(
                     f"process 0 (the coordinator at {self.address}) stopped answering: nothing heard for "
@@ -177,14 +199,36 @@ class CoordinatorClient:
                 )
                 return
 
-    def _check_communication(self) -> None:
-        """The collective watchdog: a communication waiting too long makes every process report."""
+    def _watch_communication(self, now: float) -> None:
+        """The collective watchdog. A communication that waits PROBE_AFTER s makes the coordinator survey every
+        process (a desync or deadlock fails the job within seconds); one that waits longer prints a line every
+        STILL_WAITING_EVERY s naming who it waits for; one that waits collective_timeout fails the job."""
         activity = watch.current()
         if activity is None or activity.sequence == self._reported_stuck:
             return
-        if time.monotonic() - activity.started > self.collective_timeout:
+        waited = now - activity.started
+        if activity.sequence != self._watched:
+            self._watched, self._probed, self._printed, self._busy_peers = activity.sequence, 0.0, 0.0, ""
+        if waited > self.collective_timeout:
             self._reported_stuck = activity.sequence
-            self.send("stuck", state=activity.describe(), timeout=self.collective_timeout)
+            self.send("stuck", state=watch.state(now), timeout=self.collective_timeout)
+            return
+        if waited >= PROBE_AFTER and now - self._probed >= PROBE_EVERY:
+            self._probed = now
+            self.send("probe", state=watch.state(now))
+        if waited >= STILL_WAITING_EVERY and now - self._printed >= STILL_WAITING_EVERY:
+            self._printed = now
+            peers = f" for {self._busy_peers}" if self._busy_peers else ""
+            os.write(2, f"meshax: process {self.process_id} still waiting{peers} {activity.describe(now)}\n".encode(
+                "utf-8", errors="replace"))
+
+    def report_desync(self, detail: str) -> None:
+        """This process found in-band that processes disagree: have the coordinator survey everyone and fail the
+        job with what each process is doing; returns only if that did not happen within a few seconds."""
+        self.send("desync", state=dict(watch.state(), detail=detail))
+        deadline = time.monotonic() + DESYNC_REPORT_WAIT
+        while time.monotonic() < deadline and not self._closing:
+            time.sleep(0.05)
 
     def _lost_coordinator(self) -> None:
         if not self._closing:

@@ -7,66 +7,83 @@ Buffers are NumPy arrays passed to MPI without pickling or extra copies.
 from __future__ import annotations
 
 import contextlib
-import zlib
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from .. import buffers
 from ..config import config
+from . import inband
 from .mpi import mpi_module
 from .shared_reduce import SharedMemoryReducer
-from .watch import communicating
+from . import watch
+from .watch import Activity, DesyncError, communicating  # noqa: F401 (DesyncError: part of this module's API)
 
-
-class DesyncError(RuntimeError):
-    """Processes reached different communications: the same program diverged between processes."""
 
 _REDUCTIONS = ("sum", "prod", "max", "min")
 _NUMPY_OPS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 SHARED_MEMORY_FROM = 1 << 20  # bytes; smaller reductions are latency-bound and MPI's own path is best
+CHECKED_BYTES = 8192  # the one size of every small checked reduction (see _fixed_allreduce)
 
 
 class ProcessGroup:
-    """MPI operations among `ranks` (world ranks, i.e. process indices), in that order."""
+    """MPI operations among `ranks` (world ranks, i.e. process indices), in that order.
+
+    Every operation advances the group's history (history.py) and, unless checking is off (MESHAX_CHECK=0),
+    verifies that every member is running the same operation at the same point of the same history:
+    reductions carry the check in their data (inband.py), other operations first agree with a small allreduce.
+    A disagreement fails the whole job with what each process is doing, never a wrong number."""
 
     def __init__(self, comm: Any, ranks: Sequence[int]) -> None:
         self.comm = comm
         self.ranks = tuple(ranks)
         self.size = len(self.ranks)
         self.rank = comm.Get_rank()
-        self._labels: dict[str, str] = {}
-        self._reducer: SharedMemoryReducer | bool | None = None  # None: not decided yet; False: not usable
+        self._where = f"among processes {list(self.ranks)}"
+        # Decided now, while every member creates the group together: a later collective decision could be
+        # reached by members running different operations.
+        usable = self.size > 1 and SharedMemoryReducer.usable(comm)
+        self._reducer = SharedMemoryReducer(comm) if usable else None
 
     @contextlib.contextmanager
-    def _operation(self, name: str, signature: Any) -> Iterator[None]:
-        """Run MPI operation `name` under the watchdog; with MESHAX_CHECK, first check that every member
-        is entering the same operation with the same shapes (else raise DesyncError on all of them)."""
-        label = self._labels.get(name)
-        if label is None:
-            label = self._labels[name] = f"MPI {name} among processes {list(self.ranks)}"
-        with communicating(label) as activity:
-            if config.read("meshax_check"):
-                self._agree(f"MPI {name}", signature, activity)
-            yield
+    def _operation(self, name: str, signature: Any, agree_first: bool = True) -> Iterator[Activity]:
+        """Run MPI operation `name` under the watchdog, as a step of the group's history; when checking and
+        `agree_first`, first agree with every member that it is the same step."""
+        entry = f"MPI {name} {signature}"
+        with communicating(f"{entry} {self._where}", self.ranks, entry) as activity:
+            if agree_first and config.read("meshax_check"):
+                self._agree(activity)
+            try:
+                yield activity
+            except mpi_module().Exception as error:  # e.g. a message truncated: the members' sizes differ
+                self._desync(activity, f"MPI failed: {str(error).splitlines()[0]}")
 
     def check_same(self, name: str, signature: Any) -> None:
-        """Raise DesyncError on every member unless all pass the same `signature` (always checked)."""
-        with communicating(f"{name} among processes {list(self.ranks)}") as activity:
-            self._agree(name, signature, activity)
+        """Fail the job on every member unless all pass the same `signature` (checked even with checks off)."""
+        with communicating(f"{name} {signature} {self._where}", self.ranks, f"{name} {signature}") as activity:
+            self._agree(activity)
 
-    def _agree(self, name: str, signature: Any, activity: Any) -> None:
-        mine = zlib.crc32(repr((name, signature)).encode())
-        bounds = np.array([mine, -mine], np.int64)
-        self.comm.Allreduce(mpi_module().IN_PLACE, bounds, op=mpi_module().MAX)
-        if bounds[0] == -bounds[1]:
-            return
-        everyone = self.comm.allgather((name, signature, activity.site))
-        lines = [f"process {rank}: {n} {sig} called at {site}" for rank, (n, sig, site) in zip(self.ranks, everyone)]
-        raise DesyncError(
-            f"processes {list(self.ranks)} disagree on communication #{activity.sequence} (they must run the same "
-            "operations in the same order): " + "; ".join(lines)
-        )
+    def _agree(self, activity: Activity) -> None:
+        """Check, in one small allreduce, that every member is at the same step of the same history."""
+        self._fixed_allreduce(None, "max", activity)
+
+    def _fixed_allreduce(self, payload: np.ndarray | None, op: str, activity: Activity) -> np.ndarray:
+        """Reduce the flat `payload` (or nothing: a bare check) in an Allreduce of exactly CHECKED_BYTES, whose
+        last elements are the in-band check. Every small reduction and every check has that one size, so members
+        that disagree never hand MPI different sizes (which MPICH cannot survive): their checks just differ."""
+        dtype = np.dtype(np.int64) if payload is None else payload.dtype
+        work = np.empty(CHECKED_BYTES // dtype.itemsize, dtype)
+        extra = inband.trailer_length(dtype, op, self.size)
+        if payload is not None:
+            work[:payload.size] = payload
+        inband.write_trailer(work[work.size - extra:], activity.chain, op, self.size)
+        self.comm.Allreduce(mpi_module().IN_PLACE, work, op=self._mpi_op(op))
+        if not inband.trailer_agrees(work[work.size - extra:], activity.chain, op, self.size):
+            self._desync(activity, "the members' histories differ")
+        return work[:0 if payload is None else payload.size]
+
+    def _desync(self, activity: Activity, detail: str) -> None:
+        watch.desync(activity, self.ranks, detail)
 
     def _mpi_op(self, op: str) -> Any:
         if op not in _REDUCTIONS:
@@ -75,28 +92,37 @@ class ProcessGroup:
         return {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN}[op]
 
     def allreduce(self, array: np.ndarray, op: str = "sum", out: np.ndarray | None = None) -> np.ndarray:
-        """Reduce `array` elementwise over the group; every member gets the result. NaN propagates through
-        max and min, as in NumPy and XLA."""
-        send = np.require(array, requirements="C")
-        return self._allreduce(send, buffers.empty_like(send) if out is None else out, op)
+        """Reduce `array` elementwise over the group; every member gets the result (in `out` if given). NaN
+        propagates through max and min, as in NumPy and XLA."""
+        result = self._allreduce(np.require(array, requirements="C"), op)
+        if out is None:
+            return result
+        out[...] = result
+        return out
 
     def allreduce_inplace(self, array: np.ndarray, op: str = "sum") -> np.ndarray:
-        """Like allreduce, overwriting the contiguous `array` with the result."""
-        return self._allreduce(array, array, op)
+        """Like allreduce for a contiguous `array` that the caller no longer needs: the result may reuse it."""
+        return self._allreduce(array, op)
 
-    def _allreduce(self, send: np.ndarray, result: np.ndarray, op: str) -> np.ndarray:
+    def _allreduce(self, send: np.ndarray, op: str) -> np.ndarray:
         mpi_op = self._mpi_op(op)
-        with self._operation("Allreduce", (op, send.shape, send.dtype.str)):
-            reducer = self._shared_reducer(send.nbytes)
-            if reducer is not None:  # NumPy combines the parts: NaN already propagates
-                reducer.allreduce(send.reshape(-1), result.reshape(-1), _NUMPY_OPS[op])
-                return result
-            MPI = mpi_module()
+        extra = inband.trailer_length(send.dtype, op, self.size) if config.read("meshax_check") else 0
+        small = extra and send.nbytes + extra * send.dtype.itemsize <= CHECKED_BYTES
+        shared = self._reducer is not None and send.nbytes >= SHARED_MEMORY_FROM
+        with self._operation("Allreduce", (op, send.shape, send.dtype.str), agree_first=not small) as activity:
             nans = np.isnan(send) if op in ("max", "min") and send.dtype.kind in "fc" else None
-            self.comm.Allreduce(MPI.IN_PLACE if send is result else send, result, op=mpi_op)
+            if small:
+                result = self._fixed_allreduce(send.reshape(-1), op, activity)
+            elif shared:  # NumPy combines the parts: NaN already propagates
+                assert self._reducer is not None
+                result, nans = buffers.empty((send.size,), send.dtype), None
+                self._reducer.allreduce(send.reshape(-1), result, _NUMPY_OPS[op])
+            else:
+                result = buffers.empty((send.size,), send.dtype)
+                self.comm.Allreduce(send.reshape(-1), result, op=mpi_op)
             if nans is not None:
-                self._propagate_nans(nans, result)
-        return result
+                self._propagate_nans(nans.reshape(-1), result)
+        return result.reshape(send.shape)
 
     def _propagate_nans(self, nans: np.ndarray, result: np.ndarray) -> None:
         """Put NaN wherever any member had one: MPI's MAX and MIN may skip NaN, NumPy's propagate it."""
@@ -107,15 +133,6 @@ class ProcessGroup:
             mask = nans.view(np.uint8)
             self.comm.Allreduce(MPI.IN_PLACE, mask, op=MPI.MAX)
             result[mask.view(np.bool_)] = np.nan
-
-    def _shared_reducer(self, nbytes: int) -> SharedMemoryReducer | None:
-        """The shared-memory path for large reductions when every member is on this machine. Whether they are
-        is found out (collectively) at the group's first large reduction, which every member reaches together."""
-        if nbytes < SHARED_MEMORY_FROM or self.size < 2:
-            return None
-        if self._reducer is None:
-            self._reducer = SharedMemoryReducer(self.comm) if SharedMemoryReducer.usable(self.comm) else False
-        return self._reducer or None
 
     def allgather(self, array: np.ndarray) -> np.ndarray:
         """Stack every member's equally shaped `array` along a new leading axis."""
@@ -154,4 +171,5 @@ class ProcessGroup:
 
     def barrier(self) -> None:
         with self._operation("Barrier", None):
-            self.comm.Barrier()
+            if not config.read("meshax_check"):  # else agreeing (an allreduce) already synchronised everyone
+                self.comm.Barrier()

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from . import survey
 from .auth import Peer, preview
 from .listener import Listener
 from .pmi import PmiService
@@ -75,6 +76,7 @@ class CoordinatorServer:
         self._failure: str | None = None
         self._started = False
         self._report: dict[str, Any] | None = None
+        self._judge = survey.Judge()
         self._stopping = False
         self._control_connections: set[LineSocket] = set()
         self.pmi = PmiService(num_processes, self._hostnames, self._on_pmi_abort)
@@ -147,8 +149,8 @@ class CoordinatorServer:
         elif op == "abort":
             self.fail(f"process {process_id} failed: {message.get('message', 'no reason given')}", exclude=process_id)
             conn.write_message({"rid": rid, "ok": True})
-        elif op == "stuck":
-            self._collect_states(process_id, message["state"], float(message.get("timeout", 0)))
+        elif op in ("probe", "desync", "stuck"):
+            self._start_survey(process_id, op, message["state"], float(message.get("timeout", 0)))
         elif op == "state":
             self._record_state(process_id, message.get("token"), message["state"])
         else:
@@ -247,22 +249,29 @@ class CoordinatorServer:
                 for waiter in arrived.values():
                     waiter.conn.write_message({"rid": waiter.rid, "ok": True})
 
-    # ---- the collective watchdog's report --------------------------------------------------
+    # ---- surveys: what every process is doing when one waits long -----------------------------
 
-    def _collect_states(self, process_id: int, state: str, timeout: float) -> None:
-        """A process waited too long: ask every process what it is doing, then fail with the answers."""
+    def _start_survey(self, process_id: int, reason: str, state: dict[str, Any], timeout: float = 0.0) -> None:
+        """Ask every process what it is doing. `reason`: "probe" (a communication waits a few seconds),
+        "desync" (a process found in-band that processes disagree) or "stuck" (collective_timeout passed)."""
         with self._cond:
-            if self._report is not None or self._failure is not None:
+            if self._failure is not None:
+                return
+            if self._report is not None:  # one survey at a time; a stronger reason takes it over
+                self._report["states"][process_id] = state
+                if reason != "probe" and self._report["reason"] == "probe":
+                    self._report.update(reason=reason, trigger=process_id, timeout=timeout)
+                self._finish_report_if_complete(time.monotonic())
                 return
             token = time.monotonic()
-            self._report = {"token": token, "trigger": process_id, "timeout": timeout,
-                            "states": {process_id: state}, "deadline": token + 5.0}
+            self._report = {"token": token, "trigger": process_id, "reason": reason, "timeout": timeout,
+                            "states": {process_id: state}, "deadline": token + 3.0}
             for process in self._processes.values():
                 if not process.said_goodbye and process.process_id != process_id:
                     process.conn.write_message({"event": "report_state", "token": token})
             self._finish_report_if_complete(time.monotonic())
 
-    def _record_state(self, process_id: int, token: Any, state: str) -> None:
+    def _record_state(self, process_id: int, token: Any, state: dict[str, Any]) -> None:
         with self._cond:
             if self._report is not None and self._report["token"] == token:
                 self._report["states"][process_id] = state
@@ -272,21 +281,26 @@ class CoordinatorServer:
         report = self._report
         if report is None:
             return
-        live = [p.process_id for p in self._processes.values() if not p.said_goodbye]
-        if not set(live) <= report["states"].keys() and now < report["deadline"]:
+        live = {p.process_id for p in self._processes.values() if not p.said_goodbye}
+        if not live <= report["states"].keys() and now < report["deadline"]:
             return
-        lines = [f"collective watchdog: process {report['trigger']} waited more than {report['timeout']:g} s "
-                 "(collective_timeout) for a communication; what each process is doing:"]
-        for process_id in range(self.num_processes):
-            process = self._processes.get(process_id)
-            if process_id in report["states"]:
-                state = report["states"][process_id]
-            elif process is None or process.said_goodbye:
-                state = "has finished or left the job"
-            else:
-                state = "did not answer (stuck outside Python, e.g. in a C call holding the GIL)"
-            lines.append(f"  process {process_id}: {state}")
-        self._fail_locked("\n".join(lines), exclude=None)
+        self._report = None
+        states, reason = report["states"], report["reason"]
+        gone = set(range(self.num_processes)) - live
+        if reason == "stuck":
+            headline = (f"process {report['trigger']} waited more than {report['timeout']:g} s "
+                        "(collective_timeout) for a communication")
+        elif reason == "desync":
+            headline = survey.disagreement(states) or f"process {report['trigger']} received data that does not match its operation"
+        else:
+            verdict, headline = self._judge.verdict(states, live, gone)
+            if verdict == "wait":
+                for process_id, state in states.items():
+                    process = self._processes.get(process_id)
+                    if "waiting" in state and process is not None and not process.said_goodbye:
+                        process.conn.write_message({"event": "waiting_for", "busy": headline})
+                return
+        self._fail_locked(survey.report(headline, states, self.num_processes, gone), exclude=None)
 
     # ---- deadlines, heartbeats and failures -----------------------------------------------
 

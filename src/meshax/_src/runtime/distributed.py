@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from .. import device_pool
 from .. import devices as device_table
 from ..config import config
-from . import detection, job_token, mpi, watch
+from . import detection, history, job_token, mpi, watch
 from .auth import AuthenticationError
 from .client import CoordinatorClient, CoordinatorError, exit_with_failure
 from .coordinator import CoordinatorServer
@@ -154,10 +154,13 @@ def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: 
     if world is None:
         world = _start_mpi_with_deadline(address, process_id, num_processes, token, init_timeout)
     _check_world(world, process_id, num_processes)
+    world.Set_errhandler(mpi.mpi_module().ERRORS_RETURN)  # a mismatch is an exception to report, not an abort
     device_pool.share_machine(sum(table.get("hostname") == socket.gethostname() for table in tables))
     device_table.install_table(device_table.DeviceTable(process_id, num_processes, _devices_from(tables)))
-    return Runtime(process_id, num_processes, address, shutdown_timeout, client, server, world,
-                   mpi.CommunicatorCache(world), p2p=world.Dup())
+    rt = Runtime(process_id, num_processes, address, shutdown_timeout, client, server, world,
+                 mpi.CommunicatorCache(world), p2p=world.Dup())
+    rt.process_group(range(num_processes))  # now, together: creating a group is collective
+    return rt
 
 
 def _join(address: str, process_id: int, num_processes: int, local: list[device_table.Device],
@@ -176,6 +179,8 @@ def _join(address: str, process_id: int, num_processes: int, local: list[device_
     except CoordinatorError as error:
         client.close()
         raise RuntimeError(f"meshax.distributed.initialize failed: {error}") from None
+    history.reset()
+    watch.report_desync = client.report_desync
     return client, tables
 
 
@@ -257,12 +262,13 @@ def shutdown() -> None:
         rt, _runtime = _runtime, None
     if rt is None or rt.client is None:
         return
+    watch.report_desync = None
     if rt.uncaught is not None:
         _leave_after_error(rt)
         return
     try:
-        with watch.communicating("shutdown, waiting for the other processes to finish"):
-            rt.client.barrier("meshax-shutdown", timeout=rt.shutdown_timeout)
+        rt.client.barrier("meshax-shutdown", timeout=rt.shutdown_timeout,
+                          what="shutdown, waiting for the other processes to finish")
     except CoordinatorError as error:
         exit_with_failure(f"process {rt.process_id}: shutdown did not complete: {error}")
     mpi.finalize()

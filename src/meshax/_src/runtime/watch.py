@@ -13,21 +13,28 @@ import os
 import sys
 import threading
 import time
+from typing import Any, Callable, Iterable
+
+from .history import calls, history, sequences, site_key
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _THREADING = os.path.dirname(os.path.abspath(threading.__file__))
 
 
 class Activity:
-    """A communication in progress; where it was called from is worked out only when asked."""
+    """A communication in progress; where it was called from is worked out only when asked. Operations among
+    a process set also carry that set's key, sequence number and history hash (history.py)."""
 
-    __slots__ = ("sequence", "what", "frame", "started")
+    __slots__ = ("sequence", "what", "frame", "started", "group", "group_sequence", "chain")
 
     def __init__(self, sequence: int, what: str, frame, started: float) -> None:
         self.sequence = sequence
         self.what = what
         self.frame = frame
         self.started = started
+        self.group: str | None = None
+        self.group_sequence = 0
+        self.chain = 0
 
     @property
     def site(self) -> str:
@@ -67,12 +74,19 @@ def user_site(frame=None) -> str:
 
 
 class communicating:
-    """Context manager marking this thread as blocked in communication `what` until the block ends."""
+    """Context manager marking this thread as blocked in communication `what` until the block ends. With
+    `ranks`, it is an operation every one of those processes takes part in: `entry` (or `what`) and the user's
+    call site advance their history."""
 
     __slots__ = ("activity", "previous")
 
-    def __init__(self, what: str) -> None:
-        self.activity = Activity(next(_sequence), what, _user_frame(sys._getframe(1)), time.monotonic())
+    def __init__(self, what: str, ranks: Iterable[int] | None = None, entry: str | None = None) -> None:
+        frame = _user_frame(sys._getframe(1))
+        self.activity = activity = Activity(next(_sequence), what, frame, time.monotonic())
+        if ranks is not None:
+            record = history(ranks)
+            record.advance(f"{entry or what}|{site_key(frame)}")
+            activity.group, activity.group_sequence, activity.chain = record.key, record.sequence, record.chain
 
     def __enter__(self) -> Activity:
         global _current
@@ -86,6 +100,38 @@ class communicating:
 
 def current() -> Activity | None:
     return _current
+
+
+def state(now: float | None = None) -> dict[str, Any]:
+    """What this process is doing, for the coordinator's survey of a stalled communication."""
+    activity, now = _current, now or time.monotonic()
+    found: dict[str, Any] = {"text": describe_process(now), "sequences": sequences()}
+    if activity is not None and activity.group is not None and calls(activity.group):
+        found["text"] += f" (after {calls(activity.group)} jit calls on these processes)"
+    if activity is not None:
+        found.update(waiting=now - activity.started, what=activity.what, site=activity.site,
+                     group=activity.group, sequence=activity.group_sequence, chain=activity.chain)
+    return found
+
+
+class DesyncError(RuntimeError):
+    """Processes reached different communications: the same program diverged between processes."""
+
+
+# Set by distributed.initialize: reports a desync this process found in-band to the coordinator, which
+# tells every process (and returns only if it could not).
+report_desync: Callable[[str], None] | None = None
+
+
+def desync(activity: Activity, ranks: Iterable[int], detail: str) -> None:
+    """Fail the job because this process found, in `activity`, that processes `ranks` disagree: the coordinator
+    names every process's operation; if that does not happen, raise DesyncError here."""
+    if report_desync is not None:
+        report_desync(detail)
+    raise DesyncError(
+        f"processes {list(ranks)} disagree on communication #{activity.group_sequence} among them (they must run "
+        f"the same operations in the same order): this process is {activity.describe()}; {detail}."
+    )
 
 
 def describe_process(now: float | None = None) -> str:
