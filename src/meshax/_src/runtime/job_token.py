@@ -41,15 +41,14 @@ def job_token(*, per_user_file: bool = True) -> bytes:
 
 def _token_from_file(path: str) -> bytes:
     try:
-        return _read(path)
-    except FileNotFoundError:
-        pass
-    try:
-        _create(path)
-        return _read(path)
+        try:
+            return _read(path)
+        except FileNotFoundError:
+            _create(path)
+            return _read(path)
     except OSError as error:
         raise RuntimeError(
-            f"meshax cannot create its per-user job token file {path} ({error.strerror or error}); {FIX}."
+            f"meshax cannot read or create its per-user job token file {path} ({error.strerror or error}); {FIX}."
         ) from None
 
 
@@ -73,7 +72,7 @@ def _create(path: str) -> None:
 
 
 def _read(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(path, os.O_RDONLY)
     try:
         info = os.fstat(fd)
         if info.st_uid != os.getuid() or info.st_mode & 0o077:
