@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -42,11 +43,12 @@ def _child_command(program: list[str], process_id: int, num_processes: int) -> l
 
 
 def _child_env(
-    process_id: int, num_processes: int, address: str, cpu_devices: int | None
+    process_id: int, num_processes: int, address: str, cpu_devices: int | None, token: str
 ) -> dict[str, str]:
-    """Our environment plus the variables that tell a child its place in the job."""
+    """Our environment plus the variables that tell a child its place in the job and its secret."""
     env = dict(os.environ)
     env.update(
+        MESHAX_JOB_TOKEN=token,
         MESHAX_COORDINATOR_ADDRESS=address,
         MESHAX_NUM_PROCESSES=str(num_processes),
         MESHAX_PROCESS_ID=str(process_id),
@@ -139,12 +141,13 @@ class _Job:
         """Start the children and the threads relaying their output."""
         n = self.args.num_processes
         address = self.args.coordinator or f"127.0.0.1:{free_port()}"
+        token = secrets.token_hex(32)  # this job's own secret, whatever the environment holds
         for i in range(n):
             if self.received_signal is not None:
                 break  # Interrupted while starting: start no more.
             proc = subprocess.Popen(
                 _child_command(self.args.program, i, n),
-                env=_child_env(i, n, address, self.args.cpu_devices),
+                env=_child_env(i, n, address, self.args.cpu_devices, token),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -16,8 +16,8 @@ import threading
 import time
 from typing import Any, Callable
 
-from . import watch
-from .wire import LineSocket, parse_address
+from . import auth, job_token, watch
+from .wire import LineSocket
 
 FAILURE_EXIT_CODE = 1
 WATCH_TICK = 0.25  # seconds between looks at the current communication
@@ -45,8 +45,10 @@ class CoordinatorClient:
     """The control-plane connection of process `process_id`."""
 
     def __init__(self, address: str, process_id: int, heartbeat_timeout: float,
-                 on_failure: Callable[[str], None] = exit_with_failure, collective_timeout: float = 300.0) -> None:
+                 on_failure: Callable[[str], None] = exit_with_failure, collective_timeout: float = 300.0,
+                 token: bytes | None = None) -> None:
         self.address = address
+        self._token = token  # the job token (job_token.py's when None)
         self.collective_timeout = collective_timeout
         self._reported_stuck: int | None = None
         self._watched: int | None = None  # the communication the watchdog looks at, and when it did what
@@ -63,54 +65,14 @@ class CoordinatorClient:
         self._cond = threading.Condition()
         self._last_heard = time.monotonic()
         self._closing = False
-        self._connect_error: OSError | None = None
 
     # ---- connecting -------------------------------------------------------------------
 
     def connect(self, timeout: float) -> None:
-        """Connect, retrying while the coordinator is not up yet, for at most `timeout` s."""
-        host, port = parse_address(self.address)
-        deadline = time.monotonic() + timeout
-        last_error: OSError | None = None
-        while True:
-            try:
-                addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            except socket.gaierror as error:  # e.g. a pod whose DNS name does not exist yet: retry
-                addresses, last_error = [], error
-            for family, kind, proto, _, sockaddr in addresses:
-                if self._try_connect(family, kind, proto, sockaddr, deadline):
-                    return
-                last_error = self._connect_error
-            if time.monotonic() >= deadline:
-                raise self._connect_failure(host, timeout, last_error)
-            time.sleep(0.05)
-
-    def _try_connect(self, family: int, kind: int, proto: int, sockaddr: Any, deadline: float) -> bool:
-        sock = socket.socket(family, kind, proto)
-        sock.settimeout(max(0.1, min(2.0, deadline - time.monotonic())))
-        try:
-            sock.connect(sockaddr)
-        except OSError as error:
-            sock.close()
-            self._connect_error = error
-            return False
-        sock.settimeout(None)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._conn = LineSocket(sock)
+        """Connect and authenticate, retrying while the coordinator is not up yet, for at most `timeout` s."""
+        token = self._token if self._token is not None else job_token.job_token()
+        self._conn = LineSocket(auth.connect(self.address, token, "control", self.process_id, timeout))
         self._start_threads()
-        return True
-
-    def _connect_failure(self, host: str, timeout: float, error: OSError | None) -> Exception:
-        if isinstance(error, socket.gaierror):
-            return ValueError(
-                f"coordinator_address={self.address!r}: host {host!r} cannot be resolved ({error.strerror}) "
-                f"after trying for {timeout:g} s; check the address of process 0's machine."
-            )
-        return TimeoutError(
-            f"process {self.process_id} could not reach the coordinator at {self.address} within "
-            f"{timeout:g} s ({error}): process 0 never started it there; check the address and "
-            "that process 0 is running."
-        )
 
     def _start_threads(self) -> None:
         threading.Thread(target=self._read_loop, name="meshax-client-reader", daemon=True).start()

@@ -4,22 +4,29 @@ It keeps one TCP connection per process and offers registration (with each
 process's device table), a key-value store, named barriers with deadlines and
 heartbeats. A connection that closes without a goodbye, or that stays silent
 longer than the heartbeat timeout, is a dead process: every other process is
-told at once. On the same port it serves PMI-1 (see pmi.py), told apart by the
-first line a client sends.
+told at once. On the same port it serves PMI-1 (see pmi.py). Connections reach
+it only once authenticated (listener.py), and act as the process they
+authenticated as; malformed requests are logged and dropped.
 """
 from __future__ import annotations
 
-import errno
 import json
-import socket
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from . import survey
+from .auth import Peer, preview
+from .listener import Listener
 from .pmi import PmiService
-from .wire import LineSocket
+from .wire import LineSocket, LineTooLong
+
+logger = logging.getLogger("meshax")
+
+MAX_CONTROL_LINE = 64 << 20  # bytes in one request of an authenticated process
+MAX_PMI_LINE = 64 << 10  # PMI-1 lines hold keys of <= 256 and values of <= 1024 characters
 
 
 @dataclass
@@ -54,12 +61,12 @@ def describe(process: _Process | None, process_id: int) -> str:
 class CoordinatorServer:
     """Serves the control plane of a job of `num_processes` processes."""
 
-    def __init__(self, port: int, num_processes: int, heartbeat_timeout: float, bind_host: str = "") -> None:
+    def __init__(self, port: int, num_processes: int, heartbeat_timeout: float, *, token: bytes,
+                 bind_host: str | None = None) -> None:
+        """Listen on `bind_host`:`port` (all interfaces when None) for processes knowing `token`."""
         self.num_processes = num_processes
         self.heartbeat_timeout = heartbeat_timeout
         self.ping_interval = max(0.2, min(10.0, heartbeat_timeout / 5))
-        self._listener = _listen(bind_host, port)
-        self.port = self._listener.getsockname()[1]
         self._cond = threading.Condition()
         self._processes: dict[int, _Process] = {}
         self._registration_waiters: list[_Waiter] = []
@@ -71,71 +78,60 @@ class CoordinatorServer:
         self._report: dict[str, Any] | None = None
         self._judge = survey.Judge()
         self._stopping = False
-        self._connections: set[LineSocket] = set()
         self._control_connections: set[LineSocket] = set()
         self.pmi = PmiService(num_processes, self._hostnames, self._on_pmi_abort)
-        self._threads = [
-            threading.Thread(target=self._accept_loop, name="meshax-coordinator-accept", daemon=True),
-            threading.Thread(target=self._monitor_loop, name="meshax-coordinator-monitor", daemon=True),
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._listener = Listener(bind_host, port, token, self._serve, max_connections=2 * num_processes + 8)
+        self.port = self._listener.port
+        threading.Thread(target=self._monitor_loop, name="meshax-coordinator-monitor", daemon=True).start()
 
     # ---- connections -------------------------------------------------------------
 
-    def _accept_loop(self) -> None:
-        while not self._stopping:
-            try:
-                sock, _ = self._listener.accept()
-            except OSError:
-                return
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            threading.Thread(target=self._serve, args=(LineSocket(sock),), name="meshax-coordinator-conn", daemon=True).start()
+    def _serve(self, conn: LineSocket, peer: Peer) -> None:
+        """Serve one authenticated connection until it ends (the listener then closes it)."""
+        if peer.process_id >= self.num_processes:
+            logger.warning("meshax coordinator: dropped a %s connection of process %d, out of range for a job of "
+                           "%d processes.", peer.kind, peer.process_id, self.num_processes)
+        elif peer.kind == "pmi":
+            conn.max_line = MAX_PMI_LINE
+            self.pmi.serve(conn, peer.process_id)
+        else:
+            conn.max_line = MAX_CONTROL_LINE
+            self._serve_control(conn, peer.process_id)
 
-    def _serve(self, conn: LineSocket) -> None:
-        with self._cond:
-            self._connections.add(conn)
-        try:
-            first = conn.read_line()
-            if first is None:
-                return
-            if first.startswith("cmd="):
-                self.pmi.serve(conn, first)
-            else:
-                self._serve_control(conn, first)
-        finally:
-            with self._cond:
-                self._connections.discard(conn)
-                self._cond.notify_all()
-            conn.close()
-
-    def _serve_control(self, conn: LineSocket, first: str) -> None:
+    def _serve_control(self, conn: LineSocket, peer_id: int) -> None:
         with self._cond:
             self._control_connections.add(conn)
         try:
-            self._serve_requests(conn, first)
+            self._serve_requests(conn, peer_id)
         finally:
             with self._cond:
                 self._control_connections.discard(conn)
+                self._cond.notify_all()
 
-    def _serve_requests(self, conn: LineSocket, first: str) -> None:
+    def _serve_requests(self, conn: LineSocket, peer_id: int) -> None:
+        """Requests of process `peer_id`, which registers first and then acts only as itself."""
         process_id: int | None = None
-        line: str | None = first
-        while line is not None:
-            message = json.loads(line)
-            op = message.get("op")
-            if op == "register":
-                process_id = self._register(conn, message)
-            elif process_id is None:
-                conn.write_message({"rid": message.get("rid"), "error": "register before any other request"})
-            elif op == "goodbye":
-                self._goodbye(process_id)
-                conn.write_message({"rid": message.get("rid"), "ok": True})
-                return
-            else:
-                self._touch(process_id)
-                self._handle(conn, process_id, message)
-            line = conn.read_line()
+        for message in _messages(conn, peer_id):
+            op, rid = message.get("op"), message.get("rid")
+            try:
+                if op == "register" and process_id is None:
+                    process_id = self._register(conn, peer_id, message)
+                elif op == "register":
+                    logger.warning("meshax coordinator: dropped a second registration of process %d.", process_id)
+                    conn.write_message({"rid": rid, "error": f"this connection is registered as process {process_id}."})
+                elif process_id is None:
+                    conn.write_message({"rid": rid, "error": "register before any other request"})
+                elif op == "goodbye":
+                    self._goodbye(process_id)
+                    conn.write_message({"rid": rid, "ok": True})
+                    return
+                else:
+                    self._touch(process_id)
+                    self._handle(conn, process_id, message)
+            except (KeyError, TypeError, ValueError, AttributeError) as error:
+                logger.warning("meshax coordinator: dropped a malformed %r request of process %d (%s: %s).",
+                               op, peer_id, type(error).__name__, error)
+                conn.write_message({"rid": rid, "error": f"malformed {op!r} request: {error!r}"})
         if process_id is not None:
             self._connection_lost(process_id)
 
@@ -158,13 +154,19 @@ class CoordinatorServer:
         elif op == "state":
             self._record_state(process_id, message.get("token"), message["state"])
         else:
+            logger.warning("meshax coordinator: dropped an unknown request %r of process %d.", op, process_id)
             conn.write_message({"rid": rid, "error": f"unknown request {op!r}"})
 
     # ---- registration --------------------------------------------------------------
 
-    def _register(self, conn: LineSocket, message: dict[str, Any]) -> int | None:
-        process_id = int(message["process_id"])
+    def _register(self, conn: LineSocket, process_id: int, message: dict[str, Any]) -> int | None:
         rid = message.get("rid")
+        if message.get("process_id") != process_id:
+            logger.warning("meshax coordinator: refused the registration as process %r of a connection "
+                           "authenticated as process %d.", message.get("process_id"), process_id)
+            conn.write_message({"rid": rid, "error": f"this connection authenticated as process {process_id}, so "
+                                f"it cannot register as process {message.get('process_id')!r}."})
+            return None
         with self._cond:
             error = self._registration_error(process_id, message)
             if error is not None:
@@ -173,7 +175,8 @@ class CoordinatorServer:
                     self._fail_locked(error, exclude=None)
                 return None
             self._processes[process_id] = _Process(
-                process_id, conn, message.get("hostname", "?"), int(message.get("pid", 0)), message.get("info", {})
+                process_id, conn, str(message.get("hostname", "?")), int(message.get("pid", 0)),
+                message.get("info", {}),
             )
             deadline = time.monotonic() + float(message.get("timeout", 300))
             self._registration_waiters.append(_Waiter(conn, rid, deadline, process_id))
@@ -184,7 +187,7 @@ class CoordinatorServer:
     def _registration_error(self, process_id: int, message: dict[str, Any]) -> str | None:
         if self._failure is not None:
             return self._failure
-        their_count = int(message.get("num_processes", -1))
+        their_count = message.get("num_processes")
         if their_count != self.num_processes:
             return (
                 f"process {process_id} was started with num_processes={their_count} but process 0 "
@@ -421,33 +424,26 @@ class CoordinatorServer:
         with self._cond:
             self._stopping = True
         self._listener.close()
-        with self._cond:
-            connections = list(self._connections)
-        for conn in connections:
-            conn.close()
         return remaining
 
 
-def _listen(bind_host: str, port: int) -> socket.socket:
-    """A listening socket on `port`, dual-stack where IPv6 is available, with a clear error when taken."""
-    families = [socket.AF_INET6, socket.AF_INET] if socket.has_ipv6 and not bind_host else [socket.AF_INET]
-    last_error: OSError | None = None
-    for family in families:
-        sock = socket.socket(family, socket.SOCK_STREAM)
+
+def _messages(conn: LineSocket, process_id: int) -> Iterator[dict[str, Any]]:
+    """The JSON objects process `process_id` sends, until it closes; malformed lines are logged and skipped."""
+    while True:
         try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-            sock.bind((bind_host or ("::" if family == socket.AF_INET6 else ""), port))
-            sock.listen(1024)
-            return sock
-        except OSError as error:
-            sock.close()
-            if error.errno == errno.EADDRINUSE:
-                raise OSError(
-                    errno.EADDRINUSE,
-                    f"the coordinator cannot listen on port {port}: it is already in use on this host (another "
-                    "program, or a meshax job still running); pick a free port in coordinator_address.",
-                ) from None
-            last_error = error
-    raise OSError(f"the coordinator cannot listen on port {port}: {last_error}")
+            line = conn.read_line()
+        except LineTooLong as error:
+            logger.warning("meshax coordinator: closed the connection of process %d: it sent %s.", process_id, error)
+            return
+        if line is None:
+            return
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            message = None
+        if isinstance(message, dict):
+            yield message
+        else:
+            logger.warning("meshax coordinator: dropped a malformed message of process %d: %s.",
+                           process_id, preview(line))

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 from .. import device_pool
 from .. import devices as device_table
 from ..config import config
-from . import detection, history, mpi, watch
+from . import detection, history, job_token, mpi, watch
+from .auth import AuthenticationError
 from .client import CoordinatorClient, CoordinatorError, exit_with_failure
 from .coordinator import CoordinatorServer
 from .wire import parse_address
@@ -125,31 +126,33 @@ def initialize(
 
 def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: float,
            shutdown_timeout: float) -> Runtime:
-    world = mpi.start(None, None) if spec.launcher_pmi else None
+    world = mpi.start() if spec.launcher_pmi else None
     process_id, num_processes = _identity(spec, world)
     local = device_table.make_local_devices(process_id, spec.local_device_ids)
     if num_processes == 1:
         device_table.install_table(device_table.DeviceTable(0, 1, local))
         return Runtime(0, 1, spec.coordinator_address, shutdown_timeout, world=world)
 
+    token = _job_token(world, process_id)
     address = spec.coordinator_address
     server = None
     if process_id == 0:
-        port = parse_address(address)[1] if address else _port_from_environment()
-        server = CoordinatorServer(port, num_processes, heartbeat_timeout)
+        host, port = parse_address(address) if address else (None, _port_from_environment())
+        server = CoordinatorServer(port, num_processes, heartbeat_timeout, token=token, bind_host=host)
         address = address or f"{socket.gethostname()}:{server.port}"
     if spec.launcher_pmi and not spec.coordinator_address:
         address = world.bcast(address, root=0)
     assert address is not None
 
     try:
-        client, tables = _join(address, process_id, num_processes, local, init_timeout, heartbeat_timeout, server)
+        client, tables = _join(address, process_id, num_processes, local, init_timeout, heartbeat_timeout, server,
+                               token)
     except BaseException:
         if server is not None:
             server.stop(timeout=2.0)  # let the others read why the job cannot start
         raise
     if world is None:
-        world = _start_mpi_with_deadline(address, process_id, init_timeout)
+        world = _start_mpi_with_deadline(address, process_id, num_processes, token, init_timeout)
     _check_world(world, process_id, num_processes)
     world.Set_errhandler(mpi.mpi_module().ERRORS_RETURN)  # a mismatch is an exception to report, not an abort
     device_pool.share_machine(sum(table.get("hostname") == socket.gethostname() for table in tables))
@@ -162,11 +165,14 @@ def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: 
 
 def _join(address: str, process_id: int, num_processes: int, local: list[device_table.Device],
           init_timeout: float, heartbeat_timeout: float,
-          server: CoordinatorServer | None) -> tuple[CoordinatorClient, list[dict[str, Any]]]:
+          server: CoordinatorServer | None, token: bytes) -> tuple[CoordinatorClient, list[dict[str, Any]]]:
     """Connect to the coordinator and register; returns the client and every process's table."""
     client = CoordinatorClient(address, process_id, heartbeat_timeout, _failure_handler(server),
-                               collective_timeout=config.read("meshax_collective_timeout"))
-    client.connect(init_timeout)
+                               collective_timeout=config.read("meshax_collective_timeout"), token=token)
+    try:
+        client.connect(init_timeout)
+    except AuthenticationError as error:
+        raise RuntimeError(f"meshax.distributed.initialize failed: {error}") from None
     try:
         tables = client.register(num_processes, {"devices": [[d.id, d.local_hardware_id] for d in local]},
                                  timeout=init_timeout)
@@ -200,7 +206,14 @@ def _identity(spec: detection.ClusterSpec, world: Any) -> tuple[int, int]:
     return rank, size
 
 
-def _start_mpi_with_deadline(address: str, process_id: int, timeout: float) -> Any:
+def _job_token(world: Any, process_id: int) -> bytes:
+    """The job's secret (job_token.py); under an MPI launcher, process 0's, sent to the others over MPI."""
+    if world is None:
+        return job_token.job_token()
+    return world.bcast(job_token.job_token(per_user_file=False) if process_id == 0 else None, root=0)
+
+
+def _start_mpi_with_deadline(address: str, process_id: int, num_processes: int, token: bytes, timeout: float) -> Any:
     """Join the MPI world through our PMI server; fail loudly if it takes longer than `timeout`."""
     timer = threading.Timer(timeout, exit_with_failure, args=(
         f"process {process_id}: MPI initialisation through the coordinator's PMI server at {address} did not "
@@ -208,7 +221,7 @@ def _start_mpi_with_deadline(address: str, process_id: int, timeout: float) -> A
     timer.daemon = True
     timer.start()
     try:
-        return mpi.start(address, process_id)
+        return mpi.start(address, process_id, num_processes, token, timeout)
     finally:
         timer.cancel()
 

@@ -6,6 +6,8 @@ import os
 import threading
 from typing import Any, Iterable
 
+from . import auth
+
 _PMI_VARIABLES = ("PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_JOBID", "PMI_PORT", "PMI_ID")
 
 
@@ -32,25 +34,33 @@ def mpi_module() -> Any:
     return _MPI
 
 
-def start(pmi_address: str | None, process_id: int | None) -> Any:
+def start(pmi_address: str | None = None, process_id: int = 0, num_processes: int = 1,
+          token: bytes = b"", timeout: float = 300.0) -> Any:
     """Initialise MPI and return COMM_WORLD.
 
     With `pmi_address`, MPI joins the world served by our coordinator's PMI-1 server
-    as rank `process_id`; without it, MPI uses the launcher's PMI from the environment.
+    as rank `process_id` of `num_processes`: meshax connects and authenticates with
+    `token` (within `timeout` s) and hands the connection to MPICH as PMI_FD, since
+    MPICH's own PMI client cannot authenticate. Without it, MPI uses the launcher's
+    PMI from the environment.
     """
+    MPI = mpi_module()
+    if MPI.Is_initialized():
+        return MPI.COMM_WORLD
     if pmi_address is not None:
+        sock = auth.connect(pmi_address, token, "pmi", process_id, timeout)
         for name in _PMI_VARIABLES:
             os.environ.pop(name, None)
-        os.environ["PMI_PORT"] = pmi_address
-        os.environ["PMI_ID"] = str(process_id)
-    MPI = mpi_module()
-    if not MPI.Is_initialized():
-        before = _shared_memory_segments()
-        provided = ctypes.c_int(0)
-        code = _library(MPI).MPI_Init_thread(None, None, MPI.THREAD_MULTIPLE, ctypes.byref(provided))
-        if code != 0:
-            raise RuntimeError(f"MPI_Init_thread failed with error code {code}.")
-        _job_segments.update(_shared_memory_segments() - before)
+        os.environ.update(PMI_FD=str(sock.detach()), PMI_RANK=str(process_id), PMI_SIZE=str(num_processes))
+    before = _shared_memory_segments()
+    provided = ctypes.c_int(0)
+    code = _library(MPI).MPI_Init_thread(None, None, MPI.THREAD_MULTIPLE, ctypes.byref(provided))
+    if pmi_address is not None:  # read by now; a child process must not take them for an mpiexec launch
+        for name in ("PMI_FD", "PMI_RANK", "PMI_SIZE"):
+            os.environ.pop(name, None)
+    if code != 0:
+        raise RuntimeError(f"MPI_Init_thread failed with error code {code}.")
+    _job_segments.update(_shared_memory_segments() - before)
     return MPI.COMM_WORLD
 
 

@@ -1,19 +1,23 @@
 """A PMI-1 process manager, so that independently started processes form one MPI world.
 
-MPICH reads PMI_PORT/PMI_ID, connects to the coordinator and speaks PMI-1's
-`cmd=name key=value` lines; this module answers them (facts in shared/notes/pmi.md).
+meshax opens and authenticates a connection to the coordinator for MPICH and hands
+it over through PMI_FD (mpi.py); MPICH then speaks PMI-1's `cmd=name key=value` lines
+on it, which this module answers as the rank the connection authenticated as (facts
+in shared/notes/pmi.md).
 """
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import threading
 import time
 from typing import Callable
 
-from .wire import LineSocket
+from .auth import preview
+from .wire import LineSocket, LineTooLong
 
-
+logger = logging.getLogger("meshax")
 
 def parse_command(line: str) -> dict[str, str]:
     """'cmd=get kvsname=k key=x' -> {'cmd': 'get', 'kvsname': 'k', 'key': 'x'}."""
@@ -56,8 +60,11 @@ def _merge_uniform(blocks: list[tuple[int, int, int]]) -> list[tuple[int, int, i
 
 def _wait_for_close(conn: LineSocket, timeout: float) -> None:
     """Wait until the client closes its end: only then has it read everything we sent."""
-    conn.sock.settimeout(timeout)
-    while conn.read_line() is not None:
+    deadline = time.monotonic() + timeout
+    try:
+        while conn.read_line(deadline) is not None:
+            pass
+    except LineTooLong:
         pass
 
 
@@ -71,24 +78,39 @@ class PmiService:
         self._on_abort = on_abort
         self._kvs: dict[str, str] = {}
         self._cond = threading.Condition()
-        self._barrier_waiting: list[LineSocket] = []
+        self._barrier_waiting: dict[int, LineSocket] = {}
         self._sessions: dict[int, LineSocket] = {}
         self._ended: set[int] = set()
         self._acknowledged_early: set[int] = set()
 
-    def serve(self, conn: LineSocket, first_line: str) -> None:
-        """Answer one MPI process's PMI commands until it finalizes or disconnects."""
-        rank = -1
-        line: str | None = first_line
+    def serve(self, conn: LineSocket, rank: int) -> None:
+        """Answer the PMI commands of rank `rank`'s MPI library until it finalizes or disconnects."""
+        with self._cond:
+            if rank in self._sessions:
+                logger.warning("meshax coordinator: dropped a second PMI connection of process %d.", rank)
+                return
+            self._sessions[rank] = conn
+        try:
+            self._serve_commands(conn, rank)
+        except LineTooLong as error:
+            logger.warning("meshax coordinator: closed the PMI connection of process %d: it sent %s.", rank, error)
+        with self._cond:
+            self._barrier_waiting.pop(rank, None)
+            self._ended.add(rank)
+            self._cond.notify_all()
+
+    def _serve_commands(self, conn: LineSocket, rank: int) -> None:
+        line = conn.read_line()
         while line is not None:
             fields = parse_command(line)
             command = fields.get("cmd", "")
-            if command == "initack":
-                rank = int(fields.get("pmiid", "-1"))
-                with self._cond:
-                    self._sessions[rank] = conn
-                self._reply(conn, f"cmd=initack rc=0 rank={rank} size={self.size} appnum=0 debug=0",
-                            f"cmd=set size={self.size}", f"cmd=set rank={rank}", "cmd=set debug=0")
+            if command == "initack":  # only sent by MPICH connecting through PMI_PORT, which meshax never uses
+                if fields.get("pmiid") != str(rank):
+                    logger.warning("meshax coordinator: dropped a PMI initack of process %d claiming to be %s.",
+                                   rank, preview(fields.get("pmiid", "")))
+                else:
+                    self._reply(conn, f"cmd=initack rc=0 rank={rank} size={self.size} appnum=0 debug=0",
+                                f"cmd=set size={self.size}", f"cmd=set rank={rank}", "cmd=set debug=0")
             elif command == "finalize":
                 with self._cond:
                     early = rank in self._acknowledged_early
@@ -100,13 +122,10 @@ class PmiService:
                 self._on_abort(rank, fields.get("message", fields.get("exitcode", "MPI_Abort was called")))
                 break
             elif command == "barrier_in":
-                self._barrier_in(conn)
+                self._barrier_in(conn, rank)
             else:
-                self._reply(conn, self._answer(command, fields))
+                self._reply(conn, self._answer(command, fields, rank))
             line = conn.read_line()
-        with self._cond:
-            self._ended.add(rank)
-            self._cond.notify_all()
 
     def acknowledge_finalize_early(self, rank: int) -> None:
         """Answer rank `rank`'s coming PMI finalize before it is asked.
@@ -131,7 +150,7 @@ class PmiService:
                     return missing
                 self._cond.wait(min(left, 0.2))
 
-    def _answer(self, command: str, fields: dict[str, str]) -> str:
+    def _answer(self, command: str, fields: dict[str, str], rank: int) -> str:
         if command == "init":
             return "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0"
         if command == "get_maxes":
@@ -151,6 +170,7 @@ class PmiService:
             if value is None:
                 return "cmd=get_result rc=-1 msg=key_not_found"
             return f"cmd=get_result rc=0 value={value}"
+        logger.warning("meshax coordinator: dropped an unknown PMI command %s of process %d.", preview(command), rank)
         return f"cmd={command or 'unknown'}_result rc=-1 msg=unsupported_command"
 
     def _get(self, key: str) -> str | None:
@@ -160,12 +180,12 @@ class PmiService:
         with self._cond:
             return self._kvs.get(key)
 
-    def _barrier_in(self, conn: LineSocket) -> None:
+    def _barrier_in(self, conn: LineSocket, rank: int) -> None:
         with self._cond:
-            self._barrier_waiting.append(conn)
+            self._barrier_waiting[rank] = conn
             if len(self._barrier_waiting) < self.size:
                 return
-            waiting, self._barrier_waiting = self._barrier_waiting, []
+            waiting, self._barrier_waiting = list(self._barrier_waiting.values()), {}
         for member in waiting:
             member.write_line("cmd=barrier_out rc=0")
 

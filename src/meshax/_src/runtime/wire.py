@@ -4,22 +4,38 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from typing import Any
 
 
-class LineSocket:
-    """A socket read and written one line at a time; writes are thread-safe."""
+class LineTooLong(ValueError):
+    """The peer sent a line longer than the connection's limit; it was not buffered whole."""
 
-    def __init__(self, sock: socket.socket) -> None:
+
+class LineSocket:
+    """A socket read and written one line at a time; writes are thread-safe.
+
+    `max_line` bounds what one line may hold: a longer one raises LineTooLong after at
+    most `max_line` + one receive's worth of bytes was buffered.
+    """
+
+    def __init__(self, sock: socket.socket, max_line: int | None = None) -> None:
         self.sock = sock
+        self.max_line = max_line
         self._buffer = b""
         self._write_lock = threading.Lock()
         self.closed = False
 
-    def read_line(self) -> str | None:
-        """The next line without its newline, or None once the peer has closed."""
+    def read_line(self, deadline: float | None = None) -> str | None:
+        """The next line without its newline; None once the peer has closed or `deadline` has passed."""
         while b"\n" not in self._buffer:
+            self._check_length(self._buffer)
             try:
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return None
+                    self.sock.settimeout(left)
                 chunk = self.sock.recv(65536)
             except OSError:
                 chunk = b""
@@ -27,7 +43,18 @@ class LineSocket:
                 return None
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
+        self._check_length(line)
         return line.decode("utf-8", errors="replace")
+
+    def _check_length(self, data: bytes) -> None:
+        if self.max_line is not None and len(data) > self.max_line:
+            self._buffer = b""
+            raise LineTooLong(f"a line of more than {self.max_line} bytes")
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as lines."""
+        return len(self._buffer)
 
     def write_line(self, line: str) -> bool:
         """Send one line; False when the peer is gone."""

@@ -1,0 +1,239 @@
+"""The coordinator against outsiders: job token, authentication, bound interface, bounds, fuzzing.
+
+Real 4-process jobs (started by `meshax launch` and by hand as in the seeds) run collectives
+while an outsider who knows the port but not the token attacks it; their results and exit
+codes must not change. Every job is bounded in time and killed if it overstays.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import stat
+import time
+
+import pytest
+
+from attacks import WORKLOAD, Job, children, expected_checksum, fuzz, listeners, run_attacks
+from multiprocess import PYTHON, child_env, free_port, start
+from meshax._src.runtime import auth, job_token, listener
+from meshax._src.runtime.coordinator import CoordinatorServer
+from meshax._src.runtime.wire import LineSocket
+
+JOB_TIMEOUT = 90
+
+
+def home_env(home, cpu_devices: int | None = 2, **extra: str) -> dict[str, str]:
+    """A child environment whose home directory (and so per-user token file) is `home`."""
+    return child_env(cpu_devices, HOME=str(home), **extra)
+
+
+def independent_job(home, port: int, stop_file, n: int = 4) -> Job:
+    """The seeds' way: n processes started by hand with a coordinator address, no token variable."""
+    env = home_env(home)
+    return Job([start([PYTHON, WORKLOAD, str(stop_file), f"localhost:{port}", str(i), str(n)], env) for i in range(n)])
+
+
+def launched_job(home, port: int, stop_file) -> Job:
+    args = [PYTHON, "-m", "meshax", "launch", "-n", "4", "--cpu-devices", "2", "--coordinator", f"127.0.0.1:{port}",
+            WORKLOAD, str(stop_file)]
+    return Job([start(args, home_env(home, None))])
+
+
+def assert_job_unharmed(job: Job, stop_file, codes_expected: int) -> None:
+    stop_file.touch()
+    codes = job.finish(JOB_TIMEOUT)
+    assert codes == [0] * codes_expected, job.describe()
+    results = [line.split()[-2] for line in job.stdout().splitlines() if line.rstrip().endswith("rounds-ok")]
+    assert len(results) == 4, job.describe()
+    for result in results:
+        assert float(result) == pytest.approx(expected_checksum(), rel=1e-5)
+    assert "Traceback" not in job.stderr(), job.describe()
+
+
+def assert_coordinator_on_loopback_only(pids: list[int], port: int) -> None:
+    found = listeners(pids)
+    assert [address for address in found if address[1] == port] == [("127.0.0.1", port)], found
+    wildcards = [address for address in found if address[0] in ("0.0.0.0", "::")]
+    assert not wildcards, f"wildcard listeners of the job: {wildcards}"
+
+
+# ---- the job token --------------------------------------------------------------------------------
+
+
+def test_racing_processes_create_one_private_token_file(tmp_path):
+    code = "from meshax._src.runtime import job_token; print(job_token.job_token().decode())"
+    procs = [start([PYTHON, "-c", code], home_env(tmp_path)) for _ in range(8)]
+    outputs = []
+    for proc in procs:
+        try:
+            out, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+        assert proc.returncode == 0, err
+        outputs.append(out.strip())
+    assert len(set(outputs)) == 1 and len(outputs[0]) == 64, outputs
+    path = tmp_path / ".meshax" / "job_token"
+    assert path.read_text().strip() == outputs[0]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert os.listdir(path.parent) == ["job_token"]  # no temporary files left
+
+
+def test_a_token_file_others_can_read_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv(job_token.ENV_VAR, raising=False)
+    token = job_token.job_token()
+    assert job_token.job_token() == token
+    (tmp_path / ".meshax" / "job_token").chmod(0o644)
+    with pytest.raises(RuntimeError, match="chmod 600"):
+        job_token.job_token()
+    monkeypatch.setenv(job_token.ENV_VAR, "  ")
+    with pytest.raises(ValueError, match="MESHAX_JOB_TOKEN is set but empty"):
+        job_token.job_token()
+    monkeypatch.setenv(job_token.ENV_VAR, "s3cret")
+    assert job_token.job_token() == b"s3cret"
+
+
+# ---- binding and per-connection rules, in one process ------------------------------------------------
+
+
+def test_the_coordinator_listens_on_its_address_interface(caplog):
+    sockets = listener._listen("localhost", 0)
+    try:
+        assert {sock.getsockname()[0] for sock in sockets} <= {"127.0.0.1", "::1"}
+    finally:
+        for sock in sockets:
+            sock.close()
+    own_ip = _own_ip()
+    if own_ip is not None:  # this machine's address: that interface only
+        sockets = listener._listen(own_ip, 0)
+        try:
+            assert [sock.getsockname()[0] for sock in sockets] == [own_ip]
+        finally:
+            for sock in sockets:
+                sock.close()
+    own_name = socket.gethostname()
+    sockets = listener._listen(own_name, 0)
+    try:
+        on_loopback = all(info[4][0].startswith("127.") or info[4][0] == "::1"
+                          for info in socket.getaddrinfo(own_name, 0, type=socket.SOCK_STREAM))
+        wildcard = [sock.getsockname()[0] for sock in sockets] in (["::"], ["0.0.0.0"])
+        assert wildcard == on_loopback  # all interfaces exactly when the own name resolves to loopback here
+    finally:
+        for sock in sockets:
+            sock.close()
+    for host, why in (("203.0.113.7", "is not an address of this machine"),
+                      ("no-such-host.invalid", "cannot be resolved")):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="meshax"):
+            sockets = listener._listen(host, 0)
+        try:
+            assert [sock.getsockname()[0] for sock in sockets] in (["::"], ["0.0.0.0"])
+            assert why in caplog.text and "listening on all interfaces" in caplog.text
+        finally:
+            for sock in sockets:
+                sock.close()
+
+
+def _own_ip() -> str | None:
+    """This machine's address on its default route, if it has one (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("203.0.113.7", 9))
+        except OSError:
+            return None
+        ip = probe.getsockname()[0]
+    return None if ip.startswith("127.") else ip
+
+
+def test_an_authenticated_connection_acts_only_as_its_process():
+    server = CoordinatorServer(0, 2, heartbeat_timeout=30, token=b"right", bind_host="127.0.0.1")
+    address = f"127.0.0.1:{server.port}"
+    try:
+        with pytest.raises(auth.AuthenticationError, match="MESHAX_JOB_TOKEN"):
+            auth.connect(address, b"wrong", "control", 1, timeout=10)
+        conn = LineSocket(auth.connect(address, b"right", "control", 1, timeout=10))
+        conn.sock.settimeout(10)
+        conn.write_message({"op": "register", "rid": 1, "process_id": 0, "num_processes": 2, "timeout": 30})
+        assert "cannot register as process 0" in conn.read_message()["error"]
+        conn.write_message({"op": "kv_get", "rid": 2, "key": "x", "timeout": 0})
+        assert conn.read_message()["error"] == "register before any other request"
+        conn.write_line("not json")
+        conn.write_message({"op": "register", "rid": 3, "process_id": 1, "num_processes": 2, "timeout": 30})
+        conn.write_message({"op": "register", "rid": 4, "process_id": 0, "num_processes": 2, "timeout": 30})
+        assert conn.read_message() == {"rid": 4, "error": "this connection is registered as process 1."}
+        conn.write_message({"op": "kv_set", "rid": 5, "key": "k"})  # malformed: no value
+        assert "malformed 'kv_set' request" in conn.read_message()["error"]
+        pmi = [LineSocket(auth.connect(address, b"right", "pmi", 0, timeout=10)) for _ in range(2)]
+        pmi[1].sock.settimeout(10)
+        assert pmi[1].read_line() is None  # a second PMI connection of process 0 is closed
+        pmi[0].write_line("cmd=initack pmiid=1")  # claims another rank: dropped
+        pmi[0].write_line("cmd=get_universe_size")
+        pmi[0].sock.settimeout(10)
+        assert pmi[0].read_line() == "cmd=universe_size size=2 rc=0"
+        for c in (conn, *pmi):
+            c.close()
+    finally:
+        server.stop(timeout=0.1)
+
+
+def test_a_process_with_another_token_fails_naming_the_fix(tmp_path):
+    port = free_port()
+    procs = [start([PYTHON, "tests/programs/init_only.py", f"localhost:{port}", str(i), "2", "6"],
+                   home_env(tmp_path, 1, **({job_token.ENV_VAR: "another"} if i else {}))) for i in range(2)]
+    job = Job(procs)
+    codes = job.finish(JOB_TIMEOUT)
+    assert codes[0] != 0 and codes[1] != 0, job.describe()
+    assert "process 1 could not authenticate to the coordinator" in "".join(job.err[1]), job.describe()
+    assert "set the same MESHAX_JOB_TOKEN on every process" in "".join(job.err[1]), job.describe()
+    assert "processes [1] of 2 never connected" in "".join(job.err[0]), job.describe()
+
+
+# ---- real jobs under attack ----------------------------------------------------------------------------
+
+
+def test_outsiders_cannot_harm_a_launched_job(tmp_path):
+    port, stop_file = free_port(), tmp_path / "stop"
+    job = launched_job(tmp_path, port, stop_file)
+    try:
+        job.wait_for("READY", 4, timeout=JOB_TIMEOUT)
+        assert_coordinator_on_loopback_only(children(job.procs[0].pid), port)
+        failures = run_attacks(port)
+        assert not failures, failures
+        assert_job_unharmed(job, stop_file, 1)
+    finally:
+        job.kill()
+    assert "[0] meshax coordinator: dropped a connection from 127.0.0.1" in job.stderr()
+    assert not (tmp_path / ".meshax").exists()  # the launcher's token was used, not the per-user file
+
+
+def test_outsiders_cannot_harm_independently_started_processes(tmp_path):
+    port, stop_file = free_port(), tmp_path / "stop"
+    job = independent_job(tmp_path, port, stop_file)
+    try:
+        job.wait_for("READY", 4, timeout=JOB_TIMEOUT)
+        assert_coordinator_on_loopback_only([proc.pid for proc in job.procs], port)
+        failures = run_attacks(port)
+        assert not failures, failures
+        assert_job_unharmed(job, stop_file, 4)
+    finally:
+        job.kill()
+    assert "meshax coordinator: dropped a connection from 127.0.0.1" in "".join(job.err[0])
+    assert stat.S_IMODE((tmp_path / ".meshax" / "job_token").stat().st_mode) == 0o600
+
+
+def test_fuzzing_the_coordinator_port_during_a_job_changes_nothing(tmp_path):
+    seed = int(os.environ.get("MESHAX_FUZZ_SEED", time.time_ns() % 100_000))
+    port, stop_file = free_port(), tmp_path / "stop"
+    job = launched_job(tmp_path, port, stop_file)
+    try:
+        job.wait_for("READY", 4, timeout=JOB_TIMEOUT)
+        connections, problems = fuzz(port, seed, duration=6.0)
+        assert not problems, f"seed {seed} (rerun with MESHAX_FUZZ_SEED={seed}): {problems[:5]}"
+        assert connections > 20, connections
+        with socket.create_connection(("127.0.0.1", port), timeout=10):
+            pass  # still accepting
+        assert_job_unharmed(job, stop_file, 1)
+    finally:
+        job.kill()
