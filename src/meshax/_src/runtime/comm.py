@@ -76,9 +76,9 @@ class ProcessGroup:
         extra = inband.trailer_length(dtype, op, self.size)
         if payload is not None:
             work[:payload.size] = payload
-        inband.write_trailer(work[work.size - extra:], activity.chain, op, self.size)
+        expected = inband.write_trailer(work[work.size - extra:], activity.chain, op, self.size)
         self.comm.Allreduce(mpi_module().IN_PLACE, work, op=self._mpi_op(op))
-        if not inband.trailer_agrees(work[work.size - extra:], activity.chain, op, self.size):
+        if not inband.trailer_agrees(work[work.size - extra:], expected):
             self._desync(activity, "the members' histories differ")
         return work[:0 if payload is None else payload.size]
 

@@ -17,6 +17,8 @@ by a separate small allreduce instead.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 _EXACT_BITS = {("f", 4): 24, ("f", 8): 53, ("c", 8): 24, ("c", 16): 53, ("i", 4): 31, ("i", 8): 63}
@@ -31,6 +33,7 @@ def _digit_bits(bits: int, members: int) -> int:
     return min(_HASH_BITS, (bits - members.bit_length()) // 2)
 
 
+@functools.lru_cache(maxsize=256)
 def trailer_length(dtype: np.dtype, op: str, members: int) -> int:
     """How many elements the check appends to a reduction `op` of `dtype` over `members` processes (0: none)."""
     bits = _bits(dtype)
@@ -42,35 +45,25 @@ def trailer_length(dtype: np.dtype, op: str, members: int) -> int:
     return 0 if digit < 4 else 2 * -(-_HASH_BITS // digit)
 
 
-def _word(chain: int, bits: int) -> int:
-    usable = min(bits, _HASH_BITS)
-    return 1 + chain % ((1 << usable) - 1)
-
-
-def _digits(chain: int, bits: int, members: int, count: int) -> list[int]:
-    size = _digit_bits(bits, members)
-    return [(chain >> (size * i)) & ((1 << size) - 1) for i in range(count)]
-
-
-def _expected(chain: int, dtype: np.dtype, op: str, members: int, count: int, reduced: bool) -> list[int]:
-    bits = _bits(dtype)
+def write_trailer(tail: np.ndarray, chain: int, op: str, members: int) -> list[int]:
+    """Fill `tail` (trailer_length elements) with this member's check elements; returns what the reduced
+    trailer must equal if every member agrees (for `trailer_agrees`)."""
+    bits = _bits(tail.dtype)
     assert bits is not None
     if op in ("max", "min"):
-        word = _word(chain, bits)
+        word = 1 + chain % ((1 << min(bits, _HASH_BITS)) - 1)
+        tail[0], tail[1] = word, -word
         return [word, -word]
-    scale = members if reduced else 1
-    values = []
-    for digit in _digits(chain, bits, members, count // 2):
-        values += [scale * digit, scale * digit * digit]
-    return values
+    size = _digit_bits(bits, members)
+    mine, reduced = [], []
+    for i in range(tail.size // 2):
+        digit = (chain >> (size * i)) & ((1 << size) - 1)
+        mine += [digit, digit * digit]
+        reduced += [members * digit, members * digit * digit]
+    tail[...] = mine
+    return reduced
 
 
-def write_trailer(tail: np.ndarray, chain: int, op: str, members: int) -> None:
-    """Fill `tail` (trailer_length elements) with this member's check elements."""
-    tail[...] = _expected(chain, tail.dtype, op, members, tail.size, reduced=False)
-
-
-def trailer_agrees(tail: np.ndarray, chain: int, op: str, members: int) -> bool:
-    """Whether the reduced `tail` shows that every member appended the same check elements as this one."""
-    return bool(np.array_equal(tail, np.asarray(_expected(chain, tail.dtype, op, members, tail.size, reduced=True),
-                                                dtype=tail.dtype)))
+def trailer_agrees(tail: np.ndarray, expected: list[int]) -> bool:
+    """Whether the reduced `tail` equals what `write_trailer` predicted: every member appended the same."""
+    return tail.tolist() == expected
