@@ -63,3 +63,12 @@ def test_a_slow_process_is_waited_for_with_a_line_naming_it():
         if index != 2:
             assert f"process {index} still waiting for process 2 (running" in result.stderr, result.stderr
             assert "desync_scenarios.py:55" in result.stderr
+
+
+def test_initialize_names_the_processes_it_waits_for_every_10_s():
+    address = f"localhost:{free_port()}"
+    procs = [start([PYTHON, "tests/programs/init_only.py", address, str(i), "3", "12"], child_env(1)) for i in range(2)]
+    for index, result in enumerate(collect(procs, timeout=60)):
+        assert result.returncode != 0
+        assert f"meshax: process {index} still waiting for processes [2] to start and connect" in result.stderr
+        assert "processes [2] of 3 never connected" in result.stderr

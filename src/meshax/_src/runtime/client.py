@@ -172,6 +172,9 @@ class CoordinatorClient:
                                           "token": message["token"], "state": watch.state()})
             elif event == "waiting_for":
                 self._busy_peers = message.get("busy", "")
+            elif event == "still_registering":
+                self._say(f"still waiting for processes {message.get('missing')} to start and connect to the "
+                          f"coordinator at {self.address}")
             elif event is None:
                 with self._cond:
                     if message.get("rid") in self._pending:
@@ -219,8 +222,11 @@ class CoordinatorClient:
         if waited >= STILL_WAITING_EVERY and now - self._printed >= STILL_WAITING_EVERY:
             self._printed = now
             peers = f" for {self._busy_peers}" if self._busy_peers else ""
-            os.write(2, f"meshax: process {self.process_id} still waiting{peers} {activity.describe(now)}\n".encode(
-                "utf-8", errors="replace"))
+            self._say(f"still waiting{peers} {activity.describe(now)}")
+
+    def _say(self, text: str) -> None:
+        """One line on stderr about this process."""
+        os.write(2, f"meshax: process {self.process_id} {text}\n".encode("utf-8", errors="replace"))
 
     def report_desync(self, detail: str) -> None:
         """This process found in-band that processes disagree: have the coordinator survey everyone and fail the

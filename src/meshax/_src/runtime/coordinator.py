@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from . import survey
+from .client import STILL_WAITING_EVERY
 from .auth import Peer, preview
 from .listener import Listener
 from .pmi import PmiService
@@ -77,6 +78,7 @@ class CoordinatorServer:
         self._started = False
         self._report: dict[str, Any] | None = None
         self._judge = survey.Judge()
+        self._reminded_at: float | None = None  # when registering processes were last told who is missing
         self._stopping = False
         self._control_connections: set[LineSocket] = set()
         self.pmi = PmiService(num_processes, self._hostnames, self._on_pmi_abort)
@@ -310,6 +312,7 @@ class CoordinatorServer:
             now = time.monotonic()
             with self._cond:
                 self._expire_registration(now)
+                self._remind_registration(now)
                 self._expire_barriers(now)
                 self._expire_kv_gets(now)
                 self._check_heartbeats(now)
@@ -330,6 +333,19 @@ class CoordinatorServer:
         for waiter in self._registration_waiters:  # all at once, so every process names the same missing ones
             waiter.conn.write_message({"rid": waiter.rid, "error": message})
         self._registration_waiters = []
+
+    def _remind_registration(self, now: float) -> None:
+        """Every STILL_WAITING_EVERY s of registration, tell the registered processes who has not connected."""
+        if not self._registration_waiters:
+            self._reminded_at = None
+            return
+        if self._reminded_at is None:
+            self._reminded_at = now
+        elif now - self._reminded_at >= STILL_WAITING_EVERY:
+            self._reminded_at = now
+            missing = sorted(set(range(self.num_processes)) - self._processes.keys())
+            for waiter in self._registration_waiters:
+                waiter.conn.write_message({"event": "still_registering", "missing": missing})
 
     def _expire_barriers(self, now: float) -> None:
         for name, arrived in list(self._barriers.items()):
