@@ -97,3 +97,10 @@ def test_a_process_still_computing_is_named_not_blamed():
 def test_a_process_that_left_while_another_waits_for_it_fails_the_job():
     verdict, message = survey.Judge().verdict({0: waiting("0,1", 3, 11)}, {0}, {1})
     assert verdict == "fail" and message.startswith("process 1 left the job")
+
+
+def test_a_long_transfer_among_some_processes_while_the_others_wait_for_them_is_not_a_failure():
+    judge = survey.Judge()
+    states = {0: waiting("0,1", 5, 11, "reshard"), 1: waiting("0,1", 5, 11, "reshard"),
+              2: waiting("0,1,2,3", 9, 33, "barrier"), 3: waiting("0,1,2,3", 9, 33, "barrier")}
+    assert [judge.verdict(states, {0, 1, 2, 3}, set())[0] for _ in range(3)] == ["wait"] * 3

@@ -3,8 +3,9 @@
 Each live process reports `watch.state()`: whether it waits in a communication, and if
 so in which process set, at which sequence number, with which history hash. A job in
 which every process waits, the same way in two surveys in a row, cannot progress unless
-they all wait in one and the same operation (a long transfer); otherwise the processes
-ran different operations (a desync) or wait for each other in a cycle (a deadlock).
+all members of some process set wait in one and the same operation (a long transfer
+under way); otherwise the processes ran different operations (a desync) or wait for each
+other in a cycle (a deadlock).
 """
 from __future__ import annotations
 
@@ -35,9 +36,14 @@ def departed_peer(states: dict[int, State], gone: set[int]) -> str | None:
     return None
 
 
-def _all_in_one_operation(states: dict[int, State]) -> bool:
-    keys = {(s.get("group"), s.get("sequence"), s.get("chain")) for s in states.values()}
-    return len(keys) == 1 and next(iter(keys))[0] is not None
+def _some_operation_joined(states: dict[int, State]) -> bool:
+    """Whether all members of some process set wait in one and the same operation: it is under way (a long
+    transfer), and whoever waits for them will be released when it ends."""
+    steps = {p: (s.get("group"), s.get("sequence"), s.get("chain")) for p, s in states.items()}
+    for step in set(steps.values()):
+        if step[0] is not None and all(steps.get(member) == step for member in _members(step[0])):
+            return True
+    return False
 
 
 def disagreement(states: dict[int, State]) -> str | None:
@@ -71,7 +77,7 @@ class Judge:
         waiting = {p: s for p, s in states.items() if "waiting" in s}
         signature = _signature(waiting)
         stable, self._previous = signature == self._previous, signature
-        if set(waiting) != live or not stable or _all_in_one_operation(waiting):
+        if set(waiting) != live or not stable or _some_operation_joined(waiting):
             return "wait", self._busy(states, live)
         headline = disagreement(waiting) or "every process waits in a communication that the others never join"
         return "fail", headline
