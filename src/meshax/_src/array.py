@@ -14,6 +14,7 @@ import numpy as np
 
 from . import devices as device_table
 from .devices import Device
+from .explicit_types import array_aval
 from .sharding import Box, Sharding, SingleDeviceSharding, unique_boxes
 
 NOT_ADDRESSABLE = (
@@ -61,6 +62,7 @@ class Array:
 
     shape = property(lambda self: self._shape)
     dtype = property(lambda self: self._dtype)
+    aval = property(lambda self: array_aval(self._shape, self._dtype, self.weak_type, self._sharding))
     sharding = property(lambda self: self._sharding)
     ndim = property(lambda self: len(self._shape))
     size = property(lambda self: math.prod(self._shape))

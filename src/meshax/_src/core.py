@@ -41,13 +41,14 @@ class HasShape:
 @dataclass(frozen=True)
 class ShapedArray(HasShape):
     """What tracing knows of a value: shape, dtype, weak type, (inside shard_map) the manual mesh axes it varies
-    over (`vma`), and, for `typeof` of arrays on meshes with Explicit axes, the axes splitting each dimension."""
+    over (`vma`), and, on meshes with Explicit axes, the axes splitting each dimension (sharding in types)."""
 
     shape: tuple[int, ...]
     dtype: np.dtype
     weak_type: bool = False
     vma: frozenset = field(default=frozenset())
-    explicit: tuple = ()  # per dimension: the Explicit mesh axes that split it (empty: not recorded)
+    explicit: tuple = ()  # per dimension: the Explicit mesh axes that split it (empty: none does)
+    mesh: Any = field(default=None, compare=False)  # the mesh of those axes (set when the mesh has Explicit axes)
 
     def _dims(self) -> str:
         if not self.explicit:
@@ -125,6 +126,8 @@ impl_rules: dict[Primitive, Callable[..., Any]] = {}  # NumPy implementation on 
 abstract_eval_rules: dict[Primitive, Callable[..., Any]] = {}  # avals in, aval(s) out
 sharding_rules: dict[Primitive, Callable[..., Any]] = {}  # where eager inputs must be (rules.Layout)
 vma_rules: dict[Primitive, Callable[..., Any]] = {}  # varying axes of a collective's result (None: keep avals')
+# the Explicit-axes types of a primitive's outputs (installed by explicit_types): (primitive, avals, outs, params)
+explicit_typing: list[Callable[..., list[ShapedArray]]] = []
 
 
 def abstract_eval(primitive: Primitive, avals: Sequence[ShapedArray], params: dict[str, Any]) -> list[ShapedArray]:
@@ -135,6 +138,9 @@ def abstract_eval(primitive: Primitive, avals: Sequence[ShapedArray], params: di
         raise NotImplementedError(f"the primitive {primitive.name} has no abstract evaluation rule.") from None
     out = rule(*avals, **params)
     outs = list(out) if primitive.multiple_results else [out]
+    if explicit_typing and (any(a.mesh is not None for a in avals) or params.get("out_sharding") is not None
+                            or params.get("sharding") is not None):
+        outs = explicit_typing[0](primitive, avals, outs, params)
     vma_rule = vma_rules.get(primitive)
     vma = frozenset().union(*(a.vma for a in avals)) if vma_rule is None else vma_rule(*avals, **params)
     if vma is None:  # the rule's own avals say (call-like primitives)
@@ -198,6 +204,10 @@ def check_not_escaped(x: "Tracer", trace: Trace) -> None:
 
 class UnexpectedTracerError(Exception):
     """A tracer was used outside the transformation that made it."""
+
+
+class ShardingTypeError(Exception):
+    """Shardings in types that an operation cannot combine (JAX's ShardingTypeError); the message says the fix."""
 
 
 class ConcretizationTypeError(TypeError):

@@ -21,15 +21,7 @@ from .tree_util import tree_flatten, tree_unflatten
 def typeof(x: Any) -> ShapedArray:
     """The abstract value of `x`; for an array on a mesh with Explicit axes, with the axes splitting each
     dimension (as JAX prints them: float32[8@X,4])."""
-    aval = aval_of(x)
-    if isinstance(x, Array) and isinstance(x.sharding, NamedSharding):
-        mesh = x.sharding.mesh
-        explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types) if t is AxisType.Explicit}
-        spec = list(x.sharding.spec.normalized()) + [()] * aval.ndim
-        entries = tuple(tuple(a for a in entry if a in explicit) for entry in spec[:aval.ndim])
-        if any(entries):
-            aval = aval.update(explicit=entries)
-    return aval
+    return aval_of(x)
 
 
 def _target(spec: Any) -> Sharding:
