@@ -1,9 +1,8 @@
 """JAX 0.10's sharding-in-types entry points: jax.typeof, reshard, auto_axes and explicit_axes.
 
-meshax evaluates every operation with a concrete layout, so these read and move layouts:
-`typeof` shows the Explicit mesh axes of an array's sharding in its type (float32[8@X,4]),
-`reshard` places values as a PartitionSpec (on the mesh in use) or a Sharding says, and the
-`auto_axes`/`explicit_axes` wrappers reshard the results (arguments) of a function.
+`typeof` is a value's type, with the Explicit mesh axes splitting each dimension (float32[8@X,4]; see
+explicit_types.py); `reshard` places values as a PartitionSpec (on the mesh in use) or a Sharding says (a
+sharding constraint under jit, which retypes); `auto_axes`/`explicit_axes` run a function with mesh axes retyped.
 """
 from __future__ import annotations
 
@@ -12,10 +11,13 @@ from typing import Any, Callable
 
 from .api import device_put
 from .array import Array
-from .core import ShapedArray, aval_of
+from .core import ShapedArray, Tracer, aval_of
+from .explicit_rules import format_spec
+from .explicit_types import retyped_axes
+from .primitives import sharding_constraint
 from .mesh import AxisType, current_mesh
 from .sharding import NamedSharding, PartitionSpec, Sharding
-from .tree_util import tree_flatten, tree_unflatten
+from .tree_util import tree_flatten, tree_map, tree_unflatten
 
 
 def typeof(x: Any) -> ShapedArray:
@@ -49,23 +51,54 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
     return tree_unflatten(tree, [device_put(x, _target(t)) for x, t in zip(leaves, targets)])
 
 
+def _axes(axes: Any, wanted: AxisType, what: str) -> tuple[str, ...]:
+    """The mesh axes an auto_axes/explicit_axes call retypes: `axes` (a name or names), else every axis of the
+    mesh in use of type `wanted` (Explicit for auto_axes, Auto for explicit_axes)."""
+    if axes is not None:
+        return (axes,) if isinstance(axes, str) else tuple(axes)
+    mesh = current_mesh()
+    if mesh is None:
+        raise ValueError(f"{what} needs the mesh axes to retype: pass axes=, or call it inside `with "
+                         "meshax.set_mesh(mesh):`.")
+    return tuple(n for n, t in zip(mesh.axis_names, mesh.axis_types) if t is wanted)
+
+
+def _retyped(tree: Any) -> Any:
+    """Traced values of `tree` typed anew under the axis types in effect (a no-op on their layout)."""
+
+    def retype(leaf: Any) -> Any:
+        aval = getattr(leaf, "aval", None)
+        if not isinstance(leaf, Tracer) or aval.mesh is None:
+            return leaf
+        spec = PartitionSpec(*format_spec(aval.explicit or ((),) * aval.ndim))
+        return sharding_constraint.bind(leaf, sharding=NamedSharding(aval.mesh, spec))
+
+    return tree_map(retype, tree)
+
+
 def auto_axes(fun: Callable[..., Any], *, axes: Any = None, out_sharding: Any = None) -> Callable[..., Any]:
-    """`fun`, its results resharded as `out_sharding` (meshax propagates layouts the same way for Auto and Explicit
-    axes, so only the results' placement differs)."""
+    """`fun` run with the mesh axes `axes` (default: the Explicit ones of the mesh in use) typed Auto: shardings
+    over them leave its values' types and propagate as meshax decides; its results are then laid out as
+    `out_sharding` says, with Explicit types again."""
 
     @functools.wraps(fun, updated=())
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        result = fun(*args, **kwargs)
-        return result if out_sharding is None else reshard(result, out_sharding)
+        with retyped_axes(_axes(axes, AxisType.Explicit, "auto_axes"), AxisType.Auto):
+            result = fun(*_retyped(args), **_retyped(kwargs))
+        return _retyped(result) if out_sharding is None else reshard(result, out_sharding)
 
     return wrapped
 
 
 def explicit_axes(fun: Callable[..., Any], *, axes: Any = None, in_sharding: Any = None) -> Callable[..., Any]:
-    """`fun` on its arguments resharded as `in_sharding`."""
+    """`fun` run with the mesh axes `axes` (default: the Auto ones of the mesh in use) typed Explicit, on its
+    arguments laid out as `in_sharding`; its results leave with those axes Auto again."""
 
     @functools.wraps(fun, updated=())
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        return fun(*(args if in_sharding is None else reshard(args, in_sharding)), **kwargs)
+        with retyped_axes(_axes(axes, AxisType.Auto, "explicit_axes"), AxisType.Explicit):
+            args = _retyped(args) if in_sharding is None else reshard(args, in_sharding)
+            result = fun(*args, **kwargs)
+        return _retyped(result)
 
     return wrapped

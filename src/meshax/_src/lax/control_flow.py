@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import primitives as P
+from ..explicit_rules import format_spec
 from ..core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
 from ..interpreters.ad import Zero, instantiate, jvp_flat, jvp_rules, tangent_aval
 from ..interpreters.numpy_eval import structured_rules
@@ -86,7 +87,21 @@ def _scan_expand(*args: Any, jaxpr: Jaxpr, num_consts: int, num_carry: int, leng
 
 def _scan_avals(*avals: Any, jaxpr: Jaxpr, num_carry: int, length: int, **_: Any) -> list[Any]:
     outs = [v.aval for v in jaxpr.outvars]
-    return outs[:num_carry] + [a.update(shape=(length,) + tuple(a.shape)) for a in outs[num_carry:]]
+    return outs[:num_carry] + [_stacked(a, length) for a in outs[num_carry:]]
+
+
+def _stacked(aval: Any, length: int) -> Any:
+    """The type of `length` values of type `aval` stacked (the new leading dimension is not split)."""
+    explicit = ((),) + tuple(aval.explicit) if aval.explicit else ()
+    return aval.update(shape=(length,) + tuple(aval.shape), explicit=explicit)
+
+
+def _row(aval: Any) -> Any:
+    """The type of one row of a value of type `aval`; its leading dimension must not be split over Explicit axes."""
+    if aval.explicit and aval.explicit[0]:
+        raise ValueError(f"0th dimension of all xs should be replicated. Got P{format_spec(aval.explicit)!r}")
+    explicit = tuple(aval.explicit[1:]) if any(aval.explicit[1:]) else ()
+    return aval.update(shape=tuple(aval.shape[1:]), explicit=explicit)
 
 
 scan_p = _call_primitive("scan", _scan_avals, _scan_expand)
@@ -107,7 +122,7 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
                          f"{sorted(lengths)}." if lengths else "scan got no values to scan over and no length=.")
     n = lengths.pop()
     carry_avals = [aval_of(c).update(weak_type=False) for c in init_leaves]
-    x_avals = [aval_of(x).update(shape=tuple(aval_of(x).shape[1:])) for x in xs_leaves]
+    x_avals = [_row(aval_of(x)) for x in xs_leaves]
 
     def body(carry: Any, x: Any) -> Any:
         result = f(carry, x)
@@ -126,6 +141,7 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
                         f"dtypes), but the input carry is {[str(a) for a in carry_avals]} and the output carry "
                         f"is {[str(a) for a in carry_out]}.")
     _check_carry_vma("scan", carry_avals, carry_out)
+    _check_carry_sharding("scan", carry_avals, carry_out)
     outs = scan_p.bind(*consts, *init_leaves, *xs_leaves, jaxpr=jaxpr, num_consts=len(consts),
                        num_carry=len(init_leaves), length=n, reverse=bool(reverse), unroll=int(unroll))
     return tree_unflatten(out_tree, outs)
@@ -141,6 +157,16 @@ def _check_carry_vma(name: str, carry_in: Sequence[Any], carry_out: Sequence[Any
                 f"input carry component {index} has type {a.str_short()} but the corresponding output carry component "
                 f"has type {b.str_short()}, so the manual axis types do not match. This might be fixed by applying "
                 f"`jax.lax.pcast(..., {extra}, to='varying')` to the initial carry value.")
+
+
+def _check_carry_sharding(name: str, carry_in: Sequence[Any], carry_out: Sequence[Any]) -> None:
+    """A loop's carry must keep its Explicit-axes sharding (part of its type, as in JAX)."""
+    for index, (a, b) in enumerate(zip(carry_in, carry_out)):
+        if a.explicit != b.explicit:
+            raise TypeError(
+                f"{name} body function carry input and carry output must have equal types, but they differ:\n\nThe "
+                f"input carry component {index} has type {a} but the corresponding output carry component has type "
+                f"{b}.\n\nRevise the function so that all output types match the corresponding input types.")
 
 
 def tree_structure_of(tree: Any) -> Any:
@@ -183,6 +209,7 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
         raise TypeError(f"body_fun output and input must have identical types: input {[str(a) for a in avals]}, "
                         f"output {[str(a) for a in body_out]}.")
     _check_carry_vma("while_loop", avals, body_out)
+    _check_carry_sharding("while_loop", avals, body_out)
     outs = while_p.bind(*cond_consts, *body_consts, *leaves, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
                         cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
     return tree_unflatten(tree, outs)
