@@ -11,13 +11,13 @@ from typing import Any, Callable
 
 from .api import device_put
 from .array import Array
-from .core import ShapedArray, Tracer, aval_of
-from .explicit_rules import format_spec
-from .explicit_types import retyped_axes
-from .primitives import sharding_constraint
+from .core import Primitive, ShapedArray, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
+from .explicit_types import retyped_axes, spec_of, typed
+from .interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
+from .jaxpr import eval_jaxpr
 from .mesh import AxisType, current_mesh
 from .sharding import NamedSharding, PartitionSpec, Sharding
-from .tree_util import tree_flatten, tree_map, tree_unflatten
+from .tree_util import tree_flatten, tree_unflatten
 
 
 def typeof(x: Any) -> ShapedArray:
@@ -63,17 +63,40 @@ def _axes(axes: Any, wanted: AxisType, what: str) -> tuple[str, ...]:
     return tuple(n for n, t in zip(mesh.axis_names, mesh.axis_types) if t is wanted)
 
 
-def _retyped(tree: Any) -> Any:
-    """Traced values of `tree` typed anew under the axis types in effect (a no-op on their layout)."""
+def _retyped_call(fun: Callable[..., Any], axes: tuple[str, ...], axis_type: AxisType, args: tuple,
+                  kwargs: dict) -> Any:
+    """`fun(*args, **kwargs)` with the mesh axes `axes` typed `axis_type`: traced so (its inputs retyped), and
+    bound as one call whose every evaluation (eager, jit, grad...) runs with the axes so typed."""
+    leaves, structure = tree_flatten((args, kwargs))
+    out_structure = []
 
-    def retype(leaf: Any) -> Any:
-        aval = getattr(leaf, "aval", None)
-        if not isinstance(leaf, Tracer) or aval.mesh is None:
-            return leaf
-        spec = PartitionSpec(*format_spec(aval.explicit or ((),) * aval.ndim))
-        return sharding_constraint.bind(leaf, sharding=NamedSharding(aval.mesh, spec))
+    def flat(*xs: Any) -> list[Any]:
+        a, k = tree_unflatten(structure, list(xs))
+        out, tree = tree_flatten(fun(*a, **k))
+        out_structure.append(tree)
+        return out
 
-    return tree_map(retype, tree)
+    with retyped_axes(axes, axis_type):
+        avals = [typed(aval_of(x), spec_of(aval_of(x)), aval_of(x).mesh) for x in leaves]
+        jaxpr, _ = trace_to_jaxpr(flat, avals)
+    outs = retyped_p.bind(*jaxpr.consts, *leaves, jaxpr=consts_as_inputs(jaxpr), axes=axes, axis_type=axis_type)
+    return tree_unflatten(out_structure[0], outs)
+
+
+def _retyped_eval(*args: Any, jaxpr: Any, axes: tuple[str, ...], axis_type: AxisType) -> list[Any]:
+    with retyped_axes(axes, axis_type):
+        return eval_jaxpr(jaxpr, (), args)
+
+
+def _retyped_avals(*avals: Any, jaxpr: Any, axes: tuple[str, ...], axis_type: AxisType) -> list[Any]:
+    """The call's outputs are typed with the axes as they are outside it."""
+    return [typed(v.aval, spec_of(v.aval), v.aval.mesh) for v in jaxpr.outvars]
+
+
+retyped_p = Primitive("retyped_axes", multiple_results=True)
+abstract_eval_rules[retyped_p] = _retyped_avals
+inline_rules[retyped_p] = _retyped_eval
+vma_rules[retyped_p] = keeps_own_vma
 
 
 def auto_axes(fun: Callable[..., Any], *, axes: Any = None, out_sharding: Any = None) -> Callable[..., Any]:
@@ -83,9 +106,8 @@ def auto_axes(fun: Callable[..., Any], *, axes: Any = None, out_sharding: Any = 
 
     @functools.wraps(fun, updated=())
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        with retyped_axes(_axes(axes, AxisType.Explicit, "auto_axes"), AxisType.Auto):
-            result = fun(*_retyped(args), **_retyped(kwargs))
-        return _retyped(result) if out_sharding is None else reshard(result, out_sharding)
+        result = _retyped_call(fun, _axes(axes, AxisType.Explicit, "auto_axes"), AxisType.Auto, args, kwargs)
+        return result if out_sharding is None else reshard(result, out_sharding)
 
     return wrapped
 
@@ -96,9 +118,9 @@ def explicit_axes(fun: Callable[..., Any], *, axes: Any = None, in_sharding: Any
 
     @functools.wraps(fun, updated=())
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        with retyped_axes(_axes(axes, AxisType.Auto, "explicit_axes"), AxisType.Explicit):
-            args = _retyped(args) if in_sharding is None else reshard(args, in_sharding)
-            result = fun(*args, **kwargs)
-        return _retyped(result)
+        def placed(*a: Any, **k: Any) -> Any:
+            return fun(*(a if in_sharding is None else reshard(a, in_sharding)), **k)
+
+        return _retyped_call(placed, _axes(axes, AxisType.Auto, "explicit_axes"), AxisType.Explicit, args, kwargs)
 
     return wrapped

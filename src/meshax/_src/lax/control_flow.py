@@ -9,6 +9,7 @@ as JAX refuses it.
 """
 from __future__ import annotations
 
+import inspect
 import operator
 from typing import Any, Callable, Sequence
 
@@ -22,7 +23,7 @@ from ..interpreters.numpy_eval import structured_rules
 from ..interpreters.shard_map import device_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, trace_to_jaxpr
 from ..jaxpr import Jaxpr, eval_jaxpr
-from ..tree_util import tree_flatten, tree_unflatten
+from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 
 def _traced(fun: Callable[..., Any], avals: Sequence[Any], in_tree: Any) -> tuple[Jaxpr, list[Any], Any]:
@@ -141,7 +142,7 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
                         f"dtypes), but the input carry is {[str(a) for a in carry_avals]} and the output carry "
                         f"is {[str(a) for a in carry_out]}.")
     _check_carry_vma("scan", carry_avals, carry_out)
-    _check_carry_sharding("scan", carry_avals, carry_out)
+    _check_carry_sharding("scan", carry_avals, carry_out, f, init)
     outs = scan_p.bind(*consts, *init_leaves, *xs_leaves, jaxpr=jaxpr, num_consts=len(consts),
                        num_carry=len(init_leaves), length=n, reverse=bool(reverse), unroll=int(unroll))
     return tree_unflatten(out_tree, outs)
@@ -159,14 +160,20 @@ def _check_carry_vma(name: str, carry_in: Sequence[Any], carry_out: Sequence[Any
                 f"`jax.lax.pcast(..., {extra}, to='varying')` to the initial carry value.")
 
 
-def _check_carry_sharding(name: str, carry_in: Sequence[Any], carry_out: Sequence[Any]) -> None:
-    """A loop's carry must keep its Explicit-axes sharding (part of its type, as in JAX)."""
-    for index, (a, b) in enumerate(zip(carry_in, carry_out)):
+def _check_carry_sharding(name: str, carry_in: Sequence[Any], carry_out: Sequence[Any], body: Callable[..., Any],
+                          init: Any) -> None:
+    """A loop's carry must keep its Explicit-axes sharding (part of its type, as in JAX, whose message names the
+    carry by the body's parameter and the path in it)."""
+    for (path, _), a, b in zip(tree_flatten_with_path(init)[0], carry_in, carry_out):
         if a.explicit != b.explicit:
+            try:
+                parameter = next(iter(inspect.signature(body).parameters))
+            except (StopIteration, TypeError, ValueError):
+                parameter = "carry"
             raise TypeError(
                 f"{name} body function carry input and carry output must have equal types, but they differ:\n\nThe "
-                f"input carry component {index} has type {a} but the corresponding output carry component has type "
-                f"{b}.\n\nRevise the function so that all output types match the corresponding input types.")
+                f"input carry {parameter}{keystr(path)} has type {a} but the corresponding output carry component has "
+                f"type {b}.\n\nRevise the function so that all output types match the corresponding input types.")
 
 
 def tree_structure_of(tree: Any) -> Any:
@@ -209,7 +216,7 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
         raise TypeError(f"body_fun output and input must have identical types: input {[str(a) for a in avals]}, "
                         f"output {[str(a) for a in body_out]}.")
     _check_carry_vma("while_loop", avals, body_out)
-    _check_carry_sharding("while_loop", avals, body_out)
+    _check_carry_sharding("while_loop", avals, body_out, body_fun, init_val)
     outs = while_p.bind(*cond_consts, *body_consts, *leaves, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
                         cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
     return tree_unflatten(tree, outs)
