@@ -206,8 +206,9 @@ class UnexpectedTracerError(Exception):
     """A tracer was used outside the transformation that made it."""
 
 
-class ShardingTypeError(Exception):
-    """Shardings in types that an operation cannot combine (JAX's ShardingTypeError); the message says the fix."""
+class ShardingTypeError(TypeError):
+    """Shardings in types that an operation cannot combine (JAX's ShardingTypeError, an Exception; a TypeError
+    here, as meshax raised for an ambiguous contraction before types carried shardings)."""
 
 
 class ConcretizationTypeError(TypeError):
