@@ -7,6 +7,7 @@ array (fully addressable, or replicated onto this process).
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,9 @@ def read_only(buffer: np.ndarray) -> np.ndarray:
     return buffer
 
 
+live: "weakref.WeakValueDictionary[int, Array]" = weakref.WeakValueDictionary()  # every Array alive, for live_arrays
+
+
 class Array:
     """A (possibly process-spanning) array: shape, dtype, sharding and this process's shards."""
 
@@ -57,6 +61,7 @@ class Array:
         # own copy, so placing one on a sharding slices it locally, as JAX does with the default device.
         self.committed = committed
         self._value: np.ndarray | None = None
+        live[id(self)] = self
 
     # ---- metadata -----------------------------------------------------------------------
 

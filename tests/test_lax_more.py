@@ -1,0 +1,237 @@
+"""The rest of jax.lax that model code reaches for, against JAX: reduce (any computation, pytrees), top_k, multi-
+operand sort, cumlogsumexp, reduce_precision, bit counts, special functions, convolutions and reduce_window; values
+eagerly and under jit, gradients and vmap where JAX has them. Then the smaller top-level names (pure_callback,
+ensure_compile_time_eval, linear_transpose, closure_convert, live_arrays...)."""
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import meshax
+import meshax.numpy as mnp
+from oracle import check_against_jax
+
+_rng = np.random.default_rng(0)
+A = _rng.normal(size=(3, 4, 5)).astype(np.float32)
+POS = _rng.uniform(0.5, 4.0, size=(3, 4)).astype(np.float32)
+UNIT = _rng.uniform(0.05, 0.95, size=(3, 4)).astype(np.float32)
+IMG = _rng.normal(size=(2, 7, 6, 4)).astype(np.float32)  # NHWC
+KER = _rng.normal(size=(3, 3, 4, 6)).astype(np.float32)  # HWIO
+KER_GROUPED = _rng.normal(size=(3, 2, 2, 6)).astype(np.float32)  # HWIO with 2 feature groups
+SIG = _rng.normal(size=(2, 3, 11)).astype(np.float32)  # NCW
+KER_1D = _rng.normal(size=(5, 3, 4)).astype(np.float32)  # OIW
+INTS = np.array([[0, 1, 7, -1, 255], [1 << 20, 3, -(1 << 31), 12, 1023]], np.int32)
+TIES = np.array([[3., 1., 3., 5., 1.], [2., 2., 2., 0., 9.]], np.float32)
+NHWC = ("NHWC", "HWIO", "NHWC")
+
+
+def _argmax_pair(np_):
+    """A variadic reduce computation: (value, index) of the larger value, the lower index on ties."""
+
+    def combine(a, b):
+        (va, ia), (vb, ib) = a, b
+        take_a = (va > vb) | ((va == vb) & (ia < ib))
+        return np_.where(take_a, va, vb), np_.where(take_a, ia, ib)
+
+    return combine
+
+
+CASES = {
+    "reduce_add": lambda L, np_: L.lax.reduce(A, 0.0, L.lax.add, (0, 2)),
+    "reduce_max_lambda": lambda L, np_: L.lax.reduce(A, -np.inf, lambda a, b: np_.maximum(a, b), (1,)),
+    "reduce_generic_init": lambda L, np_: L.lax.reduce(A, np.float32(1.5), lambda a, b: a + b, (0, 1, 2)),
+    "reduce_pytree": lambda L, np_: L.lax.reduce(
+        (A, np.broadcast_to(np.arange(5, dtype=np.int32), A.shape)), (np.float32(-np.inf), np.int32(0)),
+        _argmax_pair(np_), (2,)),
+    "reduce_xor": lambda L, np_: L.lax.reduce_xor(INTS, (1,)),
+    "top_k": lambda L, np_: L.lax.top_k(TIES, 3),
+    "top_k_3d": lambda L, np_: L.lax.top_k(A, 2),
+    "approx_max_k": lambda L, np_: L.lax.approx_max_k(TIES, 2),
+    "approx_min_k": lambda L, np_: L.lax.approx_min_k(TIES, 2),
+    "sort_one": lambda L, np_: L.lax.sort(A, dimension=1),
+    "sort_two_operands": lambda L, np_: L.lax.sort((TIES, A[:2, 0]), dimension=-1),
+    "sort_two_keys": lambda L, np_: L.lax.sort((np.array([2, 1, 2, 1, 1]), TIES[0], A[0, 0]), num_keys=2),
+    "sort_key_val": lambda L, np_: L.lax.sort_key_val(TIES, A[:2, 1]),
+    "cumlogsumexp": lambda L, np_: L.lax.cumlogsumexp(A, axis=2),
+    "cumlogsumexp_reverse": lambda L, np_: L.lax.cumlogsumexp(A * 30, axis=0, reverse=True),
+    "reduce_precision_bf16": lambda L, np_: L.lax.reduce_precision(A * 1000, 8, 7),
+    "reduce_precision_fp16": lambda L, np_: L.lax.reduce_precision(
+        np.array([1e-9, 7e4, 1e6, -3.3, np.nan, np.inf, 65519.], np.float32), 5, 10),
+    "population_count": lambda L, np_: L.lax.population_count(INTS),
+    "erfc": lambda L, np_: L.lax.erfc(A),
+    "erf_inv": lambda L, np_: L.lax.erf_inv(UNIT * 2 - 1),
+    "lgamma": lambda L, np_: L.lax.lgamma(POS),
+    "digamma": lambda L, np_: L.lax.digamma(POS),
+    "polygamma": lambda L, np_: L.lax.polygamma(np.full((3, 4), 2.0, np.float32), POS),
+    "igamma": lambda L, np_: (L.lax.igamma(POS, UNIT * 3), L.lax.igammac(POS, UNIT * 3)),
+    "zeta": lambda L, np_: L.lax.zeta(POS + 1, UNIT + 1),
+    "betainc": lambda L, np_: L.lax.betainc(POS, POS[::-1], UNIT),
+    "bessel": lambda L, np_: (L.lax.bessel_i0e(A), L.lax.bessel_i1e(A)),
+    "conv_nhwc_same_strided": lambda L, np_: L.lax.conv_general_dilated(IMG, KER, (2, 1), "SAME",
+                                                                         dimension_numbers=NHWC),
+    "conv_dilated_padded": lambda L, np_: L.lax.conv_general_dilated(
+        IMG, KER, (1, 2), ((2, 1), (0, 3)), lhs_dilation=(2, 1), rhs_dilation=(1, 2), dimension_numbers=NHWC),
+    "conv_groups": lambda L, np_: L.lax.conv_general_dilated(IMG, KER_GROUPED, (1, 1), "VALID",
+                                                             dimension_numbers=NHWC, feature_group_count=2),
+    "conv_1d_default_layout": lambda L, np_: L.lax.conv(SIG, KER_1D, (2,), "SAME"),
+    "conv_with_general_padding": lambda L, np_: L.lax.conv_with_general_padding(
+        SIG, KER_1D, (1,), ((1, 2),), (2,), (2,)),
+    "conv_transpose_same": lambda L, np_: L.lax.conv_transpose(IMG, KER, (2, 2), "SAME", dimension_numbers=NHWC),
+    "conv_transpose_valid_kernel": lambda L, np_: L.lax.conv_transpose(
+        IMG, np.swapaxes(KER, 2, 3), (2, 1), "VALID", dimension_numbers=NHWC, transpose_kernel=True),
+    "conv_patches": lambda L, np_: L.lax.conv_general_dilated_patches(np.moveaxis(IMG, 3, 1), (2, 3), (1, 2),
+                                                                      "VALID"),
+    "max_pool": lambda L, np_: L.lax.reduce_window(IMG, -np.inf, L.lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME"),
+    "sum_pool_dilated": lambda L, np_: L.lax.reduce_window(IMG, 0.0, L.lax.add, (1, 2, 2, 1), (1, 1, 2, 1),
+                                                           ((0, 0), (1, 0), (0, 1), (0, 0)), (1, 2, 1, 1),
+                                                           (1, 1, 2, 1)),
+    "tile_split_complex": lambda L, np_: (L.lax.tile(TIES, (2, 1)), L.lax.split(A, (1, 3), axis=1),
+                                          L.lax.complex(TIES, TIES * 2)),
+    "batch_matmul": lambda L, np_: L.lax.batch_matmul(A, np.swapaxes(A, 1, 2)),
+}
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_values_as_jax(case, jitted):
+    tolerance = {"rtol": 2e-4, "atol": 2e-4} if case.startswith("conv") else {"rtol": 2e-5, "atol": 1e-6}
+    check_against_jax(CASES[case], jitted, **tolerance)
+
+
+def _loss(name):
+    """Scalar losses whose gradients go through the new operations."""
+    return {
+        "reduce_generic": lambda L, np_, x: L.lax.reduce(x, -np.inf, lambda a, b: np_.maximum(a, b), (1,)).sum(),
+        "reduce_add": lambda L, np_, x: (L.lax.reduce(x, 0.0, L.lax.add, (0,)) ** 2).sum(),
+        "top_k": lambda L, np_, x: (L.lax.top_k(x, 2)[0] ** 2).sum(),
+        "sort_two_operands": lambda L, np_, x: (L.lax.sort((x[0], x[1]))[1] * np.arange(5.0)).sum(),
+        "cumlogsumexp": lambda L, np_, x: (L.lax.cumlogsumexp(x, axis=1) * np.arange(5.0)).sum(),
+        "special": lambda L, np_, x: (L.lax.erfc(x) + L.lax.lgamma(x * x + 1) + L.lax.digamma(x * x + 1)
+                                      + L.lax.bessel_i0e(x) + L.lax.bessel_i1e(x)
+                                      + L.lax.igamma(np.float32(2.0), x * x + 0.1)).sum(),
+        "conv": lambda L, np_, x: (L.lax.conv_general_dilated(
+            x.reshape(1, 2, 5, 1) * np.ones((1, 1, 1, 4), np.float32), KER[:2, :2], (1, 2), "SAME",
+            rhs_dilation=(1, 2), dimension_numbers=NHWC) ** 2).sum(),
+        "max_pool": lambda L, np_, x: (L.lax.reduce_window(x, -np.inf, L.lax.max, (2, 2), (1, 1), "VALID")
+                                       ** 2).sum(),
+        "avg_pool": lambda L, np_, x: (L.lax.reduce_window(x, 0.0, L.lax.add, (2, 3), (1, 2), "SAME") ** 2).sum(),
+        "reduce_precision": lambda L, np_, x: (L.lax.reduce_precision(x, 8, 7) ** 2).sum(),
+    }[name]
+
+
+X = _rng.normal(size=(2, 5)).astype(np.float32)
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("name", ["reduce_generic", "reduce_add", "top_k", "sort_two_operands", "cumlogsumexp",
+                                  "special", "conv", "max_pool", "avg_pool", "reduce_precision"])
+def test_gradients_as_jax(name, jitted):
+    loss = _loss(name)
+    check_against_jax(lambda L, np_: L.grad(lambda x: loss(L, np_, x))(X), jitted, rtol=2e-4, atol=2e-5)
+
+
+def test_conv_gradients_with_respect_to_both_operands_as_jax():
+    def case(L, np_):
+        def loss(img, ker):
+            out = L.lax.conv_general_dilated(img, ker, (2, 1), "SAME", dimension_numbers=NHWC,
+                                             feature_group_count=2)
+            return (out * out).sum()
+
+        return L.grad(loss, argnums=(0, 1))(IMG, KER_GROUPED)
+
+    check_against_jax(case, True, rtol=2e-4, atol=2e-3)
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_vmap_as_jax(jitted):
+    def case(L, np_):
+        return (L.vmap(lambda x: L.lax.top_k(x, 2))(A),
+                L.vmap(lambda img: L.lax.conv_general_dilated(img[None], KER, (1, 1), "VALID",
+                                                              dimension_numbers=NHWC)[0])(IMG),
+                L.vmap(lambda x: L.lax.reduce(x, 0.0, lambda a, b: a + b, (1,)))(A),
+                L.vmap(lambda x: L.lax.lgamma(x))(POS))
+
+    check_against_jax(case, jitted, rtol=2e-4, atol=2e-4)
+
+
+def test_clz_as_jax():
+    """Passed as an argument: XLA folds clz of constants wrongly (clz(-1) = -32 in jit(lambda: clz(INTS)))."""
+    for ints in (INTS, np.array([0, 1, 128, 255], np.uint8)):
+        expected = np.asarray(jax.jit(jax.lax.clz)(ints))
+        np.testing.assert_array_equal(np.asarray(meshax.lax.clz(ints)), expected)
+        np.testing.assert_array_equal(np.asarray(meshax.jit(meshax.lax.clz)(ints)), expected)
+
+
+def test_errors():
+    with pytest.raises(NotImplementedError, match="batch_group_count"):
+        meshax.lax.conv_general_dilated(IMG, KER, (1, 1), "SAME", dimension_numbers=NHWC, batch_group_count=2)
+    with pytest.raises(NotImplementedError, match="with respect to a"):
+        meshax.grad(lambda a: meshax.lax.igamma(a, np.float32(1.0)))(np.float32(2.0))
+    with pytest.raises(ValueError, match="k=9"):
+        meshax.lax.top_k(TIES, 9)
+
+
+# ---- top-level names -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_pure_callback_as_jax(jitted):
+    calls = []
+
+    def host(x, scale):
+        calls.append(type(x))
+        return np.sort(np.asarray(x), axis=-1) * scale, np.asarray(x).sum(dtype=np.float32)
+
+    def case(L, np_):
+        shapes = (L.ShapeDtypeStruct(TIES.shape, np.float32), L.ShapeDtypeStruct((), np.float32))
+        f = lambda x: L.pure_callback(host, shapes, x * 2, scale=np.float32(3))  # noqa: E731
+        rows = L.vmap(lambda r: L.pure_callback(lambda v: np.cumsum(v), L.ShapeDtypeStruct((5,), np.float32), r,
+                                                vmap_method="sequential"))(TIES)
+        return (L.jit(f) if jitted else f)(TIES), rows
+
+    check_against_jax(case, False)
+    assert calls
+    with pytest.raises(ValueError, match="do not support JVP"):
+        meshax.grad(lambda x: meshax.pure_callback(np.sin, meshax.ShapeDtypeStruct((), np.float32), x))(1.0)
+
+
+def test_ensure_compile_time_eval_gives_concrete_values_inside_jit():
+    def case(L, np_):
+        def f(x):
+            with L.ensure_compile_time_eval():
+                n = int(np_.sum(np_.arange(4)))  # concrete: usable as a Python int
+            return x * n
+
+        return L.jit(f)(TIES)
+
+    check_against_jax(case, False)
+
+
+def test_linear_transpose_and_closure_convert_as_jax():
+    w = _rng.normal(size=(5, 3)).astype(np.float32)
+
+    def case(L, np_):
+        transpose = L.linear_transpose(lambda x: (x @ w, 2 * x.sum()), L.ShapeDtypeStruct((2, 5), np.float32))
+        (ct,) = transpose((np.ones((2, 3), np.float32), np.float32(1.5)))
+        scale = np_.asarray(np.float32(3.0))
+        converted, consts = L.closure_convert(lambda x: np_.sin(x) * scale, TIES)
+        return ct, converted(TIES, *consts), len(consts)
+
+    check_against_jax(case, False)
+
+
+def test_small_names_as_jax():
+    assert (meshax.host_count(), meshax.host_id(), meshax.host_ids(), meshax.process_indices()) == \
+           (jax.process_count(), jax.process_index(), [jax.process_index()], jax.process_indices())
+    before = len(meshax.live_arrays())
+    kept = mnp.ones(3)
+    assert len(meshax.live_arrays()) == before + 1 and any(a is kept for a in meshax.live_arrays())
+    assert "numpy" in meshax.print_environment_info(return_string=True)
+    with meshax.enable_x64():
+        assert mnp.ones(2, dtype=np.float64).dtype == np.float64
+    assert mnp.ones(2, dtype=np.float64).dtype == np.float32
+    with meshax.default_matmul_precision("highest"), meshax.numpy_rank_promotion("allow"), meshax.log_compiles():
+        pass
+    with pytest.raises(NotImplementedError, match="numpy_rank_promotion"):
+        with meshax.numpy_rank_promotion("raise"):
+            pass
