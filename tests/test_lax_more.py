@@ -235,3 +235,18 @@ def test_small_names_as_jax():
     with pytest.raises(NotImplementedError, match="numpy_rank_promotion"):
         with meshax.numpy_rank_promotion("raise"):
             pass
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_custom_gradient_as_jax(jitted):
+    def case(L, np_):
+        @L.custom_gradient
+        def clipped_square(x, y):
+            value = x * x * y
+            return value, lambda g: (np_.clip(g * 2 * x * y, -1.0, 1.0), g * x * x)
+
+        grad = L.grad(lambda x, y: (clipped_square(x, y) + clipped_square(3 * x, y * y)).sum(), argnums=(0, 1))
+        grad = L.jit(grad) if jitted else grad
+        return clipped_square(TIES, A[:2, 0]), grad(TIES, A[:2, 0])
+
+    check_against_jax(case, False)

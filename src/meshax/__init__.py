@@ -92,6 +92,7 @@ _NAMES = {
     "explain_cache_misses": "meshax._src.api_extra",
     "check_tracer_leaks": "meshax._src.api_extra",
     "checking_leaks": "meshax._src.api_extra",
+    "custom_gradient": "meshax._src.api_extra",
 }
 
 __all__ = sorted((*_SUBMODULES, *_NAMES))

@@ -120,6 +120,47 @@ def closure_convert(fun: Callable[..., Any], *example_args: Any) -> tuple[Callab
     return converted, consts
 
 
+def custom_gradient(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """`fun` returning (value, vjp) -> a function of value whose reverse-mode derivative is that vjp: given the
+    value's cotangent, it returns one cotangent per argument (as a tuple)."""
+
+    @functools.wraps(fun)
+    def call(*args: Any) -> Any:
+        return _custom_gradient_call(fun)(*args)
+
+    return call
+
+
+def _custom_gradient_call(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """One call's custom_vjp: its forward pass traces the user's vjp into a jaxpr whose consts are the residuals."""
+    from .custom_derivatives import custom_vjp
+
+    traced: list[Any] = []  # (the vjp as a jaxpr taking residuals then cotangents, the tree of its outputs)
+
+    def forward(*args: Any) -> tuple[Any, Any]:
+        value, rule = fun(*args)
+        cts, ct_tree = tree_flatten(value)
+        out_trees = []
+
+        def flat_rule(*ct: Any) -> list[Any]:
+            out, tree = tree_flatten(rule(tree_unflatten(ct_tree, list(ct))))
+            out_trees.append(tree)
+            return out
+
+        jaxpr, _ = trace_to_jaxpr(flat_rule, [aval_of(c) for c in cts])
+        traced[:] = [(consts_as_inputs(jaxpr), out_trees[0])]
+        return value, list(jaxpr.consts)
+
+    def backward(residuals: list[Any], ct: Any) -> tuple:
+        program, out_tree = traced[0]
+        out = tree_unflatten(out_tree, eval_jaxpr(program, (), list(residuals) + tree_flatten(ct)[0]))
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+    wrapped = custom_vjp(lambda *args: fun(*args)[0])
+    wrapped.defvjp(forward, backward)
+    return wrapped
+
+
 # ---- environment ----------------------------------------------------------------------------------------------
 
 
