@@ -185,3 +185,8 @@ def test_auto_axes_and_explicit_axes_retype_inside_jit():
     ours, theirs = program(meshax, mnp, AxisType), program(jax, jjnp, JAxisType)
     theirs = [s.replace("P(", "PartitionSpec(") for s in theirs]
     assert ours == theirs
+
+
+def test_sharding_type_error_is_a_type_error():
+    """A deliberate difference (README): JAX's ShardingTypeError is an Exception; meshax's is also a TypeError."""
+    assert issubclass(ShardingTypeError, TypeError)
