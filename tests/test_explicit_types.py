@@ -102,6 +102,8 @@ CASES = {  # name: (function of (lib, np_, lax, P), argument names)
     "scan_rows": (lambda L, np_, lax, P: lambda a: lax.scan(lambda c, r: (c, r * 2), 0.0, a)[1], "t"),
     "scan_carry_changes_type": (lambda L, np_, lax, P: lambda a: lax.scan(
         lambda c, r: (c + r, r.sum()), np_.zeros(4), a)[0], "t"),
+    "shard_map": (lambda L, np_, lax, P: L.shard_map(lambda a, b: lax.psum(a @ b, "Y"), in_specs=(P("X", "Y"), P("Y")),
+                                                     out_specs=P("X")), "xy w"),
     "grad": (lambda L, np_, lax, P: L.grad(lambda a: (np_.sin(a) ** 2).sum()), "xy"),
     "vmap": (lambda L, np_, lax, P: L.vmap(lambda r: r * 2), "xy"),
 }
