@@ -3,7 +3,6 @@ operand sort, cumlogsumexp, reduce_precision, bit counts, special functions, con
 eagerly and under jit, gradients and vmap where JAX has them. Then the smaller top-level names (pure_callback,
 ensure_compile_time_eval, linear_transpose, closure_convert, live_arrays...)."""
 import jax
-import jax.numpy as jjnp
 import numpy as np
 import pytest
 

@@ -72,7 +72,7 @@ def _reduction(name: str, specs: list[Spec], avals: Sequence[ShapedArray], outs:
     return [tuple(e for d, e in enumerate(spec) if d not in axes)]
 
 
-@_rule("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")
+@_rule("cumsum", "cumprod", "cummax", "cummin")
 def _cumulative(name: str, specs: list[Spec], avals: Sequence[ShapedArray], outs: list[ShapedArray], mesh: Any, *,
                 axis: int, **_: Any) -> list[Spec]:
     if specs[0][axis]:

@@ -10,7 +10,6 @@ import functools
 from typing import Any, Callable
 
 from .api import device_put
-from .array import Array
 from .core import Primitive, ShapedArray, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
 from .explicit_types import retyped_axes, spec_of, typed
 from .interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
