@@ -249,3 +249,20 @@ def test_custom_gradient_as_jax(jitted):
         return clipped_square(TIES, A[:2, 0]), grad(TIES, A[:2, 0])
 
     check_against_jax(case, False)
+
+
+def test_types_and_shape_helpers_as_jax():
+    def program(lax):
+        return [
+            [repr(p) for p in lax.Precision], repr(lax.Precision("highest")), str(lax.Precision.HIGH),
+            [m.name for m in lax.GatherScatterMode], lax.GatherScatterMode.from_any("clip").name,
+            lax.GatherScatterMode.from_any(None).name,
+            [int(n) for n in lax.conv_shape_tuple((2, 3, 9, 9), (4, 3, 3, 3), (2, 1), [(1, 1), (0, 0)])],
+            [int(n) for n in lax.conv_general_shape_tuple((2, 9, 9, 3), (3, 3, 3, 4), (2, 1), "SAME", NHWC)],
+            [int(n) for n in lax.reduce_window_shape_tuple((2, 9, 9, 3), (1, 3, 3, 1), (1, 2, 2, 1),
+                                                           [(0, 0), (1, 1), (1, 1), (0, 0)])],
+            lax.conv_general_permutations(NHWC), lax.padtype_to_pads((9, 8), (3, 2), (2, 3), "SAME"),
+            lax.padtype_to_pads((9, 8), (3, 2), (2, 3), "SAME_LOWER"), lax.broadcast_shapes((3, 1), (1, 4)),
+        ]
+
+    assert program(meshax.lax) == program(jax.lax)

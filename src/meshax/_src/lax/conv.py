@@ -15,8 +15,9 @@ from . import lax_ops as L
 from . import slicing as S
 
 __all__ = ["ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "conv", "conv_dimension_numbers",
-           "conv_general_dilated", "conv_general_dilated_patches", "conv_transpose", "conv_with_general_padding",
-           "padtype_to_pads", "reduce_window"]
+           "conv_general_dilated", "conv_general_dilated_patches", "conv_general_permutations",
+           "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose", "conv_with_general_padding",
+           "padtype_to_pads", "reduce_window", "reduce_window_shape_tuple"]
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -57,6 +58,42 @@ def conv_dimension_numbers(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
         return (string.index(first), string.index(second)) + tuple(string.index(c) for c in spatial)
 
     return ConvDimensionNumbers(spec(lhs, "N", "C"), spec(rhs, "O", "I"), spec(out, "N", "C"))
+
+
+def conv_general_permutations(dimension_numbers: tuple[str, str, str]) -> tuple[tuple[int, ...], ...]:
+    """The (lhs, rhs, out) permutations into the NC.../OI.../NC... layouts, from dimension strings."""
+    lhs, rhs, out = dimension_numbers
+    return tuple(conv_dimension_numbers((0,) * len(lhs), (0,) * len(rhs), dimension_numbers))
+
+
+def conv_shape_tuple(lhs_shape: Sequence[int], rhs_shape: Sequence[int], strides: Sequence[int], pads: Any,
+                     batch_group_count: int = 1) -> tuple[int, ...]:
+    """The output shape (NC... layout) of a convolution of NC... `lhs_shape` with OI... `rhs_shape`."""
+    if isinstance(pads, str):
+        pads = padtype_to_pads(lhs_shape[2:], rhs_shape[2:], strides, pads)
+    spatial = tuple(max((n + lo + hi - k) // s + 1, 0)
+                    for n, k, s, (lo, hi) in zip(lhs_shape[2:], rhs_shape[2:], strides, pads))
+    return (lhs_shape[0] // batch_group_count, rhs_shape[0]) + spatial
+
+
+def conv_general_shape_tuple(lhs_shape: Sequence[int], rhs_shape: Sequence[int], window_strides: Sequence[int],
+                             padding: Any, dimension_numbers: Any) -> tuple[int, ...]:
+    """The output shape of conv_general_dilated (without dilation) in the layout `dimension_numbers` gives."""
+    dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
+    canonical = conv_shape_tuple([lhs_shape[d] for d in dn.lhs_spec], [rhs_shape[d] for d in dn.rhs_spec],
+                                 window_strides, padding)
+    return tuple(canonical[int(j)] for j in np.argsort(dn.out_spec))
+
+
+def reduce_window_shape_tuple(operand_shape: Sequence[int], window_dimensions: Sequence[int],
+                              window_strides: Sequence[int], padding: Sequence[tuple[int, int]],
+                              base_dilation: Sequence[int] | None = None,
+                              window_dilation: Sequence[int] | None = None) -> tuple[int, ...]:
+    """The output shape of reduce_window with explicit (low, high) padding."""
+    base = base_dilation or (1,) * len(operand_shape)
+    dilation = window_dilation or (1,) * len(operand_shape)
+    return tuple(max((_dilated(n, b) + lo + hi - _dilated(w, d)) // s + 1, 0) for n, w, s, (lo, hi), b, d in
+                 zip(operand_shape, window_dimensions, window_strides, padding, base, dilation))
 
 
 def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int], window_strides: Sequence[int],

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import builtins
-from typing import Any, Callable, Sequence
+import enum
+from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
@@ -16,9 +17,54 @@ from . import lax_ops as L
 from . import slicing as S
 from .control_flow import associative_scan
 
-__all__ = ["approx_max_k", "approx_min_k", "batch_matmul", "broadcast_shapes", "complex", "cumlogsumexp", "dtype", "empty",
+__all__ = ["DotDimensionNumbers", "GatherScatterMode", "Precision", "PrecisionLike", "approx_max_k", "approx_min_k", "batch_matmul", "broadcast_shapes", "complex", "cumlogsumexp", "dtype", "empty",
            "index_take", "optimization_barrier", "reduce", "reduce_xor", "sort", "sort_key_val", "split", "tile",
            "top_k"]
+
+
+class Precision(enum.Enum):
+    """Matmul precision asked of the backend (meshax computes in the operands' full precision whatever is asked)."""
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value: Any) -> "Precision | None":
+        names = {"default": cls.DEFAULT, "high": cls.HIGH, "highest": cls.HIGHEST, "fastest": cls.DEFAULT,
+                 "bfloat16": cls.DEFAULT, "tensorfloat32": cls.HIGH, "float32": cls.HIGHEST}
+        return names.get(value.lower()) if isinstance(value, str) else None
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"Precision.{self.name}"
+
+
+class GatherScatterMode(enum.Enum):
+    """How indexing treats out-of-bounds indices."""
+
+    CLIP = 1
+    FILL_OR_DROP = 2
+    PROMISE_IN_BOUNDS = 3
+    ONE_HOT = 4
+
+    @staticmethod
+    def from_any(s: "str | GatherScatterMode | None") -> "GatherScatterMode":
+        if isinstance(s, GatherScatterMode):
+            return s
+        if s is None:
+            return GatherScatterMode.FILL_OR_DROP
+        try:
+            return GatherScatterMode[s.upper()]
+        except KeyError:
+            raise ValueError(f"Unknown gather mode {s!r}; use one of {[m.name.lower() for m in GatherScatterMode]}.") \
+                from None
+
+
+DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]], tuple[Sequence[int], Sequence[int]]]
+PrecisionLike = Union[None, str, Precision, tuple[str, str], tuple[Precision, Precision]]
 
 
 def _jnp() -> Any:
