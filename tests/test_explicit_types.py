@@ -192,3 +192,19 @@ def test_auto_axes_and_explicit_axes_retype_inside_jit():
 def test_sharding_type_error_is_a_type_error():
     """A deliberate difference (README): JAX's ShardingTypeError is an Exception; meshax's is also a TypeError."""
     assert issubclass(ShardingTypeError, TypeError)
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_cond_branches_of_different_shardings_are_refused_as_jax(jitted):
+    def program(lib, types):
+        mesh = lib.make_mesh((4, 2), ("X", "Y"), axis_types=(types.Explicit,) * 2)
+        with lib.set_mesh(mesh):
+            x = lib.device_put(np.ones((8, 4), np.float32), lib.P("X"))
+            fn = lambda p, a: lib.lax.cond(  # noqa: E731
+                p, lambda v: v * 2, lambda v: lib.sharding.reshard(v, lib.P(None, "X")), a)
+            with pytest.raises(TypeError) as error:
+                (lib.jit(fn) if jitted else fn)(True, x)
+        message = str(error.value)
+        return message.split("\n")[0], next(line for line in message.split("\n") if line.startswith("The output"))
+
+    assert program(meshax, AxisType) == program(jax, JAxisType)

@@ -339,6 +339,10 @@ cond_p = _call_primitive("cond", lambda *avals, branches, **_: [v.aval for v in 
 
 def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
     """`branches[index](*operands)`, the index clamped to the valid range."""
+    return _switch(index, branches, operands, "switch")
+
+
+def _switch(index: Any, branches: Sequence[Callable[..., Any]], operands: tuple, what: str) -> Any:
     if not branches:
         raise ValueError("Empty branch sequence")
     leaves, tree = tree_flatten(operands)
@@ -350,6 +354,7 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
             raise TypeError(f"branch 0 and {k} outputs must have same type structure, got {first[2]} and {out_tree} "
                             f"with types {[str(v.aval) for v in first[0].outvars]} and "
                             f"{[str(v.aval) for v in jaxpr.outvars]}.")
+        _check_branch_sharding(what, first[0], jaxpr, k)
     from .. import numpy as jnp
 
     index = jnp.astype(index, np.int32) if isinstance(index, Tracer) or hasattr(index, "shape") else np.int32(index)
@@ -367,7 +372,17 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
 
     index = jnp.astype(jnp.asarray(pred) != 0, np.int32) if isinstance(pred, Tracer) or hasattr(pred, "shape") \
         else np.int32(bool(pred))
-    return switch(index, (false_fun, true_fun), *operands)
+    return _switch(index, (false_fun, true_fun), operands, "cond")
+
+
+def _check_branch_sharding(what: str, first: Jaxpr, other: Jaxpr, k: int) -> None:
+    """Branches' outputs must have one Explicit-axes sharding (part of their types, as in JAX)."""
+    names = ("false_fun", "true_fun") if what == "cond" else ("branch 0", f"branch {k}")
+    for a, b in zip((v.aval for v in first.outvars), (v.aval for v in other.outvars)):
+        if a.explicit != b.explicit:
+            raise TypeError(f"{what} branches must have equal output types but they differ.\n\nThe output of "
+                            f"{names[1]} has type {b} but the corresponding output of {names[0]} has type {a}.\n\n"
+                            f"Revise the branches so that all output types match.")
 
 
 def _cond_jvp(primals: list[Any], tangents: list[Any], *, branches: tuple, num_consts: tuple) -> tuple:
