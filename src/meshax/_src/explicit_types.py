@@ -50,6 +50,12 @@ def explicit_names(mesh: Any) -> frozenset:
     if not isinstance(mesh, Mesh):
         return frozenset()
     types = _retyped.types
+    if not types:  # the mesh's own (asked for by every eager operation: remembered)
+        own = mesh.__dict__.get("_explicit_names")
+        if own is None:
+            own = mesh._explicit_names = frozenset(n for n, t in zip(mesh.axis_names, mesh.axis_types)
+                                                   if t is AxisType.Explicit)
+        return own
     return frozenset(n for n, t in zip(mesh.axis_names, mesh.axis_types)
                      if types.get(n, t) is AxisType.Explicit)
 
@@ -71,9 +77,9 @@ def typed(aval: ShapedArray, spec: Spec, mesh: Any) -> ShapedArray:
 
 def sharding_aval(aval: ShapedArray, sharding: Any) -> ShapedArray:
     """The type of a value of shape `aval` laid out as `sharding`."""
-    if not isinstance(sharding, NamedSharding):
+    names = explicit_names(sharding.mesh) if isinstance(sharding, NamedSharding) else frozenset()
+    if not names:
         return typed(aval, (), None)
-    names = explicit_names(sharding.mesh)
     return typed(aval, entries(sharding.spec, aval.ndim, names), sharding.mesh)
 
 
