@@ -266,3 +266,68 @@ def test_types_and_shape_helpers_as_jax():
         ]
 
     assert program(meshax.lax) == program(jax.lax)
+
+
+# ---- gather and scatter with dimension numbers ------------------------------------------------------------------
+
+CUBE = np.arange(60., dtype=np.float32).reshape(3, 4, 5)
+ROWS = np.array([[0], [3], [2], [7]], np.int32)  # 7 is out of bounds
+CORNERS = np.array([[1, 2], [0, 0], [2, 3]], np.int32)
+PER_BATCH = np.array([[1], [0], [3]], np.int32)
+
+
+def _dn(L):
+    gd, sd = L.lax.GatherDimensionNumbers, L.lax.ScatterDimensionNumbers
+    return {
+        "rows": gd(offset_dims=(0, 2), collapsed_slice_dims=(1,), start_index_map=(1,)),
+        "windows": gd(offset_dims=(1, 2), collapsed_slice_dims=(0,), start_index_map=(0, 2)),
+        "batched": gd(offset_dims=(1,), collapsed_slice_dims=(1,), start_index_map=(1,), operand_batching_dims=(0,),
+                      start_indices_batching_dims=(0,)),
+        "scatter_rows": sd(update_window_dims=(0, 2), inserted_window_dims=(1,), scatter_dims_to_operand_dims=(1,)),
+        "scatter_batched": sd(update_window_dims=(1,), inserted_window_dims=(1,), scatter_dims_to_operand_dims=(1,),
+                              operand_batching_dims=(0,), scatter_indices_batching_dims=(0,)),
+    }
+
+
+GATHER_CASES = {
+    "gather_rows": lambda L, np_: L.lax.gather(CUBE, ROWS, _dn(L)["rows"], (3, 1, 5)),
+    "gather_rows_fill": lambda L, np_: L.lax.gather(CUBE, ROWS, _dn(L)["rows"], (3, 1, 5), mode="fill",
+                                                    fill_value=-1.0),
+    "gather_windows": lambda L, np_: L.lax.gather(CUBE, CORNERS, _dn(L)["windows"], (1, 4, 2)),
+    "gather_batched": lambda L, np_: L.lax.gather(CUBE, PER_BATCH, _dn(L)["batched"], (1, 1, 5)),
+    "scatter_add_drops": lambda L, np_: L.lax.scatter_add(CUBE, ROWS, np.ones((3, 4, 5), np.float32),
+                                                          _dn(L)["scatter_rows"]),
+    "scatter_set": lambda L, np_: L.lax.scatter(CUBE, ROWS, np.full((3, 4, 5), 7.0, np.float32),
+                                                _dn(L)["scatter_rows"]),
+    "scatter_max_clip": lambda L, np_: L.lax.scatter_max(CUBE, ROWS, np.full((3, 4, 5), 30.0, np.float32),
+                                                         _dn(L)["scatter_rows"], mode="clip"),
+    "scatter_mul_sub_min": lambda L, np_: (
+        L.lax.scatter_mul(CUBE, ROWS[:3], np.full((3, 3, 5), 2.0, np.float32), _dn(L)["scatter_rows"]),
+        L.lax.scatter_sub(CUBE, ROWS[:3], np.ones((3, 3, 5), np.float32), _dn(L)["scatter_rows"]),
+        L.lax.scatter_min(CUBE, ROWS[:3], np.full((3, 3, 5), 20.0, np.float32), _dn(L)["scatter_rows"])),
+    "scatter_batched": lambda L, np_: L.lax.scatter_add(CUBE, PER_BATCH, np.ones((3, 5), np.float32),
+                                                        _dn(L)["scatter_batched"]),
+    "scatter_apply": lambda L, np_: L.lax.scatter_apply(CUBE, ROWS, lambda v: v * -1, _dn(L)["scatter_rows"],
+                                                        update_shape=(3, 4, 5)),
+}
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("case", sorted(GATHER_CASES))
+def test_gather_scatter_as_jax(case, jitted):
+    check_against_jax(GATHER_CASES[case], jitted)
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_gather_scatter_gradients_and_vmap_as_jax(jitted):
+    def case(L, np_):
+        def loss(x, u):
+            picked = L.lax.gather(x, CORNERS, _dn(L)["windows"], (1, 4, 2))
+            spread = L.lax.scatter_add(x, ROWS, u, _dn(L)["scatter_rows"])
+            return (picked ** 2).sum() + (spread ** 2).sum()
+
+        grads = L.grad(loss, argnums=(0, 1))(CUBE / 10, np.ones((3, 4, 5), np.float32))
+        mapped = L.vmap(lambda x: L.lax.gather(x, CORNERS, _dn(L)["windows"], (1, 4, 2)))(np.stack([CUBE, -CUBE]))
+        return grads, mapped
+
+    check_against_jax(case, jitted, rtol=2e-5, atol=1e-4)

@@ -56,8 +56,9 @@ class GatherScatterMode(enum.Enum):
             return s
         if s is None:
             return GatherScatterMode.FILL_OR_DROP
+        aliases = {"fill": "FILL_OR_DROP", "drop": "FILL_OR_DROP", "promise_in_bounds": "PROMISE_IN_BOUNDS"}
         try:
-            return GatherScatterMode[s.upper()]
+            return GatherScatterMode[aliases.get(s, s.upper())]
         except KeyError:
             raise ValueError(f"Unknown gather mode {s!r}; use one of {[m.name.lower() for m in GatherScatterMode]}.") \
                 from None
