@@ -331,3 +331,15 @@ def test_gather_scatter_gradients_and_vmap_as_jax(jitted):
         return grads, mapped
 
     check_against_jax(case, jitted, rtol=2e-5, atol=1e-4)
+
+
+def test_primitive_names_bind_as_jax():
+    def program(L):
+        x = np.array([0.5, 1.5], np.float32)
+        return (L.lax.sin_p.bind(x, accuracy=None), L.lax.add_p.bind(x, x), L.lax.cumsum_p.bind(x, axis=0, reverse=True),
+                L.lax.argmax_p.bind(x, axes=(0,), index_dtype=np.int32), L.lax.lgamma_p.bind(x))
+
+    for ours, theirs in zip(program(meshax), program(jax)):
+        np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-5)  # XLA's lgamma: ~3 ulp
+    jaxpr = meshax.make_jaxpr(lambda x: meshax.lax.sin(x) + 1)(np.float32(1))
+    assert [eq.primitive for eq in jaxpr.jaxpr.equations] == [meshax.lax.sin_p, meshax.lax.add_p]
