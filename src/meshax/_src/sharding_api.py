@@ -10,7 +10,8 @@ import functools
 from typing import Any, Callable
 
 from .api import device_put
-from .core import Primitive, ShapedArray, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
+from .core import (Primitive, ShapedArray, Tracer, abstract_eval_rules, aval_of, current_trace, eager_trace,
+                   keeps_own_vma, vma_rules)
 from .explicit_types import retyped_axes, spec_of, typed
 from .interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
 from .jaxpr import eval_jaxpr
@@ -50,23 +51,25 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
     return tree_unflatten(tree, [device_put(x, _target(t)) for x, t in zip(leaves, targets)])
 
 
-def _axes(axes: Any, wanted: AxisType, what: str) -> tuple[str, ...]:
+def _axes(axes: Any, wanted: AxisType) -> tuple[str, ...]:
     """The mesh axes an auto_axes/explicit_axes call retypes: `axes` (a name or names), else every axis of the
-    mesh in use of type `wanted` (Explicit for auto_axes, Auto for explicit_axes)."""
+    mesh in use of type `wanted` (Explicit for auto_axes, Auto for explicit_axes); none without a mesh in use."""
     if axes is not None:
         return (axes,) if isinstance(axes, str) else tuple(axes)
     mesh = current_mesh()
     if mesh is None:
-        raise ValueError(f"{what} needs the mesh axes to retype: pass axes=, or call it inside `with "
-                         "meshax.set_mesh(mesh):`.")
+        return ()
     return tuple(n for n, t in zip(mesh.axis_names, mesh.axis_types) if t is wanted)
 
 
 def _retyped_call(fun: Callable[..., Any], axes: tuple[str, ...], axis_type: AxisType, args: tuple,
                   kwargs: dict) -> Any:
-    """`fun(*args, **kwargs)` with the mesh axes `axes` typed `axis_type`: traced so (its inputs retyped), and
-    bound as one call whose every evaluation (eager, jit, grad...) runs with the axes so typed."""
+    """`fun(*args, **kwargs)` with the mesh axes `axes` typed `axis_type`: run so eagerly; under a transformation,
+    traced so (its inputs retyped) and bound as one call whose every evaluation runs with the axes so typed."""
     leaves, structure = tree_flatten((args, kwargs))
+    if current_trace() is eager_trace() and not any(isinstance(x, Tracer) for x in leaves):
+        with retyped_axes(axes, axis_type):  # eagerly every operation reads the axis types as it runs
+            return fun(*args, **kwargs)
     out_structure = []
 
     def flat(*xs: Any) -> list[Any]:
@@ -105,7 +108,7 @@ def auto_axes(fun: Callable[..., Any], *, axes: Any = None, out_sharding: Any = 
 
     @functools.wraps(fun, updated=())
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        result = _retyped_call(fun, _axes(axes, AxisType.Explicit, "auto_axes"), AxisType.Auto, args, kwargs)
+        result = _retyped_call(fun, _axes(axes, AxisType.Explicit), AxisType.Auto, args, kwargs)
         return result if out_sharding is None else reshard(result, out_sharding)
 
     return wrapped
@@ -120,6 +123,6 @@ def explicit_axes(fun: Callable[..., Any], *, axes: Any = None, in_sharding: Any
         def placed(*a: Any, **k: Any) -> Any:
             return fun(*(a if in_sharding is None else reshard(a, in_sharding)), **k)
 
-        return _retyped_call(placed, _axes(axes, AxisType.Auto, "explicit_axes"), AxisType.Explicit, args, kwargs)
+        return _retyped_call(placed, _axes(axes, AxisType.Auto), AxisType.Explicit, args, kwargs)
 
     return wrapped
