@@ -87,6 +87,15 @@ CASES = {
     "tile_split_complex": lambda L, np_: (L.lax.tile(TIES, (2, 1)), L.lax.split(A, (1, 3), axis=1),
                                           L.lax.complex(TIES, TIES * 2)),
     "batch_matmul": lambda L, np_: L.lax.batch_matmul(A, np.swapaxes(A, 1, 2)),
+    "mulhi": lambda L, np_: (L.lax.mulhi(INTS, INTS[::-1] * 7 + 1),
+                             L.lax.mulhi(np.array([7, 4000000000], np.uint32), np.array([3, 4000000000], np.uint32))),
+    "bitcast_convert_type": lambda L, np_: (L.lax.bitcast_convert_type(TIES, np.int32),
+                                            L.lax.bitcast_convert_type(TIES, np.uint8),
+                                            L.lax.bitcast_convert_type(INTS.view(np.uint8).reshape(2, 5, 4), np.int32)),
+    "stack_unstack_broadcast_like": lambda L, np_: (L.lax.stack([TIES[0], TIES[1]], axis=1),
+                                                    L.lax.unstack(A, axis=1),
+                                                    L.lax.broadcast_like(TIES[0], A[:, :2]),
+                                                    L.lax.shape_as_value((2, 3)), L.lax.empty((2, 2), np.float32)),
 }
 
 
@@ -159,6 +168,17 @@ def test_clz_as_jax():
         expected = np.asarray(jax.jit(jax.lax.clz)(ints))
         np.testing.assert_array_equal(np.asarray(meshax.lax.clz(ints)), expected)
         np.testing.assert_array_equal(np.asarray(meshax.jit(meshax.lax.clz)(ints)), expected)
+
+
+def test_mulhi_of_64_bit_integers():
+    rng = np.random.default_rng(3)
+    with meshax.enable_x64():
+        for dtype in (np.int64, np.uint64):
+            info = np.iinfo(dtype)
+            x, y = (rng.integers(info.min, info.max, size=50, dtype=dtype, endpoint=True) for _ in range(2))
+            expected = [((int(a) * int(b)) >> 64) % (1 << 64) for a, b in zip(x, y)]
+            got = np.asarray(meshax.lax.mulhi(x, y)).view(np.uint64)
+            assert [int(v) for v in got] == expected
 
 
 def test_errors():

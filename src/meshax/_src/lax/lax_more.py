@@ -17,7 +17,8 @@ from . import lax_ops as L
 from . import slicing as S
 from .control_flow import associative_scan
 
-__all__ = ["DotDimensionNumbers", "GatherScatterMode", "Precision", "PrecisionLike", "approx_max_k", "approx_min_k", "batch_matmul", "broadcast_shapes", "complex", "cumlogsumexp", "dtype", "empty",
+__all__ = ["DotDimensionNumbers", "GatherScatterMode", "Precision", "PrecisionLike", "approx_max_k", "approx_min_k", "batch_matmul", "broadcast_like", "broadcast_shapes", "complex", "composite",
+           "dce_sink", "platform_dependent", "shape_as_value", "stack", "unstack", "cumlogsumexp", "dtype", "empty",
            "index_take", "optimization_barrier", "reduce", "reduce_xor", "sort", "sort_key_val", "split", "tile",
            "top_k"]
 
@@ -230,9 +231,50 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     return tuple(int(n) for n in np.broadcast_shapes(*[tuple(s) for s in shapes]))
 
 
-def empty(shape: Sequence[int], dtype: Any) -> Any:
+def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:
     """An array of `shape` and `dtype` whose values are unspecified (zeros here)."""
-    return L.full(shape, 0, dtype)
+    return _jnp().zeros(tuple(shape), dtype, out_sharding=out_sharding)
+
+
+def stack(operands: Sequence[Any], axis: int = 0) -> Any:
+    """`operands` (of one shape) stacked along a new dimension `axis`."""
+    return _jnp().stack([L._lift(x) for x in operands], axis=axis)
+
+
+def unstack(x: Any, axis: int = 0) -> tuple[Any, ...]:
+    """`x` cut along `axis` into its slices (that dimension removed)."""
+    x = L._lift(x)
+    axis = axis % aval_of(x).ndim
+    return tuple(S.index_in_dim(x, i, axis, keepdims=False) for i in range(aval_of(x).shape[axis]))
+
+
+def broadcast_like(arr: Any, like_arr: Any) -> Any:
+    """`arr` broadcast (aligned on trailing dimensions) to the shape of `like_arr`."""
+    return _jnp().broadcast_to(arr, tuple(aval_of(L._lift(like_arr)).shape))
+
+
+def shape_as_value(shape: Sequence[int]) -> Any:
+    """`shape` as an int32 array."""
+    return _jnp().asarray(np.asarray(shape, np.int32))
+
+
+def platform_dependent(*args: Any, default: Callable[..., Any] | None = None, **per_platform: Callable[..., Any]) -> Any:
+    """The `cpu` branch applied to `args` (meshax runs on CPUs), else `default`."""
+    branch = per_platform.get("cpu", default)
+    if branch is None:
+        raise NotImplementedError(f"platform_dependent has no branch for cpu (given: {sorted(per_platform)}) and no "
+                                  "default.")
+    return branch(*args)
+
+
+def composite(decomposition: Callable[..., Any], name: str, version: int = 0) -> Callable[..., Any]:
+    """`decomposition` itself (meshax has no compiler to hand a named composite to)."""
+    return decomposition
+
+
+def dce_sink(val: Any, *, prevent_mlir_dce: bool = False) -> None:
+    """Marks `val` as used (nothing to do: meshax removes no dead code)."""
+    return None
 
 
 def batch_matmul(lhs: Any, rhs: Any, precision: Any = None) -> Any:

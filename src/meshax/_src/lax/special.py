@@ -18,8 +18,8 @@ from .ad_rules import mul, neg, sub
 from .batching_rules import _elementwise
 from .lax_ops import _same_dtype
 
-__all__ = ["betainc", "bessel_i0e", "bessel_i1e", "clz", "digamma", "erfc", "igamma", "igammac", "lgamma",
-           "polygamma", "population_count", "reduce_precision", "zeta"]
+__all__ = ["betainc", "bessel_i0e", "bessel_i1e", "bitcast_convert_type", "clz", "digamma", "erfc", "igamma",
+           "igammac", "lgamma", "mulhi", "polygamma", "population_count", "reduce_precision", "zeta"]
 
 
 def _aval(x: ShapedArray, *rest: ShapedArray, **_: Any) -> ShapedArray:
@@ -152,6 +152,67 @@ population_count = _fn("population_count", population_count_p, floats_only=False
 clz = _fn("clz", clz_p, floats_only=False)
 defzero(population_count_p)
 defzero(clz_p)
+
+
+def _mulhi_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The high half of the double-width product (64-bit operands from 32-bit halves)."""
+    bits = x.dtype.itemsize * 8
+    signed = np.issubdtype(x.dtype, np.signedinteger)
+    if bits <= 32:
+        wide = np.int64 if signed else np.uint64
+        return ((x.astype(wide) * y.astype(wide)) >> np.asarray(bits, wide)).astype(x.dtype)
+    u = np.dtype(np.uint64)
+    a, b = x.view(u), y.view(u)
+    mask, shift = u.type(0xFFFFFFFF), u.type(32)
+    a_lo, a_hi, b_lo, b_hi = a & mask, a >> shift, b & mask, b >> shift
+    cross = (a_lo * b_lo >> shift) + (a_hi * b_lo & mask) + (a_lo * b_hi & mask)
+    high = a_hi * b_hi + (a_hi * b_lo >> shift) + (a_lo * b_hi >> shift) + (cross >> shift)
+    if signed:  # two's complement: subtract the other operand wherever one is negative
+        high = high - np.where(x < 0, b, u.type(0)) - np.where(y < 0, a, u.type(0))
+    return high.view(x.dtype)
+
+
+mulhi_p = _primitive("mulhi", _mulhi_impl)
+defzero(mulhi_p)
+
+
+def mulhi(x: Any, y: Any) -> Any:
+    """The high half of the double-width product of two integer arrays of one dtype."""
+    x, y = _same_dtype("mulhi", x, y)
+    if not np.issubdtype(aval_of(x).dtype, np.integer):
+        raise TypeError(f"lax.mulhi requires integer arguments; got {aval_of(x).dtype}.")
+    return mulhi_p.bind(x, y)
+
+
+def _bitcast_aval(x: ShapedArray, *, new_dtype: np.dtype) -> ShapedArray:
+    old, new = x.dtype.itemsize, np.dtype(new_dtype).itemsize
+    if old == new:
+        shape = x.shape
+    elif old > new:
+        shape = x.shape + (old // new,)
+    elif x.shape and x.shape[-1] == new // old:
+        shape = x.shape[:-1]
+    else:
+        raise TypeError(f"bitcast_convert_type from {x.dtype} to {np.dtype(new_dtype)} needs a last dimension of size "
+                        f"{new // old}; got shape {x.shape}.")
+    return ShapedArray(shape, np.dtype(new_dtype))
+
+
+def _bitcast_impl(x: np.ndarray, *, new_dtype: np.dtype) -> np.ndarray:
+    shape = _bitcast_aval(ShapedArray(x.shape, x.dtype), new_dtype=new_dtype).shape
+    return np.ascontiguousarray(x).view(new_dtype).reshape(shape)
+
+
+bitcast_convert_type_p = define_primitive(
+    "bitcast_convert_type", _bitcast_impl, _bitcast_aval,
+    lambda specs, avals, **p: rules.replicate_all(specs, avals, p["out_ndims"]))
+batching_rules[bitcast_convert_type_p] = _elementwise(bitcast_convert_type_p)
+defzero(bitcast_convert_type_p)
+
+
+def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
+    """`operand`'s bits read as `new_dtype` (a narrower type adds a last dimension, a wider one consumes it)."""
+    return bitcast_convert_type_p.bind(_same_dtype("bitcast_convert_type", operand)[0], new_dtype=np.dtype(new_dtype))
 
 # ---- reduce_precision -----------------------------------------------------------------------------------------
 
