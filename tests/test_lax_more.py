@@ -363,3 +363,25 @@ def test_primitive_names_bind_as_jax():
         np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-5)  # XLA's lgamma: ~3 ulp
     jaxpr = meshax.make_jaxpr(lambda x: meshax.lax.sin(x) + 1)(np.float32(1))
     assert [eq.primitive for eq in jaxpr.jaxpr.equations] == [meshax.lax.sin_p, meshax.lax.add_p]
+
+
+def test_errors_and_dtypes_modules_as_jax():
+    def program(L):
+        caught = []
+        for fn in (lambda x: 1 if x > 0 else 0, lambda x: int(x), lambda x: np.asarray(x), lambda x: [0, 1][x]):
+            try:
+                L.jit(fn)(np.int32(1))
+            except L.errors.ConcretizationTypeError as error:
+                caught.append(("concretization", type(error).__name__))
+            except TypeError as error:
+                caught.append(("type", type(error).__name__))
+        d = L.dtypes
+        return caught, [str(d.result_type(1, np.float32(2))), d.result_type(np.int8(1), 2, return_weak_type_flag=True),
+                        d.scalar_type_of(np.int8(1)), d.scalar_type_of(2.0), d.itemsize_bits(np.int16),
+                        str(d.canonicalize_dtype(np.float64)), d.issubdtype(np.float32, np.floating),
+                        np.dtype(d.bfloat16).name, d.float0, int(d.iinfo(np.int8).max), float(d.finfo(np.float32).eps)]
+
+    ours, theirs = program(meshax), program(jax)
+    assert ours[1] == theirs[1]
+    # meshax's Tracer{Integer,Array}ConversionError also are ConcretizationTypeErrors (JAX's are plain TypeErrors)
+    assert [name for _, name in ours[0]] == [name for _, name in theirs[0]]

@@ -17,7 +17,8 @@ __version__ = "0.1.0"
 # effect when meshax is imported before NumPy (the launcher passes it to its children).
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-_SUBMODULES = ("debug", "distributed", "experimental", "lax", "nn", "numpy", "random", "sharding", "tree", "tree_util")
+_SUBMODULES = ("debug", "distributed", "dtypes", "errors", "experimental", "lax", "nn", "numpy", "random", "sharding",
+               "tree", "tree_util")
 
 # Public name -> module that defines it.
 _NAMES = {

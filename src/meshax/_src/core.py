@@ -215,6 +215,18 @@ class ConcretizationTypeError(TypeError):
     """A traced value was used where Python needs a concrete one."""
 
 
+class TracerBoolConversionError(ConcretizationTypeError):
+    """bool() of a traced value."""
+
+
+class TracerIntegerConversionError(ConcretizationTypeError):
+    """A traced value used as an index (in JAX not a ConcretizationTypeError; here one, so either catches it)."""
+
+
+class TracerArrayConversionError(ConcretizationTypeError):
+    """A traced value converted to a NumPy array (in JAX not a ConcretizationTypeError; here one, likewise)."""
+
+
 class _Context(threading.local):
     def __init__(self) -> None:
         self.trace: Trace | None = None
@@ -292,10 +304,10 @@ class Tracer:
             raise TypeError("len() of unsized object (a 0-d traced array)")
         return self.shape[0]
 
-    def _concrete(self, what: str) -> Any:
+    def _concrete(self, what: str, error: type = ConcretizationTypeError) -> Any:
         value = self.to_concrete_value()
         if value is None:
-            raise ConcretizationTypeError(
+            raise error(
                 f"Abstract tracer value encountered where concrete value is expected: {what} needs a concrete "
                 f"value, but this array is traced ({self.aval}) inside jit, shard_map or a traced control-flow "
                 "body; use meshax.numpy.where / lax functions instead of Python control flow on traced values, "
@@ -304,7 +316,7 @@ class Tracer:
         return value
 
     def __bool__(self) -> bool:
-        return bool(self._concrete("bool()"))
+        return bool(self._concrete("bool()", TracerBoolConversionError))
 
     def __float__(self) -> float:
         return float(self._concrete("float()"))
@@ -316,10 +328,10 @@ class Tracer:
         return complex(self._concrete("complex()"))
 
     def __index__(self) -> int:
-        return int(np.asarray(self._concrete("using it as an index")).__index__())
+        return int(np.asarray(self._concrete("using it as an index", TracerIntegerConversionError)).__index__())
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        value = np.asarray(self._concrete("converting to a NumPy array"))
+        value = np.asarray(self._concrete("converting to a NumPy array", TracerArrayConversionError))
         return value if dtype is None else value.astype(dtype)
 
     def __repr__(self) -> str:
