@@ -26,5 +26,6 @@ def primitive_names(jax_names: frozenset) -> dict[str, Any]:
                   "zeta_p": special.zeta_p, "bessel_i0e_p": special.bessel_i0e_p,
                   "bessel_i1e_p": special.bessel_i1e_p, "population_count_p": special.population_count_p,
                   "clz_p": special.clz_p, "reduce_precision_p": special.reduce_precision_p,
-                  "regularized_incomplete_beta_p": special.betainc_p})
+                  "regularized_incomplete_beta_p": special.betainc_p, "mulhi_p": special.mulhi_p,
+                  "bitcast_convert_type_p": special.bitcast_convert_type_p})
     return {name: primitive for name, primitive in table.items() if name in jax_names}
