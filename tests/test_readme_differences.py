@@ -125,16 +125,6 @@ def test_jaxprs_print_meshax_collective_primitives(mesh):
     assert "psum_invariant" not in program
 
 
-def test_auto_and_explicit_axes_only_reshard(mesh):
-    x = meshax.device_put(jnp.arange(16.0), NamedSharding(mesh, P("i")))
-    replicated = meshax.sharding.auto_axes(lambda a: a * 2, out_sharding=NamedSharding(mesh, P()))(x)
-    assert replicated.sharding.spec == P()
-    seen = []
-    meshax.sharding.explicit_axes(lambda a: seen.append(a.sharding.spec) or a, in_sharding=NamedSharding(mesh, P()))(x)
-    assert seen == [P()]
-    np.testing.assert_array_equal(np.asarray(replicated), np.arange(16.0) * 2)
-
-
 def test_vmap_without_a_batching_rule_runs_per_element(monkeypatch):
     from meshax._src.interpreters import batching
 

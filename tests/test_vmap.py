@@ -91,3 +91,53 @@ def test_errors_as_jax():
         meshax.vmap(lambda a, b: a + b, in_axes=(0,))(np.ones(3), np.ones(3))
     with pytest.raises(ValueError, match="at least one non-None value in in_axes"):
         meshax.vmap(lambda a: a, in_axes=None)(np.ones(3))
+
+
+# ---- spmd_axis_name ---------------------------------------------------------------------------------------------
+
+def _spmd_program(lib, explicit, jitted, constrain):
+    types = lib.sharding.AxisType
+    mesh = lib.make_mesh((4, 2), ("X", "Y"), axis_types=(types.Explicit if explicit else types.Auto,) * 2)
+    with lib.set_mesh(mesh):
+        x = lib.device_put(np.arange(32., dtype=np.float32).reshape(8, 4), lib.P())
+        seen = []
+
+        def row(r):
+            seen.append(str(lib.typeof(r)))
+            return constrain(lib, r * 2)
+
+        fn = lib.vmap(row, spmd_axis_name="X")
+        out = (lib.jit(fn) if jitted else fn)(x)
+        spec = tuple(out.sharding.spec) + (None,) * (out.ndim - len(out.sharding.spec))
+        return seen, spec, str(lib.typeof(out)), np.asarray(out)
+
+
+CONSTRAINTS = {
+    "with_sharding_constraint": lambda lib, r: lib.lax.with_sharding_constraint(r, lib.P("Y")),
+    "none": lambda lib, r: r,
+    "reshard": lambda lib, r: lib.sharding.reshard(r, lib.P("Y")),
+}
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("explicit,constraint", [(False, "with_sharding_constraint"), (False, "none"),
+                                                 (True, "none"), (True, "reshard")])
+def test_spmd_axis_name_splits_constrained_batch_dimensions_as_jax(explicit, constraint, jitted):
+    ours = _spmd_program(meshax, explicit, jitted, CONSTRAINTS[constraint])
+    theirs = _spmd_program(jax, explicit, jitted, CONSTRAINTS[constraint])
+    assert ours[:3] == theirs[:3]
+    np.testing.assert_array_equal(ours[3], theirs[3])
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_spmd_axis_name_other_than_the_explicit_split_of_the_batch_is_refused_as_jax(jitted):
+    def program(lib):
+        types = lib.sharding.AxisType
+        with lib.set_mesh(lib.make_mesh((4, 2), ("X", "Y"), axis_types=(types.Explicit,) * 2)):
+            x = lib.device_put(np.ones((8, 4), np.float32), lib.P("X"))
+            fn = lib.vmap(lambda r: r * 2, spmd_axis_name="Y")
+            with pytest.raises(ValueError) as error:
+                (lib.jit(fn) if jitted else fn)(x)
+            return str(error.value)
+
+    assert program(meshax) == program(jax)

@@ -17,7 +17,8 @@ __version__ = "0.1.0"
 # effect when meshax is imported before NumPy (the launcher passes it to its children).
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-_SUBMODULES = ("debug", "distributed", "experimental", "lax", "nn", "numpy", "random", "sharding", "tree", "tree_util")
+_SUBMODULES = ("debug", "distributed", "dtypes", "errors", "experimental", "lax", "nn", "numpy", "random", "sharding",
+               "tree", "tree_util")
 
 # Public name -> module that defines it.
 _NAMES = {
@@ -70,6 +71,29 @@ _NAMES = {
     "float0": "meshax._src.dtypes",
     "eval_shape": "meshax._src.shape_eval",
     "ShapeDtypeStruct": "meshax._src.shape_eval",
+    "pure_callback": "meshax._src.api_extra",
+    "ensure_compile_time_eval": "meshax._src.api_extra",
+    "live_arrays": "meshax._src.api_extra",
+    "linear_transpose": "meshax._src.api_extra",
+    "closure_convert": "meshax._src.api_extra",
+    "print_environment_info": "meshax._src.api_extra",
+    "host_count": "meshax._src.api_extra",
+    "host_id": "meshax._src.api_extra",
+    "host_ids": "meshax._src.api_extra",
+    "process_indices": "meshax._src.api_extra",
+    "enable_x64": "meshax._src.api_extra",
+    "default_matmul_precision": "meshax._src.api_extra",
+    "numpy_rank_promotion": "meshax._src.api_extra",
+    "numpy_dtype_promotion": "meshax._src.api_extra",
+    "transfer_guard": "meshax._src.api_extra",
+    "transfer_guard_host_to_device": "meshax._src.api_extra",
+    "transfer_guard_device_to_host": "meshax._src.api_extra",
+    "transfer_guard_device_to_device": "meshax._src.api_extra",
+    "log_compiles": "meshax._src.api_extra",
+    "explain_cache_misses": "meshax._src.api_extra",
+    "check_tracer_leaks": "meshax._src.api_extra",
+    "checking_leaks": "meshax._src.api_extra",
+    "custom_gradient": "meshax._src.api_extra",
 }
 
 __all__ = sorted((*_SUBMODULES, *_NAMES))

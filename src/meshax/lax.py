@@ -13,11 +13,24 @@ from meshax._src.lax.parallel import (
 from meshax._src.lax.parallel import axis_size_of as axis_size
 from meshax._src.lax.slicing import *  # noqa: F401,F403
 from meshax._src.lax.slicing import __all__ as _slicing_names
+from meshax._src.lax.conv import *  # noqa: F401,F403
+from meshax._src.lax.conv import __all__ as _conv_names
+from meshax._src.lax.gather_scatter import *  # noqa: F401,F403
+from meshax._src.lax.gather_scatter import __all__ as _gather_names
+from meshax._src.lax.lax_more import *  # noqa: F401,F403
+from meshax._src.lax.lax_more import __all__ as _more_names
+from meshax._src.lax.special import *  # noqa: F401,F403
+from meshax._src.lax.special import __all__ as _special_names
+from meshax._src.random_core import erf_inv
+from meshax._src._jax_names import JAX_NAMES as _JAX_NAMES
+from meshax._src.lax.primitive_names import primitive_names as _primitive_names
+
+globals().update(_primitive_names(_JAX_NAMES["jax.lax"]))
 
 __all__ = sorted(["all_gather", "all_to_all", "associative_scan", "axis_index", "axis_size", "cond", "fori_loop",
                   "map", "pcast", "pmax", "pmean", "pmin", "ppermute", "psum", "psum_scatter", "pvary", "scan",
                   "select", "select_n", "stop_gradient", "switch", "while_loop", "with_sharding_constraint",
-                  *_ops_names, *_slicing_names])
+                  "erf_inv", *_ops_names, *_slicing_names, *_conv_names, *_gather_names, *_more_names, *_special_names])
 
 
 def __getattr__(name: str):

@@ -7,6 +7,7 @@ array (fully addressable, or replicated onto this process).
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from . import devices as device_table
 from .devices import Device
+from .explicit_types import array_aval
 from .sharding import Box, Sharding, SingleDeviceSharding, unique_boxes
 
 NOT_ADDRESSABLE = (
@@ -40,6 +42,9 @@ def read_only(buffer: np.ndarray) -> np.ndarray:
     return buffer
 
 
+live: "weakref.WeakValueDictionary[int, Array]" = weakref.WeakValueDictionary()  # every Array alive, for live_arrays
+
+
 class Array:
     """A (possibly process-spanning) array: shape, dtype, sharding and this process's shards."""
 
@@ -56,11 +61,13 @@ class Array:
         # own copy, so placing one on a sharding slices it locally, as JAX does with the default device.
         self.committed = committed
         self._value: np.ndarray | None = None
+        live[id(self)] = self
 
     # ---- metadata -----------------------------------------------------------------------
 
     shape = property(lambda self: self._shape)
     dtype = property(lambda self: self._dtype)
+    aval = property(lambda self: array_aval(self._shape, self._dtype, self.weak_type, self._sharding))
     sharding = property(lambda self: self._sharding)
     ndim = property(lambda self: len(self._shape))
     size = property(lambda self: math.prod(self._shape))

@@ -41,13 +41,14 @@ class HasShape:
 @dataclass(frozen=True)
 class ShapedArray(HasShape):
     """What tracing knows of a value: shape, dtype, weak type, (inside shard_map) the manual mesh axes it varies
-    over (`vma`), and, for `typeof` of arrays on meshes with Explicit axes, the axes splitting each dimension."""
+    over (`vma`), and, on meshes with Explicit axes, the axes splitting each dimension (sharding in types)."""
 
     shape: tuple[int, ...]
     dtype: np.dtype
     weak_type: bool = False
     vma: frozenset = field(default=frozenset())
-    explicit: tuple = ()  # per dimension: the Explicit mesh axes that split it (empty: not recorded)
+    explicit: tuple = ()  # per dimension: the Explicit mesh axes that split it (empty: none does)
+    mesh: Any = field(default=None, compare=False)  # the mesh of those axes (set when the mesh has Explicit axes)
 
     def _dims(self) -> str:
         if not self.explicit:
@@ -125,6 +126,8 @@ impl_rules: dict[Primitive, Callable[..., Any]] = {}  # NumPy implementation on 
 abstract_eval_rules: dict[Primitive, Callable[..., Any]] = {}  # avals in, aval(s) out
 sharding_rules: dict[Primitive, Callable[..., Any]] = {}  # where eager inputs must be (rules.Layout)
 vma_rules: dict[Primitive, Callable[..., Any]] = {}  # varying axes of a collective's result (None: keep avals')
+# the Explicit-axes types of a primitive's outputs (installed by explicit_types): (primitive, avals, outs, params)
+explicit_typing: list[Callable[..., list[ShapedArray]]] = []
 
 
 def abstract_eval(primitive: Primitive, avals: Sequence[ShapedArray], params: dict[str, Any]) -> list[ShapedArray]:
@@ -135,6 +138,9 @@ def abstract_eval(primitive: Primitive, avals: Sequence[ShapedArray], params: di
         raise NotImplementedError(f"the primitive {primitive.name} has no abstract evaluation rule.") from None
     out = rule(*avals, **params)
     outs = list(out) if primitive.multiple_results else [out]
+    if explicit_typing and (any(a.mesh is not None for a in avals) or params.get("out_sharding") is not None
+                            or params.get("sharding") is not None):
+        outs = explicit_typing[0](primitive, avals, outs, params)
     vma_rule = vma_rules.get(primitive)
     vma = frozenset().union(*(a.vma for a in avals)) if vma_rule is None else vma_rule(*avals, **params)
     if vma is None:  # the rule's own avals say (call-like primitives)
@@ -200,8 +206,25 @@ class UnexpectedTracerError(Exception):
     """A tracer was used outside the transformation that made it."""
 
 
+class ShardingTypeError(TypeError):
+    """Shardings in types that an operation cannot combine (JAX's ShardingTypeError, an Exception; a TypeError
+    here, as meshax raised for an ambiguous contraction before types carried shardings)."""
+
+
 class ConcretizationTypeError(TypeError):
     """A traced value was used where Python needs a concrete one."""
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    """bool() of a traced value."""
+
+
+class TracerIntegerConversionError(ConcretizationTypeError):
+    """A traced value used as an index (in JAX not a ConcretizationTypeError; here one, so either catches it)."""
+
+
+class TracerArrayConversionError(ConcretizationTypeError):
+    """A traced value converted to a NumPy array (in JAX not a ConcretizationTypeError; here one, likewise)."""
 
 
 class _Context(threading.local):
@@ -281,10 +304,10 @@ class Tracer:
             raise TypeError("len() of unsized object (a 0-d traced array)")
         return self.shape[0]
 
-    def _concrete(self, what: str) -> Any:
+    def _concrete(self, what: str, error: type = ConcretizationTypeError) -> Any:
         value = self.to_concrete_value()
         if value is None:
-            raise ConcretizationTypeError(
+            raise error(
                 f"Abstract tracer value encountered where concrete value is expected: {what} needs a concrete "
                 f"value, but this array is traced ({self.aval}) inside jit, shard_map or a traced control-flow "
                 "body; use meshax.numpy.where / lax functions instead of Python control flow on traced values, "
@@ -293,7 +316,7 @@ class Tracer:
         return value
 
     def __bool__(self) -> bool:
-        return bool(self._concrete("bool()"))
+        return bool(self._concrete("bool()", TracerBoolConversionError))
 
     def __float__(self) -> float:
         return float(self._concrete("float()"))
@@ -305,10 +328,10 @@ class Tracer:
         return complex(self._concrete("complex()"))
 
     def __index__(self) -> int:
-        return int(np.asarray(self._concrete("using it as an index")).__index__())
+        return int(np.asarray(self._concrete("using it as an index", TracerIntegerConversionError)).__index__())
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        value = np.asarray(self._concrete("converting to a NumPy array"))
+        value = np.asarray(self._concrete("converting to a NumPy array", TracerArrayConversionError))
         return value if dtype is None else value.astype(dtype)
 
     def __repr__(self) -> str:

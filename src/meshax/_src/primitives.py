@@ -254,12 +254,13 @@ dot_general = _define("dot_general", _dot_general_impl, _dot_general_aval, rules
 # ---- shape ops ---------------------------------------------------------------------------------------------------
 
 
-def _reshape_impl(x: np.ndarray, *, new_sizes: tuple[int, ...], local_shapes: list[tuple[int, ...]]) -> np.ndarray:
+def _reshape_impl(x: np.ndarray, *, new_sizes: tuple[int, ...], local_shapes: list[tuple[int, ...]],
+                  out_sharding: Any = None) -> np.ndarray:
     return x.reshape(local_shapes[0])
 
 
 reshape = _define("reshape", _reshape_impl,
-                  lambda x, *, new_sizes: ShapedArray(tuple(new_sizes), x.dtype, x.weak_type),
+                  lambda x, *, new_sizes, out_sharding=None: ShapedArray(tuple(new_sizes), x.dtype, x.weak_type),
                   rules.reshape, needs_local_shape=True)
 
 transpose = _define("transpose", lambda x, *, permutation: np.transpose(x, permutation),

@@ -19,6 +19,7 @@ from . import devices as device_table
 from .array import Array, read_only
 from .core import (AxisFrame, axis_mesh, current_trace, eager_trace, Primitive, ShapedArray, abstract_eval_rules, aval_of, extend_axis_env, keeps_own_vma,
                    set_current_trace, vma_rules)
+from .explicit_types import sharding_aval
 from .interpreters.eager import eager_rules
 from .collectives import gather_devices, group_index
 from .interpreters.shard_map import DeviceTrace, device_rules
@@ -82,8 +83,9 @@ def _global_aval(aval: ShapedArray, mesh: Mesh, spec: PartitionSpec, manual: tup
     if len(axes) > aval.ndim:  # trailing Nones beyond the rank are accepted, as seed 003 writes them
         raise ValueError(f"shard_map out_specs {spec!r} is longer than the rank {aval.ndim} of the output {aval}.")
     parts = _parts(mesh, spec, aval.ndim)
-    return ShapedArray(tuple(s * n for s, n in zip(aval.shape, parts)), aval.dtype, aval.weak_type,
-                       aval.vma - frozenset(manual))
+    out = ShapedArray(tuple(s * n for s, n in zip(aval.shape, parts)), aval.dtype, aval.weak_type,
+                      aval.vma - frozenset(manual))
+    return sharding_aval(out, NamedSharding(mesh, spec))  # typed with the mesh's Explicit axes
 
 
 class _RunPlan(NamedTuple):

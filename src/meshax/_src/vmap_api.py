@@ -28,11 +28,14 @@ def _broadcast_prefix(axes: Any, tree: Any, what: str) -> list[Any]:
 
 def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
          axis_size: int | None = None, spmd_axis_name: Any = None) -> Callable[..., Any]:
-    """`fun` mapped over axis `in_axes` of its arguments, results stacked along `out_axes`."""
+    """`fun` mapped over axis `in_axes` of its arguments, results stacked along `out_axes`; with `spmd_axis_name`,
+    sharding constraints inside split the batch dimension over those mesh axes (as JAX's)."""
     if not callable(fun):
         raise TypeError(f"vmap requires a callable, got {fun!r}")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
+    spmd = () if spmd_axis_name is None else (spmd_axis_name,) if isinstance(spmd_axis_name, str) else \
+        tuple(spmd_axis_name)
 
     @functools.wraps(fun, updated=())
     def mapped(*args: Any, **kwargs: Any) -> Any:
@@ -50,6 +53,7 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name
             raise ValueError(f"vmap got inconsistent sizes for the array axes to be mapped: {sorted(sizes)}" if sizes
                              else "vmap must have at least one non-None value in in_axes")
         size = sizes.pop()
+        _check_spmd_axes(spmd, leaves, axes)
         out_tree = []
 
         def flat(*xs: Any) -> list[Any]:
@@ -57,7 +61,7 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name
             out_tree.append(structure)
             return out
 
-        outs, dims = batch_flat(flat, leaves, axes, size, axis_name)
+        outs, dims = batch_flat(flat, leaves, axes, size, axis_name, spmd)
         targets = _broadcast_prefix(out_axes, out_tree[0], "out_axes")
         results = []
         for value, dim, target in zip(outs, dims, targets):
@@ -72,3 +76,15 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name
         return tree_unflatten(out_tree[0], results)
 
     return mapped
+
+
+def _check_spmd_axes(spmd: tuple, leaves: list[Any], axes: list[Any]) -> None:
+    """A batch dimension already split over Explicit mesh axes must be split over spmd_axis_name, if given."""
+    if not spmd:
+        return
+    for x, axis in zip(leaves, axes):
+        explicit = aval_of(x).explicit
+        if axis is not None and explicit and explicit[axis] and tuple(explicit[axis]) != spmd:
+            raise ValueError(
+                "Only one of spmd_axis_name or arrays sharded on `Explicit` mesh axis type is allowed. Got "
+                f"spmd_axis_name={spmd} and arrays sharded on explicit_mesh_axis={tuple(explicit[axis])}")

@@ -8,6 +8,7 @@ vmapped. Call-like primitives (jit, control flow, custom derivatives) are expand
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any, Callable, Sequence
 
 from ..core import AxisFrame, Primitive, Trace, Tracer, aval_of, extend_axis_env, set_current_trace
@@ -16,16 +17,19 @@ from .staging import inline_rules
 batching_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(values, dims, **params) -> (out, out_dims)
 # collectives over the vmapped axis itself: rule(size, axis_name, values, dims, **params) -> (out, out_dim)
 named_axis_rules: dict[Primitive, Callable[..., Any]] = {}
+# primitives whose batching depends on vmap's spmd_axis_name: rule(spmd_axis_name, values, dims, **params)
+spmd_rules: dict[Primitive, Callable[..., Any]] = {}
 not_mapped = None
 
 
 class BatchTrace(Trace):
     """Tracers hold (value, dim): `value` has the batch dimension at `dim` (None: not batched)."""
 
-    def __init__(self, parent: Trace | None, axis_name: Any, size: int) -> None:
+    def __init__(self, parent: Trace | None, axis_name: Any, size: int, spmd_axis_name: tuple = ()) -> None:
         super().__init__(parent)
         self.axis_name = axis_name
         self.size = size
+        self.spmd_axis_name = spmd_axis_name  # mesh axes that split the batch dimension of sharding constraints
 
     def pair(self, x: Any) -> tuple[Any, int | None]:
         return x.payload if self.is_own(x) else (x, not_mapped)
@@ -34,7 +38,9 @@ class BatchTrace(Trace):
         if dim is None:
             return value
         aval = aval_of(value)
-        logical = aval.update(shape=tuple(n for d, n in enumerate(aval.shape) if d != dim))
+        explicit = tuple(e for d, e in enumerate(aval.explicit) if d != dim)
+        logical = aval.update(shape=tuple(n for d, n in enumerate(aval.shape) if d != dim),
+                              explicit=explicit if any(explicit) else ())
         return Tracer(self, logical, (value, dim))
 
     def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
@@ -51,6 +57,8 @@ class BatchTrace(Trace):
             with set_current_trace(self):
                 return inline_rules[primitive](*args, **params)
         rule = batching_rules.get(primitive, _per_element(primitive))
+        if primitive in spmd_rules:
+            rule = functools.partial(spmd_rules[primitive], self.spmd_axis_name)
         with set_current_trace(self.parent):
             out, out_dims = rule(list(values), list(dims), **params)
         if primitive.multiple_results:
@@ -111,11 +119,11 @@ def _stack(values: Sequence[Any]) -> Any:
 
 
 def batch_flat(fun: Callable[..., Sequence[Any]], values: Sequence[Any], dims: Sequence[int | None], size: int,
-               axis_name: Any = None) -> tuple[list[Any], list[int | None]]:
+               axis_name: Any = None, spmd_axis_name: tuple = ()) -> tuple[list[Any], list[int | None]]:
     """Run `fun` (flat lists in and out) on batched values; returns the outputs and their batch dimensions."""
     from ..core import current_trace
 
-    trace = BatchTrace(current_trace(), axis_name, size)
+    trace = BatchTrace(current_trace(), axis_name, size, spmd_axis_name)
     inputs = [trace.new(v, d) for v, d in zip(values, dims)]
     frame = AxisFrame(None, (axis_name,), False, ((axis_name, size),)) if axis_name is not None else None
     with set_current_trace(trace, finish=True), _maybe(frame):

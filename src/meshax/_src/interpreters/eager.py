@@ -20,7 +20,8 @@ from ..collectives import allreduce_devices
 from ..core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, check_not_escaped, impl_rules,
                     set_eager_trace, sharding_rules)
 from ..mesh import Mesh
-from ..partition import SINGLE_AXIS, choose_mesh, current_specs, place, sharding_for, to_partition_spec
+from ..explicit_types import explicit_names, target_spec
+from ..partition import SINGLE_AXIS, as_named, choose_mesh, current_specs, place, sharding_for, spec_of, to_partition_spec
 from ..rules import Spec, fit
 from ..sharding import NamedSharding, PartitionSpec, Sharding
 from ..transfer import reshard
@@ -68,6 +69,9 @@ class EagerTrace(Trace):
             outputs = [_moved(o, mesh, spec) for o, spec in zip(outputs, layout.result_specs)]
         if out_sharding is not None:
             outputs = [reshard(o, NamedSharding(mesh, out_sharding)) for o in outputs]
+        names = explicit_names(mesh)
+        if names:
+            outputs = [_as_typed(o, aval, mesh, names) for o, aval in zip(outputs, out_avals)]
         return outputs if primitive.multiple_results else outputs[0]
 
 
@@ -79,6 +83,17 @@ def _moved(output: Array, mesh: Mesh, spec: Spec) -> Array:
     if target == output.sharding:
         return output
     moved = reshard(output, target)
+    moved.committed = output.committed
+    return moved
+
+
+def _as_typed(output: Array, aval: ShapedArray, mesh: Mesh, names: frozenset) -> Array:
+    """`output` laid out as its type says on the mesh's Explicit axes (`names`), as JAX's results are."""
+    current = spec_of(as_named(output.sharding), output.ndim)
+    target = target_spec(aval, current, names)
+    if target == current:
+        return output
+    moved = reshard(output, sharding_for(mesh, target))
     moved.committed = output.committed
     return moved
 

@@ -7,6 +7,7 @@ keep the tangent program as a jaxpr while primal values are computed.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -15,6 +16,14 @@ from ..core import Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of
 from ..jaxpr import ClosedJaxpr, Equation, Jaxpr, Literal, Var
 
 inline_rules: dict[Primitive, Callable[..., Any]] = {}  # call-like primitives that other traces expand in place
+
+
+class _CompileTimeEval(threading.local):
+    def __init__(self) -> None:
+        self.active = False  # inside ensure_compile_time_eval: operations on concrete values are not staged
+
+
+compile_time_eval = _CompileTimeEval()
 
 
 def is_literal(x: Any) -> bool:
@@ -44,6 +53,9 @@ class StagingTrace(Trace):
         return self.const_vars[key][0]
 
     def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
+        if compile_time_eval.active and not any(self.is_own(a) for a in args):
+            with set_current_trace(self.parent):
+                return primitive.bind(*args, **params)
         return self.stage(primitive, args, params)
 
     def stage(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any],

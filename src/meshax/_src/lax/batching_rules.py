@@ -15,7 +15,10 @@ from .. import primitives as P
 from .. import random as R
 from ..interpreters.ad import add_any_p
 from ..core import aval_of, axis_size, pvary_p
-from ..interpreters.batching import batching_rules, move_to_front, named_axis_rules
+from ..explicit_types import explicit_names
+from ..interpreters.batching import batching_rules, move_to_front, named_axis_rules, spmd_rules
+from ..mesh import current_mesh
+from ..sharding import NamedSharding, PartitionSpec
 from .control_flow import while_p
 from .parallel import all_gather_p, axis_index_p, ppermute_p, preduce_p, reduce_scatter_p
 
@@ -48,10 +51,28 @@ def _elementwise(primitive: Any, multiple: bool = False):
 
 
 _ELEMENTWISE = list(P.UNARY.values()) + list(P.BINARY.values()) + [
-    P.select, P.convert_element_type, add_any_p, R.fma_p, R.erf_inv_p, P.sharding_constraint, pvary_p]
+    P.select, P.convert_element_type, add_any_p, R.fma_p, R.erf_inv_p, pvary_p]
 for _p in _ELEMENTWISE:
     batching_rules[_p] = _elementwise(_p)
 batching_rules[R.threefry2x32_p] = _elementwise(R.threefry2x32_p, multiple=True)
+
+
+def _sharding_constraint(spmd_axis_name: tuple, values: list[Any], dims: list[Any], *, sharding: Any) -> Any:
+    """A constraint on each element constrains the batch: its dimension is split over vmap's spmd_axis_name
+    (unless those axes are Explicit, where JAX does not add them either), the others as asked."""
+    value = move_to_front(values[0], dims[0], 0)
+    named = isinstance(sharding, NamedSharding)
+    if named or isinstance(sharding, PartitionSpec):
+        spec = sharding.spec if named else sharding
+        ndim = aval_of(value).ndim - 1
+        entries = list(spec) + [None] * (ndim - len(spec))
+        auto = tuple(a for a in spmd_axis_name if a not in explicit_names(sharding.mesh if named else current_mesh()))
+        batched = PartitionSpec(None if not auto else auto[0] if len(auto) == 1 else auto, *entries)
+        sharding = NamedSharding(sharding.mesh, batched) if named else batched
+    return P.sharding_constraint.bind(value, sharding=sharding), 0
+
+
+spmd_rules[P.sharding_constraint] = _sharding_constraint
 
 
 def _front(values: list[Any], dims: list[Any]) -> Any:

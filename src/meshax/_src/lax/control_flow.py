@@ -9,19 +9,21 @@ as JAX refuses it.
 """
 from __future__ import annotations
 
+import inspect
 import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import primitives as P
+from ..explicit_rules import format_spec
 from ..core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
 from ..interpreters.ad import Zero, instantiate, jvp_flat, jvp_rules, tangent_aval
 from ..interpreters.numpy_eval import structured_rules
 from ..interpreters.shard_map import device_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, trace_to_jaxpr
 from ..jaxpr import Jaxpr, eval_jaxpr
-from ..tree_util import tree_flatten, tree_unflatten
+from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 
 def _traced(fun: Callable[..., Any], avals: Sequence[Any], in_tree: Any) -> tuple[Jaxpr, list[Any], Any]:
@@ -86,7 +88,21 @@ def _scan_expand(*args: Any, jaxpr: Jaxpr, num_consts: int, num_carry: int, leng
 
 def _scan_avals(*avals: Any, jaxpr: Jaxpr, num_carry: int, length: int, **_: Any) -> list[Any]:
     outs = [v.aval for v in jaxpr.outvars]
-    return outs[:num_carry] + [a.update(shape=(length,) + tuple(a.shape)) for a in outs[num_carry:]]
+    return outs[:num_carry] + [_stacked(a, length) for a in outs[num_carry:]]
+
+
+def _stacked(aval: Any, length: int) -> Any:
+    """The type of `length` values of type `aval` stacked (the new leading dimension is not split)."""
+    explicit = ((),) + tuple(aval.explicit) if aval.explicit else ()
+    return aval.update(shape=(length,) + tuple(aval.shape), explicit=explicit)
+
+
+def _row(aval: Any) -> Any:
+    """The type of one row of a value of type `aval`; its leading dimension must not be split over Explicit axes."""
+    if aval.explicit and aval.explicit[0]:
+        raise ValueError(f"0th dimension of all xs should be replicated. Got P{format_spec(aval.explicit)!r}")
+    explicit = tuple(aval.explicit[1:]) if any(aval.explicit[1:]) else ()
+    return aval.update(shape=tuple(aval.shape[1:]), explicit=explicit)
 
 
 scan_p = _call_primitive("scan", _scan_avals, _scan_expand)
@@ -107,7 +123,7 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
                          f"{sorted(lengths)}." if lengths else "scan got no values to scan over and no length=.")
     n = lengths.pop()
     carry_avals = [aval_of(c).update(weak_type=False) for c in init_leaves]
-    x_avals = [aval_of(x).update(shape=tuple(aval_of(x).shape[1:])) for x in xs_leaves]
+    x_avals = [_row(aval_of(x)) for x in xs_leaves]
 
     def body(carry: Any, x: Any) -> Any:
         result = f(carry, x)
@@ -126,6 +142,7 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
                         f"dtypes), but the input carry is {[str(a) for a in carry_avals]} and the output carry "
                         f"is {[str(a) for a in carry_out]}.")
     _check_carry_vma("scan", carry_avals, carry_out)
+    _check_carry_sharding("scan", carry_avals, carry_out, f, init)
     outs = scan_p.bind(*consts, *init_leaves, *xs_leaves, jaxpr=jaxpr, num_consts=len(consts),
                        num_carry=len(init_leaves), length=n, reverse=bool(reverse), unroll=int(unroll))
     return tree_unflatten(out_tree, outs)
@@ -141,6 +158,22 @@ def _check_carry_vma(name: str, carry_in: Sequence[Any], carry_out: Sequence[Any
                 f"input carry component {index} has type {a.str_short()} but the corresponding output carry component "
                 f"has type {b.str_short()}, so the manual axis types do not match. This might be fixed by applying "
                 f"`jax.lax.pcast(..., {extra}, to='varying')` to the initial carry value.")
+
+
+def _check_carry_sharding(name: str, carry_in: Sequence[Any], carry_out: Sequence[Any], body: Callable[..., Any],
+                          init: Any) -> None:
+    """A loop's carry must keep its Explicit-axes sharding (part of its type, as in JAX, whose message names the
+    carry by the body's parameter and the path in it)."""
+    for (path, _), a, b in zip(tree_flatten_with_path(init)[0], carry_in, carry_out):
+        if a.explicit != b.explicit:
+            try:
+                parameter = next(iter(inspect.signature(body).parameters))
+            except (StopIteration, TypeError, ValueError):
+                parameter = "carry"
+            raise TypeError(
+                f"{name} body function carry input and carry output must have equal types, but they differ:\n\nThe "
+                f"input carry {parameter}{keystr(path)} has type {a} but the corresponding output carry component has "
+                f"type {b}.\n\nRevise the function so that all output types match the corresponding input types.")
 
 
 def tree_structure_of(tree: Any) -> Any:
@@ -183,6 +216,7 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
         raise TypeError(f"body_fun output and input must have identical types: input {[str(a) for a in avals]}, "
                         f"output {[str(a) for a in body_out]}.")
     _check_carry_vma("while_loop", avals, body_out)
+    _check_carry_sharding("while_loop", avals, body_out, body_fun, init_val)
     outs = while_p.bind(*cond_consts, *body_consts, *leaves, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
                         cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
     return tree_unflatten(tree, outs)
@@ -305,6 +339,10 @@ cond_p = _call_primitive("cond", lambda *avals, branches, **_: [v.aval for v in 
 
 def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
     """`branches[index](*operands)`, the index clamped to the valid range."""
+    return _switch(index, branches, operands, "switch")
+
+
+def _switch(index: Any, branches: Sequence[Callable[..., Any]], operands: tuple, what: str) -> Any:
     if not branches:
         raise ValueError("Empty branch sequence")
     leaves, tree = tree_flatten(operands)
@@ -316,6 +354,7 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
             raise TypeError(f"branch 0 and {k} outputs must have same type structure, got {first[2]} and {out_tree} "
                             f"with types {[str(v.aval) for v in first[0].outvars]} and "
                             f"{[str(v.aval) for v in jaxpr.outvars]}.")
+        _check_branch_sharding(what, first[0], jaxpr, k)
     from .. import numpy as jnp
 
     index = jnp.astype(index, np.int32) if isinstance(index, Tracer) or hasattr(index, "shape") else np.int32(index)
@@ -333,7 +372,17 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
 
     index = jnp.astype(jnp.asarray(pred) != 0, np.int32) if isinstance(pred, Tracer) or hasattr(pred, "shape") \
         else np.int32(bool(pred))
-    return switch(index, (false_fun, true_fun), *operands)
+    return _switch(index, (false_fun, true_fun), operands, "cond")
+
+
+def _check_branch_sharding(what: str, first: Jaxpr, other: Jaxpr, k: int) -> None:
+    """Branches' outputs must have one Explicit-axes sharding (part of their types, as in JAX)."""
+    names = ("false_fun", "true_fun") if what == "cond" else ("branch 0", f"branch {k}")
+    for a, b in zip((v.aval for v in first.outvars), (v.aval for v in other.outvars)):
+        if a.explicit != b.explicit:
+            raise TypeError(f"{what} branches must have equal output types but they differ.\n\nThe output of "
+                            f"{names[1]} has type {b} but the corresponding output of {names[0]} has type {a}.\n\n"
+                            f"Revise the branches so that all output types match.")
 
 
 def _cond_jvp(primals: list[Any], tangents: list[Any], *, branches: tuple, num_consts: tuple) -> tuple:

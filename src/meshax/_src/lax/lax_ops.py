@@ -15,6 +15,7 @@ from .. import dtypes
 from .. import primitives as P
 from ..core import aval_of
 from ..numpy import util as U
+from ..sharding_api import reshard
 
 __all__ = [
     "abs", "acos", "acosh", "add", "argmax", "argmin", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
@@ -283,7 +284,8 @@ def iota(dtype: Any, size: int, *, sharding: Any = None) -> Any:
 def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *, out_sharding: Any = None) -> Any:
     """An array of `shape` whose entries count along `dimension`."""
     shape = tuple(int(n) for n in shape)
-    return P.iota.bind(shape=shape, dtype=dtypes.canonicalize_dtype(dtype), dimension=int(dimension) % len(shape))
+    result = P.iota.bind(shape=shape, dtype=dtypes.canonicalize_dtype(dtype), dimension=int(dimension) % len(shape))
+    return result if out_sharding is None else reshard(result, out_sharding)
 
 
 def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *, sharding: Any = None) -> Any:

@@ -227,6 +227,8 @@ def reshape(operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | 
     new = tuple(int(n) for n in new_sizes)
     if int(np.prod(new, dtype=np.int64)) != aval_of(x).size:
         raise TypeError(f"reshape total size must be unchanged, got new_sizes {new} for shape {aval_of(x).shape}.")
+    if out_sharding is not None:
+        return P.reshape.bind(x, new_sizes=new, out_sharding=getattr(out_sharding, "spec", out_sharding))
     return x if new == aval_of(x).shape else P.reshape.bind(x, new_sizes=new)
 
 

@@ -10,6 +10,8 @@ from .. import dtypes
 from ..api import device_put, host_value
 from ..array import Array
 from ..core import Tracer
+from ..explicit_rules import format_spec
+from ..sharding import NamedSharding, PartitionSpec
 from .util import ArrayLike, _cast, _dims, _dtype, _is_array, _placed, _shape
 from .ufuncs import astype, power
 from .shape_ops import broadcast_to, ravel, reshape, stack
@@ -89,6 +91,9 @@ def _like(a: Any, dtype: Any, shape: Any, device: Any) -> tuple[Any, Any, bool, 
     new_shape = _shape(a) if shape is None else _dims(shape)
     if device is None and isinstance(a, Array) and tuple(new_shape) == a.shape and a.committed:
         device = a.sharding
+    aval = getattr(a, "aval", None)
+    if device is None and isinstance(a, Tracer) and aval.explicit and tuple(new_shape) == aval.shape:
+        device = NamedSharding(aval.mesh, PartitionSpec(*format_spec(aval.explicit)))  # its type's sharding
     return kind, new_shape, weak, device
 
 

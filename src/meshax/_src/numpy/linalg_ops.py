@@ -40,37 +40,11 @@ def _dot_general(a: Any, b: Any, contract: tuple[Sequence[int], Sequence[int]],
                     f"{mesh.short_repr()}; device_put them onto the out_sharding's mesh, or pass a PartitionSpec."
                 )
             spec = None
-    if spec is None:
-        _refuse_ambiguous_explicit(a, b, numbers)
     params = {} if spec is None else {"out_sharding": spec}
     result = P.dot_general.bind(a, b, dimension_numbers=numbers, **params)
     if target is not None and getattr(result, "sharding", None) != target:
         result = P.sharding_constraint.bind(result, sharding=target)
     return result
-
-
-def _refuse_ambiguous_explicit(a: Any, b: Any, numbers: Any) -> None:
-    """With Explicit mesh axes, contracting dimensions split over the same axes on both operands leave the result's
-    sharding ambiguous (JAX's rule: pass out_sharding=); split on one side only, the result is whole."""
-    from ..mesh import AxisType
-    from ..sharding import NamedSharding
-
-    shardings = [getattr(x, "sharding", None) if isinstance(x, Array) else None for x in (a, b)]
-    if not all(isinstance(s, NamedSharding) for s in shardings) or shardings[0].mesh != shardings[1].mesh:
-        return
-    mesh = shardings[0].mesh
-    explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types) if t is AxisType.Explicit}
-    (lc, rc), _ = numbers
-    sides = []
-    for sharding, dims, x in zip(shardings, (lc, rc), (a, b)):
-        spec = list(sharding.spec.normalized()) + [()] * x.ndim
-        sides.append(tuple(n for d in dims for n in spec[d] if n in explicit))
-    if set(sides[0]) & set(sides[1]):
-        raise TypeError(
-            "Contracting dimensions are sharded and it is ambiguous how the output should be sharded. Please "
-            f"specify the output sharding via the `out_sharding` parameter. Got lhs_contracting_spec={sides[0]} and "
-            f"rhs_contracting_spec={sides[1]}."
-        )
 
 
 def _out_sharding(out_sharding: Any, name: str) -> Any:

@@ -14,7 +14,10 @@ from .util import ArrayLike, _axes, _dims, _ndim, _promote, _shape
 from .ufuncs import astype, subtract
 
 
-def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any = None) -> Any:
+def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any = None,
+            out_sharding: Any = None) -> Any:
+    """`a` with a new shape (one dimension may be -1); `out_sharding` lays out the result (a PartitionSpec over the
+    mesh in use, or a NamedSharding), as JAX needs where Explicit axes make the result's sharding ambiguous."""
     a = _promote(a)[0]
     shape = _dims(newshape if shape is None else shape)
     if builtins.any(n < -1 for n in shape):
@@ -28,6 +31,8 @@ def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any 
         shape = tuple(a.size // known if n == -1 else n for n in shape)
     if math.prod(shape) != a.size:
         raise ValueError(f"cannot reshape an array of shape {a.shape} (size {a.size}) into shape {shape}.")
+    if out_sharding is not None:
+        return P.reshape.bind(a, new_sizes=shape, out_sharding=getattr(out_sharding, "spec", out_sharding))
     if shape == tuple(a.shape):
         return a
     return P.reshape.bind(a, new_sizes=shape)

@@ -1,0 +1,35 @@
+"""Dtype utilities (as jax.dtypes): canonical dtypes, promotion, machine limits, float0 and bfloat16."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from meshax._src import dtypes as _dtypes
+from meshax._src.dtypes import canonicalize_dtype, finfo, float0, iinfo
+from meshax._src.numpy.logic import issubdtype
+
+__all__ = ["bfloat16", "canonicalize_dtype", "finfo", "float0", "iinfo", "issubdtype", "itemsize_bits",
+           "result_type", "scalar_type_of"]
+
+bfloat16 = getattr(_dtypes._ml_dtype("bfloat16"), "type", None)  # the scalar type, as jax.dtypes.bfloat16
+
+
+def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
+    """The dtype JAX's promotion gives `args` (and whether it is weak, if asked)."""
+    dtype, weak = _dtypes.result_type(*args)
+    return (dtype, weak) if return_weak_type_flag else dtype
+
+
+def scalar_type_of(x: Any) -> type:
+    """The Python scalar type of `x`'s kind: bool, int, float or complex."""
+    dtype = np.dtype(_dtypes.dtype_of(x)[0])
+    for kind, scalar in ((np.bool_, bool), (np.integer, int), (np.floating, float), (np.complexfloating, complex)):
+        if np.issubdtype(dtype, kind):
+            return scalar
+    raise TypeError(f"scalar_type_of: {dtype} has no Python scalar type.")
+
+
+def itemsize_bits(dtype: Any) -> int:
+    """The size of one element of `dtype` in bits."""
+    return np.dtype(dtype).itemsize * 8
