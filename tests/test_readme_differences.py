@@ -77,9 +77,9 @@ def test_names_in_the_section_resolve(name):
 
 
 def test_bare_api_names_of_the_meshax_column_exist():
-    """`make_mesh`, `device_get`, `typeof`, `auto_axes`, ...: public names of meshax or meshax.sharding."""
+    """`make_mesh`, `device_get`, `jit`, `vmap`, ...: public names of meshax or meshax.sharding."""
     names = {name for row in table_rows() for name in re.findall(r"`([A-Za-z_]\w*)`", row[0])}
-    assert {"make_mesh", "device_get", "jit", "grad", "shard_map", "typeof", "vmap"} <= names
+    assert {"make_mesh", "device_get", "jit", "grad", "shard_map", "vmap"} <= names
     for name in names - {"preduce", "reduce_scatter"}:  # jaxpr primitive names, not API
         assert hasattr(meshax, name) or hasattr(meshax.sharding, name), name
 
