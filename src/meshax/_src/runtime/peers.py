@@ -42,7 +42,7 @@ class Exchange:
             self._headed.add(dest)
             self._sends.append(self.comm.Isend(self._mine, dest=dest, tag=self.tag))
         self._keep.append(data)
-        self._sends.append(self.comm.Isend(data, dest=dest, tag=self.tag))
+        self._sends.append(self.comm.Isend(_raw(data), dest=dest, tag=self.tag))
 
     def receive(self, buffer: np.ndarray, source: int) -> None:
         if self._checking and source not in self._headers:
@@ -66,6 +66,12 @@ class Exchange:
             if strangers:
                 watch.desync(self.activity, self.ranks,
                              f"the messages from processes {strangers} belong to another step of their history")
-        receives = [self.comm.Irecv(buffer, source=source, tag=self.tag) for buffer, source in self._receives]
+        receives = [self.comm.Irecv(_raw(buffer), source=source, tag=self.tag) for buffer, source in self._receives]
         if receives or self._sends:
             MPI.Request.Waitall(self._sends + receives)
+
+
+def _raw(array: np.ndarray) -> np.ndarray:
+    """The (contiguous) array's bytes: point-to-point messages need no MPI datatype, and MPI has none for
+    bfloat16, float8, ... (ml_dtypes)."""
+    return array.reshape(-1).view(np.uint8)
