@@ -267,7 +267,7 @@ def permute_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.nda
             result[device] = np.zeros_like(sample)  # receives from nobody
     if requests:
         with communicating(f"ppermute over mesh axes {tuple(axes)}"):
-            wait_all(requests)
+            wait_all(requests, len(requests) * sample.nbytes)
     return result
 
 

@@ -114,7 +114,7 @@ def _exchange(pieces: tuple[Piece, ...], here: int, sources: dict[Box, np.ndarra
     """Copy local pieces and move remote ones with nonblocking point-to-point messages, one message for
     all the pieces a sender has for one destination box when they stack into one block of rows."""
     requests, landing, keep_alive = [], [], []
-    comm = None
+    comm, moved = None, 0
     for piece in pieces:
         if piece.receiver == here and piece.sender == here and piece.target not in shared:
             source = sources[piece.source][relative(piece.box, piece.source)]
@@ -127,19 +127,21 @@ def _exchange(pieces: tuple[Piece, ...], here: int, sources: dict[Box, np.ndarra
             data = np.ascontiguousarray(blocks[0]) if len(blocks) == 1 else np.concatenate(blocks, axis=0)
             requests.append(comm.Isend(data, dest=first.receiver, tag=_TAG))
             keep_alive.append(data)
+            moved += data.nbytes
         else:
             region = relative(box, first.target)
             view = filled[first.target][region]
             direct = view.flags.c_contiguous  # e.g. a block of whole leading rows: receive in place
             buffer = view if direct else np.empty(box_shape(box), dtype)
             requests.append(comm.Irecv(buffer, source=first.sender, tag=_TAG))
+            moved += buffer.nbytes
             if not direct:
                 landing.append((buffer, filled[first.target], region))
     if requests:
         peers = sorted({p.sender if p.receiver == here else p.receiver for p in pieces
                         if (p.sender == here) != (p.receiver == here)})
         with communicating(f"device_put/reshard exchanging data with processes {peers}"):
-            wait_all(requests)
+            wait_all(requests, moved)
     for buffer, destination, region in landing:
         destination[region] = buffer
 
@@ -188,10 +190,11 @@ def p2p_comm() -> Any:
     return rt.p2p
 
 
-def wait_all(requests: list[Any]) -> None:
-    from .runtime.mpi import mpi_module
+def wait_all(requests: list[Any], nbytes: int = 0) -> None:
+    """Wait for MPI requests moving about `nbytes` in all, sleeping rather than spinning when that takes long."""
+    from .runtime.progress import wait_all as wait_patiently
 
-    mpi_module().Request.Waitall(requests)
+    wait_patiently(requests, nbytes)
 
 
 def _array_from_boxes(shape: tuple[int, ...], dtype: np.dtype, sharding: Sharding,

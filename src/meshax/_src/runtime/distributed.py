@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from .. import device_pool
 from .. import devices as device_table
 from ..config import config
-from . import detection, mpi, watch
+from . import detection, mpi, progress, watch
 from .client import CoordinatorClient, CoordinatorError, exit_with_failure
 from .coordinator import CoordinatorServer
 from .wire import parse_address
@@ -54,7 +54,7 @@ class Runtime:
             assert self.communicators is not None, "no MPI in a single-process job"
             from .comm import ProcessGroup
 
-            group = ProcessGroup(self.communicators.get(key), key)
+            group = ProcessGroup(progress.patient(self.communicators.get(key)), key)
             self.groups[key] = group
         return group
 
