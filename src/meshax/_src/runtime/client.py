@@ -20,20 +20,21 @@ from . import watch
 from .wire import LineSocket, parse_address
 
 FAILURE_EXIT_CODE = 1
+PEER_FAILURE_EXIT_CODE = 70  # this process stopped because the job failed elsewhere (the report says where)
 
 
 class CoordinatorError(RuntimeError):
     """A request to the coordinator failed; the message says why and who is missing."""
 
 
-def exit_with_failure(message: str) -> None:
-    """Print `message` as one line on stderr and end the process immediately."""
+def exit_with_failure(message: str, code: int = FAILURE_EXIT_CODE) -> None:
+    """Print `message` as one line on stderr and end the process immediately with exit code `code`."""
     try:
         sys.stdout.flush()
     except Exception:
         pass
     os.write(2, f"meshax: {message}\n".encode("utf-8", errors="replace"))
-    os._exit(FAILURE_EXIT_CODE)
+    os._exit(code)
 
 
 class CoordinatorClient:
