@@ -165,3 +165,26 @@ def test_meshax_log_info_shows_how_the_job_was_configured():
     result = collect([launch("-n", "2", JOB, "slow", env=env)], timeout=60)[0]
     assert result.returncode != 0
     assert "MESHAX_LOG='loud' is not a log level; set it to one of debug, info, warning, error." in result.stderr
+
+
+def test_a_job_of_one_process_and_a_programs_own_handlers_keep_their_signal_handling():
+    code = (
+        "import signal, meshax\n"
+        "meshax.distributed.initialize('localhost:1', 1, 0)\n"
+        "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, signal.set_wakeup_fd(-1))\n"
+    )
+    out = subprocess.run([PYTHON, "-c", code], env=child_env(1), capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["True", "-1"], out.stderr
+    mine = (
+        "import signal, sys, meshax\n"
+        "handler = lambda *a: None\n"
+        "signal.signal(signal.SIGTERM, handler)\n"
+        "meshax.distributed.initialize(sys.argv[1], 2, int(sys.argv[2]))\n"
+        "print(signal.getsignal(signal.SIGTERM) is handler, signal.getsignal(signal.SIGINT) is not "
+        "signal.default_int_handler)\n"
+    )
+    address = f"localhost:{free_port()}"
+    results = collect([start([PYTHON, "-c", mine, address, str(i)], child_env(1)) for i in range(2)], timeout=60)
+    for result in results:
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == ["True", "True"]
