@@ -3,6 +3,7 @@ logs and waits that sleep. Every job is time-bounded; each test checks that no p
 segment of the job is left behind."""
 from __future__ import annotations
 
+import io
 import os
 import queue
 import signal
@@ -188,3 +189,23 @@ def test_a_job_of_one_process_and_a_programs_own_handlers_keep_their_signal_hand
     for result in results:
         assert result.returncode == 0, result.stderr
         assert result.stdout.split() == ["True", "True"]
+
+
+def test_the_launcher_shows_each_distinct_child_report_once_and_none_once_it_stops_the_job(capsys):
+    from meshax._src.launcher import _relay, _Reports
+
+    watchdog = (b"meshax: collective watchdog: process 0 waited more than 3 s; what each process is doing:\n"
+                b"  process 0: in MPI Allreduce called at train.py:9 in <module>\n"
+                b"  process 1: not in a communication; running train.py:12 in <module>\n")
+    reports = _Reports()
+    for i in range(3):
+        _relay(io.BytesIO(b"Traceback (most recent call last):\n" * (i == 1) + watchdog + b"bye\n"),
+               f"[{i}] ", "stderr", reports)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["[0] meshax: collective watchdog: process 0 waited more than 3 s; what each process is doing:",
+                     "[0]   process 0: in MPI Allreduce called at train.py:9 in <module>",
+                     "[0]   process 1: not in a communication; running train.py:12 in <module>",
+                     "[0] bye", "[1] Traceback (most recent call last):", "[1] bye", "[2] bye"]
+    reports.muted = True
+    _relay(io.BytesIO(b"meshax: process 3 failed: stopped by SIGINT\nother\n"), "[3] ", "stderr", reports)
+    assert capsys.readouterr().err.splitlines() == ["[3] other"]

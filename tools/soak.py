@@ -36,6 +36,7 @@ def worker(minutes: float, seed: int) -> None:
     import meshax.numpy as jnp
     from meshax import lax
     from meshax.experimental import multihost_utils
+    from meshax._src import buffers
     from meshax.sharding import NamedSharding, PartitionSpec as P
 
     meshax.distributed.initialize()
@@ -63,7 +64,7 @@ def worker(minutes: float, seed: int) -> None:
     rng = np.random.default_rng(seed)  # the same stream on every process: they agree on every choice
     me, errors, steps = meshax.process_index(), [], 0
     started = time.monotonic()
-    rss_first = None
+    rss_first = pool_first = None
 
     def check(name: str, got: object, want: np.ndarray, exact: bool = True) -> None:
         for shard in got.addressable_shards:
@@ -90,12 +91,13 @@ def worker(minutes: float, seed: int) -> None:
         check("jit matmul", matmul(y, weights), np.tanh(grid) @ weights + 1.0, exact=False)
         elapsed = time.monotonic() - started
         if rss_first is None and elapsed >= min(FIRST_SAMPLE, minutes * 60):
-            rss_first = rss_bytes()
+            rss_first, pool_first = rss_bytes(), buffers.pooled_bytes()
         done = multihost_utils.process_allgather(np.int32(elapsed >= minutes * 60)).max()
         if done:
             break
     print(MARK + json.dumps({"process": me, "steps": steps, "errors": errors, "rss_1min": rss_first,
-                             "rss_end": rss_bytes(), "seconds": round(time.monotonic() - started, 1)}), flush=True)
+                             "rss_end": rss_bytes(), "pool_1min": pool_first,
+                             "pool_end": buffers.pooled_bytes(), "seconds": round(time.monotonic() - started, 1)}), flush=True)
 
 
 def main() -> int:
@@ -121,7 +123,8 @@ def main() -> int:
     for r in sorted(results, key=lambda r: r["process"]):
         growth = r["rss_end"] / r["rss_1min"]
         print(f"process {r['process']}: {r['steps']} steps in {r['seconds']} s, RSS {r['rss_1min'] / mib:.0f} MiB "
-              f"at 1 min -> {r['rss_end'] / mib:.0f} MiB at the end ({growth:.2f}x), {len(r['errors'])} wrong results")
+              f"at 1 min -> {r['rss_end'] / mib:.0f} MiB at the end ({growth:.2f}x; buffer pool {r['pool_1min'] / mib:.0f} -> "
+              f"{r['pool_end'] / mib:.0f} MiB), {len(r['errors'])} wrong results")
         failures += [f"process {r['process']}: {e}" for e in r["errors"]]
         if growth > GROWTH_LIMIT:
             failures.append(f"process {r['process']}: RSS grew {growth:.2f}x (limit {GROWTH_LIMIT}x)")
