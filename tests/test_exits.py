@@ -209,3 +209,23 @@ def test_the_launcher_shows_each_distinct_child_report_once_and_none_once_it_sto
     reports.muted = True
     _relay(io.BytesIO(b"meshax: process 3 failed: stopped by SIGINT\nother\n"), "[3] ", "stderr", reports)
     assert capsys.readouterr().err.splitlines() == ["[3] other"]
+
+
+def test_sigint_to_every_process_of_a_job_gives_one_line_each_and_130():
+    """As mpiexec forwards Ctrl-C: each process reports its own signal, not a peer's stop."""
+    address = f"localhost:{free_port()}"
+    procs = [start([PYTHON, JOB, "wait", address, str(i), "4"], child_env(1)) for i in range(4)]
+    try:
+        ready = [Lines(p).wait_for("READY", 1, STARTUP)[0] for p in procs]
+        time.sleep(0.5)
+        for proc in procs:
+            os.kill(proc.pid, signal.SIGINT)
+        results = collect(procs, timeout=30)
+    finally:
+        for proc in procs:
+            kill_group(proc)
+    for i, result in enumerate(results):
+        assert result.returncode == 130, result.stderr
+        assert result.stderr.splitlines() == [f"meshax: process {i} stopped by SIGINT"]
+        assert "Traceback" not in result.stderr and "KeyboardInterrupt" not in result.stderr
+    assert_nothing_left(*ready_info(ready))

@@ -60,6 +60,7 @@ class Runtime:
 
 _lock = threading.Lock()
 _runtime: Runtime | None = None
+SIGNAL_GRACE = 0.1  # seconds a process told of a failure waits for a signal sent to the whole job
 
 
 def runtime() -> Runtime | None:
@@ -234,7 +235,7 @@ def _failure_handler(server: CoordinatorServer | None):
     """In process 0, keep the coordinator up a moment so the others hear of the failure too."""
 
     def on_failure(message: str) -> None:
-        if exits.stopping():  # this process is stopping on a signal anyway, and says so itself
+        if exits.stopping(within=SIGNAL_GRACE):  # stopping on a signal anyway, and saying so itself
             return
         mpi.remove_shared_memory()
         if server is not None:

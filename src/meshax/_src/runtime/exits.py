@@ -25,6 +25,7 @@ COORDINATOR_GRACE = 2.0  # seconds process 0 keeps the coordinator up so the oth
 _previous: dict[int, Any] = {}
 _state: dict[str, Any] = {"process_id": None, "client": None, "server": None}
 _stopping = threading.Lock()
+_stopped = threading.Event()  # set once a stop has begun
 _watcher: dict[str, Any] = {"read": None, "write": None}
 
 
@@ -110,15 +111,17 @@ def _watcher_listening() -> bool:
     return True
 
 
-def stopping() -> bool:
-    """Whether this process is already stopping on a signal (a failure report would then be noise)."""
-    return _stopping.locked()
+def stopping(within: float = 0.0) -> bool:
+    """Whether this process is stopping on a signal, or starts to within `within` s: a job is often signalled
+    as a whole, and a peer's stop may be reported to this process before its own signal is handled."""
+    return _stopped.wait(within) if _previous else False
 
 
 def stop(signum: int) -> None:
     """Clean up after `signum` and end the process with 128 + signum; only the first call does anything."""
     if not _stopping.acquire(blocking=False):
         return
+    _stopped.set()
     name = signal.Signals(signum).name
     process = "" if _state["process_id"] is None else f" {_state['process_id']}"
     if not under_launcher():
