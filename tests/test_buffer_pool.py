@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import weakref
 
 import numpy as np
@@ -134,3 +135,16 @@ def test_budget_from_the_environment():
                              env={k: v for k, v in env.items() if k != "MESHAX_BUFFER_POOL_MB"},
                              capture_output=True, text=True, timeout=60)
     assert default.stdout.strip() == str(256 * MiB), default.stderr
+
+
+def test_buffers_idle_for_long_are_dropped(monkeypatch):
+    monkeypatch.setattr(buffers, "IDLE_SECONDS", 0.2)
+    idle = buffers.empty((2 * MiB,), np.uint8)
+    busy = buffers.empty((MiB,), np.uint8)
+    idle_raw = weakref.ref(idle.base)
+    del idle
+    time.sleep(1.3)  # the pool looks for idle buffers at most once a second
+    other = buffers.empty((3 * MiB,), np.uint8)
+    assert idle_raw() is None  # unused for longer than IDLE_SECONDS: freed
+    assert buffers.pooled_bytes() == MiB + 3 * MiB  # buffers in use stay, however old
+    assert busy.size == MiB and other.size == 3 * MiB

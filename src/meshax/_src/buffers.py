@@ -8,13 +8,16 @@ more than the copy itself for a few MiB. Requests are rounded up to size classes
 quarter octave apart (at most 25 % slack), so arrays of nearby sizes share buffers. The
 pool holds at most `meshax_buffer_pool_mb` MiB (default 256, env MESHAX_BUFFER_POOL_MB);
 to make room it drops the least recently used free buffers, and a buffer that does not
-fit while the others are in use is handed out unpooled (NumPy frees it as usual).
+fit while the others are in use is handed out unpooled (NumPy frees it as usual). Free
+buffers not handed out for `IDLE_SECONDS` are dropped too, so sizes a program no longer
+uses do not hold memory.
 """
 from __future__ import annotations
 
 import math
 import sys
 import threading
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -24,11 +27,13 @@ from .config import config
 
 POOLED_FROM = 1 << 20  # Smaller buffers come from NumPy directly (malloc reuses them cheaply).
 CLASSES_PER_OCTAVE = 4
+IDLE_SECONDS = 30.0
 
 _lock = threading.Lock()
 _pooled: dict[int, OrderedDict[int, np.ndarray]] = {}  # size class -> id -> raw uint8 buffer (free or in use)
-_recency: OrderedDict[int, int] = OrderedDict()  # id -> size class, least recently handed out first
+_recency: OrderedDict[int, tuple[int, float]] = OrderedDict()  # id -> (size class, last handed out), oldest first
 _pooled_bytes = 0
+_idle_checked = 0.0
 _FREE_REFCOUNT = 3  # the pool's dict, the loop variable and getrefcount's argument
 
 
@@ -56,14 +61,16 @@ def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     if nbytes < POOLED_FROM:
         return np.empty(shape, dtype)
     cls = size_class(nbytes)
+    global _idle_checked
     with _lock:  # the refcount check and taking a view must not interleave with another thread's
-        limit = budget()
-        if _pooled_bytes > limit:  # the budget was lowered
-            _evict(limit)
-        raw = _take(cls)
+        limit, now = budget(), time.monotonic()
+        if _pooled_bytes > limit or now - _idle_checked > 1.0:  # a lowered budget, or idle buffers
+            _idle_checked = now
+            _evict(limit, idle_before=now - IDLE_SECONDS)
+        raw = _take(cls, now)
         if raw is None:
             raw = np.empty(cls, np.uint8)
-            _adopt(raw, cls, limit)
+            _adopt(raw, cls, limit, now)
         return raw[:nbytes].view(dtype).reshape(shape)
 
 
@@ -78,31 +85,33 @@ def trim(limit: int | None = None) -> None:
         _evict(budget() if limit is None else limit)
 
 
-def _take(cls: int) -> np.ndarray | None:
-    """A free pooled buffer of class `cls`, marked as just used; None if there is none."""
+def _take(cls: int, now: float) -> np.ndarray | None:
+    """A free pooled buffer of class `cls`, marked as used at `now`; None if there is none."""
     for raw in _pooled.get(cls, {}).values():  # (not items(): its reused tuple would hold a reference too)
         if sys.getrefcount(raw) == _FREE_REFCOUNT:
+            _recency[id(raw)] = (cls, now)
             _recency.move_to_end(id(raw))
             return raw
     return None
 
 
-def _adopt(raw: np.ndarray, cls: int, limit: int) -> None:
+def _adopt(raw: np.ndarray, cls: int, limit: int, now: float) -> None:
     """Keep the new buffer `raw` in the pool if room can be made for it within `limit` bytes."""
     global _pooled_bytes
     if _pooled_bytes + cls > limit:
         _evict(limit - cls)
     if _pooled_bytes + cls <= limit:
         _pooled.setdefault(cls, OrderedDict())[id(raw)] = raw
-        _recency[id(raw)] = cls
+        _recency[id(raw)] = (cls, now)
         _pooled_bytes += cls
 
 
-def _evict(limit: int) -> None:
-    """Drop least recently used free buffers until at most `limit` bytes are pooled (or none is free)."""
+def _evict(limit: int, idle_before: float = -math.inf) -> None:
+    """Drop free buffers, least recently used first, while more than `limit` bytes are pooled, and those last
+    handed out before `idle_before`."""
     global _pooled_bytes
-    for key, cls in list(_recency.items()):
-        if _pooled_bytes <= limit:
+    for key, (cls, used) in list(_recency.items()):
+        if _pooled_bytes <= limit and used >= idle_before:
             return
         same = _pooled[cls]
         if sys.getrefcount(same[key]) == _FREE_REFCOUNT - 1:  # the dict and getrefcount's argument
