@@ -3,10 +3,13 @@
     python tools/soak.py [--minutes 10] [--processes 4] [--cpu-devices 2] [--seed 0]
 
 Each process runs, step after step, collectives in shard_map (psum, all_gather, ppermute) on blocks of random
-sizes (up to 16 MiB per process, so the buffer pool sees many sizes) and dtypes, reshards between random
-shardings of two meshes, and jit calls, and checks every result against NumPy. It records its resident set
-size (RSS) after 1 minute and at the end. The soak fails if any result is wrong, a process fails, or any
-process's RSS at the end exceeds 1.5x its 1-minute value. Run under `nice` on a shared machine.
+sizes and dtypes, reshards between random shardings of two meshes, and jit calls, and checks every result
+against NumPy. Sizes come from a fixed menu (47 block sizes from 2 bytes to 2 MiB per device, results up to
+16 MiB, so the buffer pool sees many size classes): like a real program, the soak has a bounded set of shapes,
+each traced once (jit keeps a trace per shape; endless new shapes would grow that cache, which is not a leak).
+It records each process's resident set size (RSS) after 1 minute and at the end, and fails if any result is
+wrong, a process fails, or any process's RSS at the end exceeds 1.5x its 1-minute value. Run it under `nice`
+on a shared machine.
 """
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ import time
 from pathlib import Path
 
 GROWTH_LIMIT = 1.5
+ROWS = sorted({int(2 ** (k / 2.5)) for k in range(48)} | {1 << 19})  # per device; the menu of block sizes
+EDGES = [1, 3, 8, 17, 32, 63]  # per device; the menu of 2-D array sides
 FIRST_SAMPLE = 60.0  # seconds
 MARK = "SOAK_RESULT "
 
@@ -76,13 +81,13 @@ def worker(minutes: float, seed: int) -> None:
     while True:
         steps += 1
         dtype = rng.choice([np.float32, np.int32, np.float16])
-        rows = n * int(rng.integers(1, 1 << rng.integers(4, 20)))  # up to ~4M elements: 0.03 KB to 16 MB
+        rows = n * int(rng.choice(ROWS))
         value = rng.integers(-8, 8, size=(rows,)).astype(dtype)
         x = meshax.device_put(value, shardings[0])
         kind = ("psum", "all_gather", "ppermute")[steps % 3]
         check(kind, programs[kind](x), expected[kind](value))
-        cols = n * int(rng.integers(1, 64))
-        grid = rng.integers(-8, 8, size=(n * int(rng.integers(1, 64)), cols)).astype(np.float32)
+        cols = n * int(rng.choice(EDGES))
+        grid = rng.integers(-8, 8, size=(n * int(rng.choice(EDGES)), cols)).astype(np.float32)
         y = meshax.device_put(grid, shardings[int(rng.integers(len(shardings)))])
         for _ in range(2):
             y = meshax.device_put(y, shardings[int(rng.integers(len(shardings)))])

@@ -10,10 +10,15 @@ pool holds at most `meshax_buffer_pool_mb` MiB (default 256, env MESHAX_BUFFER_P
 to make room it drops the least recently used free buffers, and a buffer that does not
 fit while the others are in use is handed out unpooled (NumPy frees it as usual). Free
 buffers not handed out for `IDLE_SECONDS` are dropped too, so sizes a program no longer
-uses do not hold memory.
+uses do not hold memory. Every `TRIM_SECONDS` at most, while large buffers are requested, the
+pool also asks the C library to return free heap pages to the system (glibc's malloc_trim,
+a few ms): NumPy's large temporaries come from the heap once glibc has raised its mmap
+threshold, and without this their freed pages would stay in the process's resident memory.
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import math
 import sys
 import threading
@@ -28,12 +33,14 @@ from .config import config
 POOLED_FROM = 1 << 20  # Smaller buffers come from NumPy directly (malloc reuses them cheaply).
 CLASSES_PER_OCTAVE = 4
 IDLE_SECONDS = 30.0
+TRIM_SECONDS = 5.0
 
 _lock = threading.Lock()
 _pooled: dict[int, OrderedDict[int, np.ndarray]] = {}  # size class -> id -> raw uint8 buffer (free or in use)
 _recency: OrderedDict[int, tuple[int, float]] = OrderedDict()  # id -> (size class, last handed out), oldest first
 _pooled_bytes = 0
 _idle_checked = 0.0
+_trimmed = 0.0  # when free heap pages were last returned to the system
 _FREE_REFCOUNT = 3  # the pool's dict, the loop variable and getrefcount's argument
 
 
@@ -71,7 +78,10 @@ def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         if raw is None:
             raw = np.empty(cls, np.uint8)
             _adopt(raw, cls, limit, now)
-        return raw[:nbytes].view(dtype).reshape(shape)
+        array = raw[:nbytes].view(dtype).reshape(shape)
+    if now - _trimmed > TRIM_SECONDS:
+        _return_free_memory(now)
+    return array
 
 
 def empty_like(array: np.ndarray) -> np.ndarray:
@@ -83,6 +93,25 @@ def trim(limit: int | None = None) -> None:
     the configured budget; 0 empties it of every buffer not in use)."""
     with _lock:
         _evict(budget() if limit is None else limit)
+    _return_free_memory(time.monotonic())
+
+
+def _malloc_trim() -> Any:
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+_libc_trim = _malloc_trim()
+
+
+def _return_free_memory(now: float) -> None:
+    """Hand free heap pages back to the system (glibc only)."""
+    global _trimmed
+    _trimmed = now
+    if _libc_trim is not None:
+        _libc_trim(0)
 
 
 def _take(cls: int, now: float) -> np.ndarray | None:
@@ -112,7 +141,7 @@ def _evict(limit: int, idle_before: float = -math.inf) -> None:
     global _pooled_bytes
     for key, (cls, used) in list(_recency.items()):
         if _pooled_bytes <= limit and used >= idle_before:
-            return
+            break
         same = _pooled[cls]
         if sys.getrefcount(same[key]) == _FREE_REFCOUNT - 1:  # the dict and getrefcount's argument
             del same[key], _recency[key]
