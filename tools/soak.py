@@ -100,9 +100,10 @@ def worker(minutes: float, seed: int) -> None:
         done = multihost_utils.process_allgather(np.int32(elapsed >= minutes * 60)).max()
         if done:
             break
-    print(MARK + json.dumps({"process": me, "steps": steps, "errors": errors, "rss_1min": rss_first,
-                             "rss_end": rss_bytes(), "pool_1min": pool_first,
-                             "pool_end": buffers.pooled_bytes(), "seconds": round(time.monotonic() - started, 1)}), flush=True)
+    report = {"process": me, "steps": steps, "errors": errors, "rss_1min": rss_first, "rss_end": rss_bytes(),
+              "pool_1min": pool_first, "pool_end": buffers.pooled_bytes(),
+              "seconds": round(time.monotonic() - started, 1)}
+    print(MARK + json.dumps(report), flush=True)
 
 
 def main() -> int:
@@ -128,8 +129,8 @@ def main() -> int:
     for r in sorted(results, key=lambda r: r["process"]):
         growth = r["rss_end"] / r["rss_1min"]
         print(f"process {r['process']}: {r['steps']} steps in {r['seconds']} s, RSS {r['rss_1min'] / mib:.0f} MiB "
-              f"at 1 min -> {r['rss_end'] / mib:.0f} MiB at the end ({growth:.2f}x; buffer pool {r['pool_1min'] / mib:.0f} -> "
-              f"{r['pool_end'] / mib:.0f} MiB), {len(r['errors'])} wrong results")
+              f"at 1 min -> {r['rss_end'] / mib:.0f} MiB at the end ({growth:.2f}x; buffer pool "
+              f"{r['pool_1min'] / mib:.0f} -> {r['pool_end'] / mib:.0f} MiB), {len(r['errors'])} wrong results")
         failures += [f"process {r['process']}: {e}" for e in r["errors"]]
         if growth > GROWTH_LIMIT:
             failures.append(f"process {r['process']}: RSS grew {growth:.2f}x (limit {GROWTH_LIMIT}x)")
