@@ -52,8 +52,7 @@ def test_launcher(num_processes, per_process):
     assert result.returncode == 0, result.stderr
     reports = {i: device_reports(lines) for i, lines in lines_by_process(result.stdout).items()}
     check_reports(reports, num_processes, per_process)
-    if num_processes > 1:
-        assert "configured by environment variables" in result.stderr
+    assert "configured by environment variables" not in result.stderr  # logged at INFO: quiet by default
 
 
 @pytest.mark.parametrize("num_processes,per_process", [(2, 4), (2, 1)])
@@ -62,4 +61,4 @@ def test_mpiexec_with_no_arguments(num_processes, per_process):
     assert result.returncode == 0, result.stderr
     reports = [device_reports([line]) for line in result.stdout.splitlines() if line.startswith("DEVICES ")]
     check_reports({r["process_index"]: r for r in reports}, num_processes, per_process)
-    assert result.stderr.count("detected an mpiexec launch") == num_processes
+    assert "detected an mpiexec launch" not in result.stderr  # logged at INFO: quiet by default

@@ -1,17 +1,24 @@
-"""Soak test: a multi-process meshax job running random work for a while, checking every result against NumPy.
+"""Soak test: a multi-process meshax job running random work for a while, checking every result against NumPy
+and watching its memory.
 
     python tools/soak.py --minutes M [--processes 4] [--devices 2] [--seed S] [--check] [--specials]
+                         [--rss-growth 1.5]
 
 launches itself under `python -m meshax launch`. Every process draws the same random sequence (seeded), so all
 run the same program: reshards between random shardings (meshes over all devices, 2-d meshes, device subsets,
 single devices; uneven shapes), meshax.numpy ops (elementwise, reductions, matmul, reshape/transpose, indexing)
-and shard_map collectives (psum, pmax, all_gather, ppermute, psum_scatter). Each process checks the shards it holds
-against NumPy, and some results are also checked whole via multihost_utils.process_allgather. Process 0 decides
-when the time is up and finally prints one summary line:
+shard_map collectives (psum, pmax, all_gather, ppermute, psum_scatter; some on blocks of up to 2 MiB per device
+from a fixed menu of sizes, so that the buffer pool sees many size classes) and jit calls (shapes from a fixed
+menu: jit keeps one trace per shape, as JAX does, so endless new shapes would grow that cache). Each process checks
+the shards it holds against NumPy, and some results are also checked whole via multihost_utils.process_allgather.
+Every process records its resident set size (RSS) after 1 minute (or at the end of a shorter run) and at the end.
+Process 0 decides when the time is up and finally prints each process's RSS and one summary line:
 
-    soak: iterations=... (reshard=... numpy=... collective=...) bytes_moved~=... failures=0 ...
+    soak: process 2 RSS 215 MiB at 1 min -> 230 MiB at the end (1.07x; buffer pool 86 -> 82 MiB)
+    soak: iterations=... (reshard=... numpy=... collective=... jit=...) bytes_moved~=... failures=0 ...
 
-The job exits non-zero on any failure (and meshax's own failure handling stops it if a process dies, raises or
+The job exits non-zero on any failure, or when a process's RSS at the end exceeds --rss-growth (default 1.5)
+times its 1-minute value (and meshax's own failure handling stops it if a process dies, raises or
 hangs: a collective watchdog of 120 s is set). --check runs with MESHAX_CHECK=1 (desync checks on every MPI
 call); --specials puts NaN, inf and -0.0 into float data.
 """
@@ -28,6 +35,15 @@ import traceback
 import numpy as np
 
 MAX_REPORTED = 20  # failure details printed per process
+FIRST_RSS_SAMPLE = 60.0  # seconds
+BIG_ROWS = [4096, 6144, 10000, 16384, 24576, 40000, 65536]  # rows per device of the large collectives (8 columns)
+JIT_SIDES = [8, 24, 64, 200]  # the menu of matrix sides for jit calls
+
+
+def rss_bytes() -> int:
+    """This process's resident set size."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 # ---- the launcher side ---------------------------------------------------------------------------------------------
@@ -37,7 +53,7 @@ def launch(args: argparse.Namespace) -> int:
     command = [
         sys.executable, "-m", "meshax", "launch", "-n", str(args.processes), "--cpu-devices", str(args.devices),
         "--timeout", str(args.minutes * 60 + 300), os.path.abspath(__file__), "--worker",
-        "--minutes", str(args.minutes), "--seed", str(args.seed),
+        "--minutes", str(args.minutes), "--seed", str(args.seed), "--rss-growth", str(args.rss_growth),
     ] + (["--specials"] if args.specials else [])
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     if args.check:
@@ -65,7 +81,7 @@ class Soak:
         self.specials = specials
         self.me = meshax.process_index()
         self.failures = 0
-        self.counts = {"reshard": 0, "numpy": 0, "collective": 0}
+        self.counts = {"reshard": 0, "numpy": 0, "collective": 0, "jit": 0}
         self.bytes_moved = 0
         self.checks = 0
         devices = meshax.devices()
@@ -82,6 +98,10 @@ class Soak:
             picks = [devices[1], devices[-1], devices[n // 2]]
             self.meshes.append(meshax.make_mesh((3,), ("x",), devices=picks))
         self.single = [SingleDeviceSharding(d) for d in devices]
+        import meshax.numpy as jnp
+
+        self.jitted = {"matmul": meshax.jit(lambda a, b: jnp.tanh(a) @ b + 1.0),
+                       "reduce": meshax.jit(lambda a: jnp.sum(a * 2.0, axis=0) - jnp.max(a, axis=1).sum())}
 
     # ---- random choices (identical on all processes) ----
 
@@ -295,6 +315,8 @@ class Soak:
         kind = self.choice(["psum", "all_gather", "ppermute", "psum_scatter", "pmax"])
         dtype = self.choice([np.float32, np.int32])
         block, cols = int(self.rng.integers(1, 5)), int(self.rng.integers(1, 6))
+        if self.rng.random() < 0.15:  # large blocks, for the buffer pool
+            block, cols = self.choice(BIG_ROWS), 8
         value = self.data((size * block, cols), dtype)
         blocks = value.reshape(size, block, cols)
         what = f"{kind} over {axes} of mesh {dict(mesh.shape)} on {value.shape} {np.dtype(dtype)}"
@@ -335,14 +357,29 @@ class Soak:
         self.check(what, result, np.asarray(expected, result.dtype), exact=exact)
         self.counts["collective"] += 1
 
+    def jit_call(self) -> None:
+        m, k, n = (self.choice(JIT_SIDES) for _ in range(3))
+        a, b = self.data((m, k)), self.data((k, n))
+        mesh = self.choice(self.full_meshes)
+        sa = self.NamedSharding(mesh, self.spec_for(mesh, 2))
+        x = self.meshax.device_put(a, sa)
+        if self.rng.random() < 0.5:
+            self.check(f"jit matmul {a.shape}@{b.shape} {sa.spec}", self.jitted["matmul"](x, b),
+                       np.tanh(a) @ b + np.float32(1.0), exact=False)
+        else:
+            self.check(f"jit reduce {a.shape} {sa.spec}", self.jitted["reduce"](x),
+                       np.sum(a * np.float32(2.0), axis=0) - np.max(a, axis=1).sum(), exact=False)
+        self.counts["jit"] += 1
+
     def step(self) -> None:
         work = self.choice([self.reshard, self.reshard, self.numpy_op, self.numpy_op, self.numpy_op, self.collective,
-                            self.collective])
+                            self.collective, self.jit_call])
         work()
 
 
 def worker(args: argparse.Namespace) -> int:
     import meshax
+    from meshax._src import buffers
     from meshax.experimental import multihost_utils
 
     meshax.distributed.initialize(collective_timeout_seconds=120)
@@ -351,6 +388,7 @@ def worker(args: argparse.Namespace) -> int:
     deadline = began + args.minutes * 60
     next_report = began + 30
     iterations = 0
+    first_sample = None
     while True:
         # Process 0's clock decides, so that every process runs the same number of iterations.
         go = bool(multihost_utils.broadcast_one_to_all(np.array(time.monotonic() < deadline)))
@@ -362,19 +400,30 @@ def worker(args: argparse.Namespace) -> int:
             print(f"FAILURE: iteration {iterations} raised:\n{traceback.format_exc()}", flush=True)
             raise
         iterations += 1
+        if first_sample is None and time.monotonic() - began >= min(FIRST_RSS_SAMPLE, args.minutes * 60):
+            first_sample = [rss_bytes(), buffers.pooled_bytes()]
         if soak.me == 0 and time.monotonic() >= next_report:
             next_report += 30
             print(f"soak: {time.monotonic() - began:.0f} s, {iterations} iterations, "
                   f"{soak.failures} failures on process 0", flush=True)
     failures = int(np.sum(multihost_utils.process_allgather(np.array(soak.failures))))
     checks = int(np.sum(multihost_utils.process_allgather(np.array(soak.checks))))
+    first_sample = first_sample or [rss_bytes(), buffers.pooled_bytes()]
+    memory = np.asarray(multihost_utils.process_allgather(np.array(first_sample + [rss_bytes(),
+                                                                                  buffers.pooled_bytes()], np.int64)))
+    grown = [int(p) for p, (rss_first, _, rss_end, _) in enumerate(memory) if rss_end > args.rss_growth * rss_first]
     if soak.me == 0:
+        mib = 1 << 20
+        for p, (rss_first, pool_first, rss_end, pool_end) in enumerate(memory):
+            print(f"soak: process {p} RSS {rss_first / mib:.0f} MiB at 1 min -> {rss_end / mib:.0f} MiB at the end "
+                  f"({rss_end / rss_first:.2f}x; buffer pool {pool_first / mib:.0f} -> {pool_end / mib:.0f} MiB)"
+                  + (f": FAILURE, more than {args.rss_growth:g}x" if p in grown else ""), flush=True)
         elapsed = time.monotonic() - began
         counts = " ".join(f"{k}={v}" for k, v in soak.counts.items())
         print(f"soak: iterations={iterations} ({counts}) bytes_moved~={soak.bytes_moved / 2**20:.1f} MiB "
               f"shard_checks={checks} failures={failures} elapsed={elapsed:.0f}s seed={args.seed} "
               f"processes={meshax.process_count()} devices={meshax.device_count()}", flush=True)
-    return 1 if failures else 0
+    return 1 if failures or grown else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -385,6 +434,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--check", action="store_true", help="run with MESHAX_CHECK=1 (desync checks)")
     parser.add_argument("--specials", action="store_true", help="put NaN, inf and -0.0 into float data")
+    parser.add_argument("--rss-growth", type=float, default=1.5,
+                        help="fail if a process's RSS at the end exceeds this times its 1-minute value (default 1.5)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.minutes <= 0 or args.processes < 1 or args.devices < 1:

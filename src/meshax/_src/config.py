@@ -23,6 +23,7 @@ class Config:
             "meshax_precise_transcendentals": int(os.environ.get("MESHAX_PRECISE_TRANSCENDENTALS", 1 << 16)),
             "meshax_check": _env_flag("MESHAX_CHECK", default=True),
             "meshax_collective_timeout": float(os.environ.get("MESHAX_COLLECTIVE_TIMEOUT", 300)),
+            "meshax_buffer_pool_mb": float(os.environ.get("MESHAX_BUFFER_POOL_MB", 256)),
             "jax_num_cpu_devices": -1,  # -1: from JAX_NUM_CPU_DEVICES / MESHAX_NUM_CPU_DEVICES / XLA_FLAGS
         }
 
@@ -31,6 +32,10 @@ class Config:
         if name not in self._values:
             known = ", ".join(sorted(self._values))
             raise AttributeError(f"meshax.config has no option {name!r}; known options: {known}.")
+        if name == "meshax_buffer_pool_mb" and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                                or not value >= 0):
+            raise ValueError(f"meshax_buffer_pool_mb={value!r} must be a number of MiB >= 0 (0 turns the buffer "
+                             "pool off).")
         if name == "jax_num_cpu_devices":
             from . import devices
 

@@ -20,8 +20,11 @@ from typing import IO
 
 from .cli import PROG, TIMEOUT_EXIT_CODE, free_port, info, parse_args
 
+from .runtime.client import PEER_FAILURE_EXIT_CODE
+
 KILL_DELAY = 2.0  # Seconds between SIGTERM and SIGKILL when stopping children.
-POLL_INTERVAL = 0.05
+IDLE_WAKEUP = 1.0  # Longest sleep of the supervising loop when no deadline is near.
+REPORT_PREFIX = "meshax: "  # How meshax processes start a failure report on stderr.
 READER_JOIN_TIMEOUT = 2.0
 PLACEHOLDERS = ("{process_id}", "{num_processes}")
 
@@ -75,13 +78,15 @@ def _exit_code(returncode: int) -> int:
 
 
 def _describe(returncode: int) -> str:
-    """E.g. ``exited with code 137 (killed by SIGKILL)``."""
+    """E.g. ``exited with code 137 (killed by SIGKILL)`` or ``exited with code 143 (stopped by SIGTERM)``."""
     text = f"exited with code {_exit_code(returncode)}"
     if returncode < 0:
         try:
             text += f" (killed by {signal.Signals(-returncode).name})"
         except ValueError:
             text += f" (killed by signal {-returncode})"
+    elif returncode - 128 in (signal.SIGINT, signal.SIGTERM):  # how meshax processes stop on these
+        text += f" (stopped by {signal.Signals(returncode - 128).name})"
     return text
 
 
@@ -89,7 +94,7 @@ def _describe(returncode: int) -> str:
 # Output relay
 # --------------------------------------------------------------------------
 
-_output_lock = threading.Lock()
+_output_lock = threading.RLock()  # Reentrant: the signal handler prints too.
 
 
 def _write_line(stream: IO[str], line: str) -> None:
@@ -102,11 +107,36 @@ def _write_line(stream: IO[str], line: str) -> None:
             pass  # Our own output is gone (closed pipe); keep draining the child.
 
 
-def _relay(pipe: IO[bytes], prefix: str, stream_name: str) -> None:
-    """Copy lines from a child's pipe to our stdout/stderr, prefixed."""
+class _Reports:
+    """Which failure reports of the children to show: each distinct one once, and none once the launcher
+    itself is stopping the job (they then only echo the signal or timeout it has already reported)."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.muted = False
+        self._lock = threading.Lock()
+
+    def show(self, report: str) -> bool:
+        with self._lock:
+            fresh = not self.muted and report not in self.seen
+            self.seen.add(report)
+            return fresh
+
+
+def _relay(pipe: IO[bytes], prefix: str, stream_name: str, reports: _Reports | None = None) -> None:
+    """Copy lines from a child's pipe to our stdout/stderr, prefixed; with `reports`, filter meshax's failure
+    reports (a "meshax: " line and the indented lines after it) through it."""
+    showing = True  # whether the report the current indented lines belong to is shown
     with pipe:
         for raw in iter(pipe.readline, b""):
             text = raw.decode("utf-8", errors="replace").rstrip("\n")
+            if reports is not None:
+                if text.startswith(REPORT_PREFIX):
+                    showing = reports.show(text)
+                elif not text.startswith(" "):
+                    showing = True
+                if not showing:
+                    continue
             # Looked up per line so that redirections of sys.stdout are honoured.
             _write_line(getattr(sys, stream_name), f"{prefix}{text}\n")
 
@@ -129,11 +159,13 @@ class _Job:
         self.procs: list[subprocess.Popen] = []
         self.readers: list[threading.Thread] = []
         self.first_failure: int | None = None  # Exit code of the first failure.
+        self.peer_failures: list[int] = []  # Processes that stopped because another one failed.
         self.received_signal: int | None = None
         self.timed_out = False
         self.term_at: float | None = None  # When to SIGTERM the survivors.
         self.kill_at: float | None = None  # When to SIGKILL the survivors.
-        self.child_exited = threading.Event()  # Set by a watcher thread when a child exits.
+        self.wakeup = threading.Event()  # Set when a child exits or a signal arrives.
+        self.reports = _Reports()
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -156,8 +188,9 @@ class _Job:
             self.procs.append(proc)
             threading.Thread(target=self._watch, args=(proc,), daemon=True).start()
             for pipe, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")):
+                reports = self.reports if name == "stderr" else None
                 reader = threading.Thread(
-                    target=_relay, args=(pipe, f"[{i}] ", name), daemon=True
+                    target=_relay, args=(pipe, f"[{i}] ", name, reports), daemon=True
                 )
                 reader.start()
                 self.readers.append(reader)
@@ -169,6 +202,7 @@ class _Job:
             deadline = time.monotonic() + self.args.timeout
         reported: set[int] = set()
         while True:
+            self.wakeup.clear()  # Before polling: an exit after the poll still ends the wait below.
             for i, proc in enumerate(self.procs):
                 if proc.poll() is not None and i not in reported:
                     reported.add(i)
@@ -179,8 +213,7 @@ class _Job:
             if deadline is not None and now >= deadline and not self._stopping():
                 self._on_timeout()
             self._escalate(now)
-            self.child_exited.wait(POLL_INTERVAL)
-            self.child_exited.clear()
+            self.wakeup.wait(self._sleep_until(deadline) - time.monotonic())
 
     def cleanup(self) -> None:
         """Kill every child's process group (stray grandchildren included)."""
@@ -197,18 +230,38 @@ class _Job:
     def _watch(self, proc: subprocess.Popen) -> None:
         """Wake the supervising loop as soon as ``proc`` exits."""
         proc.wait()
-        self.child_exited.set()
+        self.wakeup.set()
+
+    def _sleep_until(self, deadline: float | None) -> float:
+        """When the supervising loop next has something to do, unless woken earlier."""
+        times = [t for t in (deadline, self.term_at, self.kill_at) if t is not None]
+        if self.timed_out:
+            times.remove(deadline)
+        return min(times + [time.monotonic() + IDLE_WAKEUP])
 
     def on_signal(self, signum: int, _frame: object = None) -> None:
         """Forward SIGINT/SIGTERM to the children; a second signal means SIGKILL."""
         if self.received_signal is not None:
             self._signal_running(signal.SIGKILL)
+            self.wakeup.set()
             return
         self.received_signal = signum
+        self.reports.muted = True
+        running = self._running()
+        if running:
+            _message(f"interrupted by {signal.Signals(signum).name}; stopping processes "
+                     f"{', '.join(map(str, running))}")
         self._signal_running(signum)
         self._schedule_kill(time.monotonic() + self.args.grace)
+        self.wakeup.set()
 
     def _on_exit(self, process_id: int, returncode: int) -> None:
+        if returncode == PEER_FAILURE_EXIT_CODE and self.first_failure is None:
+            # Not the failure itself: wait (the grace period) for the process that failed to exit.
+            self.peer_failures.append(process_id)
+            if self.term_at is None and self.kill_at is None:
+                self.term_at = time.monotonic() + self.args.grace
+            return
         if returncode == 0 or self.first_failure is not None:
             return
         if not self._stopping():  # Otherwise this failure is not news.
@@ -221,6 +274,7 @@ class _Job:
 
     def _on_timeout(self) -> None:
         self.timed_out = True
+        self.reports.muted = True
         running = ", ".join(str(i) for i in self._running())
         _message(
             f"timed out after {self.args.timeout:g}s; "
@@ -261,10 +315,12 @@ class _Job:
     def _result(self) -> int:
         if self.timed_out:
             return TIMEOUT_EXIT_CODE
+        if self.received_signal is not None:  # The children's exits only follow from it.
+            return 128 + self.received_signal
         if self.first_failure is not None:
             return self.first_failure
-        if self.received_signal is not None:
-            return 128 + self.received_signal
+        if self.peer_failures:  # Every failing process stopped for a failure it reported, e.g. a hang.
+            return PEER_FAILURE_EXIT_CODE
         return 0
 
 

@@ -25,20 +25,21 @@ PROBE_AFTER = 2.0  # a communication waiting this long makes the coordinator sur
 PROBE_EVERY = 2.5  # and again this often while it lasts
 STILL_WAITING_EVERY = 10.0  # seconds between "still waiting" lines
 DESYNC_REPORT_WAIT = 10.0  # how long a process that found a desync waits for the coordinator's verdict
+PEER_FAILURE_EXIT_CODE = 70  # this process stopped because the job failed elsewhere (the report says where)
 
 
 class CoordinatorError(RuntimeError):
     """A request to the coordinator failed; the message says why and who is missing."""
 
 
-def exit_with_failure(message: str) -> None:
-    """Print `message` as one line on stderr and end the process immediately."""
+def exit_with_failure(message: str, code: int = FAILURE_EXIT_CODE) -> None:
+    """Print `message` as one line on stderr and end the process immediately with exit code `code`."""
     try:
         sys.stdout.flush()
     except Exception:
         pass
     os.write(2, f"meshax: {message}\n".encode("utf-8", errors="replace"))
-    os._exit(FAILURE_EXIT_CODE)
+    os._exit(code)
 
 
 class CoordinatorClient:

@@ -12,16 +12,15 @@ import os
 import socket
 import sys
 import threading
-import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import device_pool
 from .. import devices as device_table
 from ..config import config
-from . import detection, history, job_token, mpi, watch
+from . import detection, exits, history, job_token, mpi, progress, watch
 from .auth import AuthenticationError
-from .client import CoordinatorClient, CoordinatorError, exit_with_failure
+from .client import PEER_FAILURE_EXIT_CODE, CoordinatorClient, CoordinatorError, exit_with_failure
 from .coordinator import CoordinatorServer
 from .wire import parse_address
 
@@ -55,13 +54,14 @@ class Runtime:
             assert self.communicators is not None, "no MPI in a single-process job"
             from .comm import ProcessGroup
 
-            group = ProcessGroup(self.communicators.get(key), key)
+            group = ProcessGroup(progress.patient(self.communicators.get(key)), key)
             self.groups[key] = group
         return group
 
 
 _lock = threading.Lock()
 _runtime: Runtime | None = None
+SIGNAL_GRACE = 0.1  # seconds a process told of a failure waits for a signal sent to the whole job
 
 
 def runtime() -> Runtime | None:
@@ -118,8 +118,14 @@ def initialize(
                                  None if local_device_ids is None else list(local_device_ids),
                                  cluster_detection_method)
         logger.log(logging.DEBUG if spec.method == "explicit" else logging.INFO, spec.description)
-        _runtime = _start(spec, float(initialization_timeout), float(heartbeat_timeout_seconds),
-                          float(shutdown_timeout_seconds))
+        exits.install(spec.process_id)
+        try:
+            _runtime = _start(spec, float(initialization_timeout), float(heartbeat_timeout_seconds),
+                              float(shutdown_timeout_seconds))
+        finally:
+            if _runtime is None or _runtime.client is None:
+                exits.uninstall()
+        exits.attach(_runtime.process_id, _runtime.client, _runtime.server)
         atexit.register(shutdown)
         _install_excepthook()
 
@@ -247,10 +253,12 @@ def _failure_handler(server: CoordinatorServer | None):
     """In process 0, keep the coordinator up a moment so the others hear of the failure too."""
 
     def on_failure(message: str) -> None:
+        if exits.stopping(within=SIGNAL_GRACE):  # stopping on a signal anyway, and saying so itself
+            return
         mpi.remove_shared_memory()
         if server is not None:
             server.stop(timeout=2.0)
-        exit_with_failure(message)
+        exit_with_failure(message, PEER_FAILURE_EXIT_CODE)
 
     return on_failure
 
@@ -299,19 +307,32 @@ def _install_excepthook() -> None:
     def hook(kind, value, tb) -> None:
         rt = _runtime
         if rt is not None:
-            frames = traceback.extract_tb(tb)
-            where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+            innermost = tb
+            while innermost is not None and innermost.tb_next is not None:
+                innermost = innermost.tb_next
+            where = "" if innermost is None else f" at {watch.user_site(innermost.tb_frame)}"
             rt.uncaught = f"uncaught {kind.__name__}: {value}{where}"
         previous(kind, value, tb)
 
     sys.excepthook = hook
 
 
+_LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
 def _configure_logging() -> None:
+    """meshax logs warnings only, unless MESHAX_LOG=info or debug asks for more (or the program set a level)."""
     if not logger.handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(message)s"))
         logger.addHandler(handler)
         logger.propagate = False
-        if logger.level == logging.NOTSET:
-            logger.setLevel(logging.INFO)
+    if logger.level == logging.NOTSET:
+        logger.setLevel(_log_level(os.environ.get("MESHAX_LOG", "warning")))
+
+
+def _log_level(name: str) -> int:
+    level = _LOG_LEVELS.get(name.strip().lower())
+    if level is None:
+        raise ValueError(f"MESHAX_LOG={name!r} is not a log level; set it to one of {', '.join(_LOG_LEVELS)}.")
+    return level

@@ -52,7 +52,6 @@ def start(pmi_address: str | None = None, process_id: int = 0, num_processes: in
         for name in _PMI_VARIABLES:
             os.environ.pop(name, None)
         os.environ.update(PMI_FD=str(sock.detach()), PMI_RANK=str(process_id), PMI_SIZE=str(num_processes))
-    before = _shared_memory_segments()
     provided = ctypes.c_int(0)
     code = _library(MPI).MPI_Init_thread(None, None, MPI.THREAD_MULTIPLE, ctypes.byref(provided))
     if pmi_address is not None:  # read by now; a child process must not take them for an mpiexec launch
@@ -60,7 +59,7 @@ def start(pmi_address: str | None = None, process_id: int = 0, num_processes: in
             os.environ.pop(name, None)
     if code != 0:
         raise RuntimeError(f"MPI_Init_thread failed with error code {code}.")
-    _job_segments.update(_shared_memory_segments() - before)
+    _job_segments.update(mapped_shared_memory())
     return MPI.COMM_WORLD
 
 
@@ -68,20 +67,25 @@ _SHM_DIRECTORY = "/dev/shm"
 _job_segments: set[str] = set()
 
 
-def _shared_memory_segments() -> set[str]:
+def mapped_shared_memory() -> set[str]:
+    """The names of the MPICH segments in /dev/shm that this process maps (so: its job's), still linked."""
     try:
-        return {name for name in os.listdir(_SHM_DIRECTORY) if name.startswith("mpich_shm_")}
+        with open("/proc/self/maps") as maps:
+            lines = maps.read().splitlines()
     except OSError:
         return set()
+    prefix = os.path.join(_SHM_DIRECTORY, "mpich_shm_")
+    return {os.path.basename(line.split()[-1]) for line in lines
+            if prefix in line and not line.endswith("(deleted)")}
 
 
 def remove_shared_memory() -> None:
     """Unlink the MPICH shared-memory segments this job created; for exits that skip MPI_Finalize.
 
     Processes that have the segment mapped keep it; only the name goes, so a
-    failed job leaves nothing behind in /dev/shm.
+    failed job leaves nothing behind in /dev/shm. Safe to call from any thread.
     """
-    for name in _job_segments:
+    for name in _job_segments | mapped_shared_memory():
         try:
             os.unlink(os.path.join(_SHM_DIRECTORY, name))
         except OSError:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..config import config
 from . import watch
-from .mpi import mpi_module
+from .progress import wait_all
 
 
 class Exchange:
@@ -58,17 +58,16 @@ class Exchange:
             self._step.__exit__(kind, error, traceback)
 
     def _finish(self) -> None:
-        MPI = mpi_module()
         if self._headers:
-            MPI.Request.Waitall([request for _, request in self._headers.values()])
+            wait_all([request for _, request in self._headers.values()])
             strangers = sorted(source for source, (header, _) in self._headers.items()
                                if not np.array_equal(header, self._mine))
             if strangers:
                 watch.desync(self.activity, self.ranks,
                              f"the messages from processes {strangers} belong to another step of their history")
         receives = [self.comm.Irecv(_raw(buffer), source=source, tag=self.tag) for buffer, source in self._receives]
-        if receives or self._sends:
-            MPI.Request.Waitall(self._sends + receives)
+        moved = sum(data.nbytes for data in self._keep) + sum(buffer.nbytes for buffer, _ in self._receives)
+        wait_all(self._sends + receives, moved)
 
 
 def _raw(array: np.ndarray) -> np.ndarray:
