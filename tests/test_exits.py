@@ -113,7 +113,9 @@ def test_launcher_timeout_stops_the_job_and_exits_124():
     finally:
         kill_group(launcher)
     assert result.returncode == 124, result.stderr
-    assert result.stderr.splitlines() == [
+    waiting = [line for line in result.stderr.splitlines() if "still waiting for process 1" in line]
+    assert len(waiting) >= 3  # the others say every 10 s that they wait for process 1, which sleeps
+    assert [line for line in result.stderr.splitlines() if line not in waiting] == [
         "meshax launch: timed out after 15s; processes still running: 0, 1, 2, 3; killing them"]
     assert_nothing_left(*ready_info(ready))
 
