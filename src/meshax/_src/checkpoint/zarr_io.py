@@ -1,0 +1,273 @@
+"""Zarr arrays of a checkpoint: metadata through zarr-python, chunk bytes read and written directly.
+
+meshax writes each leaf as a Zarr 3 array with a regular chunk grid (one chunk per shard) and the
+codecs ``bytes`` (little endian) + ``crc32c``: a chunk file is the shard's C-order bytes followed by
+their CRC32C. Such chunks are written with one `write` per block and read straight into the
+destination buffer (only the byte ranges needed). Arrays with any other layout or codecs (Orbax's
+``sharding_indexed`` + zstd, Zarr 2) are read through zarr-python.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+import crc32c
+import numpy as np
+
+from ..dtypes import bfloat16
+
+Box = tuple[tuple[int, int], ...]
+BLOCK_BYTES = 16 << 20  # staging size for strided reads and zero padding
+CHUNK_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+
+
+class CorruptCheckpointError(ValueError):
+    """A chunk file is missing, truncated or fails its checksum."""
+
+
+def _register_bfloat16() -> None:
+    """Teach zarr-python the 'bfloat16' data type that TensorStore and Orbax write."""
+    if bfloat16 is None:
+        return
+    from zarr.core.dtype import data_type_registry
+    from zarr.core.dtype.npy.float import BaseFloat
+
+    class BFloat16(BaseFloat):
+        dtype_cls = type(bfloat16)
+        _zarr_v3_name = "bfloat16"
+        _zarr_v2_names = ("bfloat16",)
+
+        @classmethod
+        def from_native_dtype(cls, dtype: Any) -> "BFloat16":
+            if np.dtype(dtype) != bfloat16:
+                raise TypeError(f"not bfloat16: {dtype}")
+            return cls()
+
+        def to_native_dtype(self) -> np.dtype:
+            return bfloat16
+
+        @property
+        def item_size(self) -> int:
+            return 2
+
+    data_type_registry.register("bfloat16", BFloat16)
+
+
+_register_bfloat16()
+
+
+def chunk_shape_of(shape: tuple[int, ...], boxes: list[Box]) -> tuple[int, ...] | None:
+    """The regular chunk grid the boxes form (each box one chunk, edges clipped), or None."""
+    chunk = tuple(max(1, max((b[d][1] - b[d][0] for b in boxes), default=1)) for d in range(len(shape)))
+    for box in boxes:
+        for (start, stop), c, n in zip(box, chunk, shape):
+            if stop > start and (start % c or stop != min(start + c, n)):
+                return None
+    return chunk
+
+
+def write_metadata(directory: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tuple[int, ...]) -> None:
+    """Create the Zarr 3 array `directory` (its zarr.json) with zarr-python; no chunks are written."""
+    import zarr
+    from zarr.codecs import Crc32cCodec
+
+    zarr.create_array(store=directory, shape=shape, chunks=chunks, dtype=dtype, fill_value=0,
+                      compressors=[Crc32cCodec()], zarr_format=3, overwrite=True)
+
+
+def chunk_path(directory: str, index: tuple[int, ...]) -> str:
+    return os.path.join(directory, "c", *map(str, index))
+
+
+def _bytes_of(array: np.ndarray) -> memoryview:
+    return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+
+
+def _write_all(fd: int, data: memoryview) -> None:
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def write_chunk(directory: str, index: tuple[int, ...], data: np.ndarray, chunk: tuple[int, ...]) -> None:
+    """Write one chunk file (padded to the chunk shape at the array's edges) with its CRC32C, and fsync it."""
+    data = np.asarray(data)
+    if data.dtype.byteorder == ">":
+        data = data.astype(data.dtype.newbyteorder("<"))
+    if data.shape[1:] != chunk[1:]:  # clipped in an inner dimension: pad a copy
+        padded = np.zeros(chunk, data.dtype)
+        padded[tuple(slice(0, n) for n in data.shape)] = data
+        data = padded
+    path = chunk_path(directory, index)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        raw = _bytes_of(data)
+        crc = 0
+        for start in range(0, len(raw), BLOCK_BYTES):
+            block = raw[start:start + BLOCK_BYTES]
+            crc = crc32c.crc32c(block, crc)
+            _write_all(fd, block)
+        missing = (math.prod(chunk) - data.size) * data.dtype.itemsize  # rows past the array's end
+        zeros = memoryview(bytes(min(missing, BLOCK_BYTES)))
+        while missing:
+            block = zeros[:min(missing, BLOCK_BYTES)]
+            crc = crc32c.crc32c(block, crc)
+            _write_all(fd, block)
+            missing -= len(block)
+        _write_all(fd, memoryview(crc.to_bytes(4, "little")))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_json(path: str) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+class ArraySource:
+    """One stored array: its shape and dtype, and reading any box of it into a buffer."""
+
+    def __init__(self, directory: str, name: str) -> None:
+        self.directory, self.name = directory, name
+        v3 = os.path.join(directory, "zarr.json")
+        if os.path.exists(v3):
+            meta = read_json(v3)
+            self.shape = tuple(meta["shape"])
+            self._raw = _raw_layout(meta)
+        elif os.path.exists(os.path.join(directory, ".zarray")):
+            meta = read_json(os.path.join(directory, ".zarray"))
+            self.shape, self._raw = tuple(meta["shape"]), None
+        else:
+            raise CorruptCheckpointError(
+                f"leaf {name!r} has no Zarr array at {directory} (neither zarr.json nor .zarray): the checkpoint "
+                "is incomplete or damaged; restore an earlier one.")
+        self._zarr = None
+        if self._raw is not None:
+            self.dtype, self.chunk, self._crc = self._raw
+        else:
+            self._zarr = _open_zarr(directory)
+            self.dtype = np.dtype(self._zarr.dtype)
+
+    def read(self, box: Box, out: np.ndarray) -> None:
+        """Fill `out` (C-contiguous, of this array's dtype and the box's shape) with the values in `box`."""
+        if self._zarr is not None:
+            out[...] = self._zarr[tuple(slice(a, b) for a, b in box)]
+            return
+        grid = [range(a // c, -(-b // c)) if b > a else range(0) for (a, b), c in zip(box, self.chunk)]
+        for index in np.ndindex(*[len(r) for r in grid]) if box else [()]:
+            chunk_index = tuple(r[i] for r, i in zip(grid, index))
+            origin = [i * c for i, c in zip(chunk_index, self.chunk)]
+            region = tuple((max(a, o), min(b, o + c)) for (a, b), o, c in zip(box, origin, self.chunk))
+            dest = out[tuple(slice(s - a, e - a) for (s, e), (a, _) in zip(region, box))]
+            local = tuple((s - o, e - o) for (s, e), o in zip(region, origin))
+            valid = tuple(min(c, n - o) for c, n, o in zip(self.chunk, self.shape, origin))
+            self._read_chunk(chunk_index, local, valid, dest)
+
+    def _read_chunk(self, index: tuple[int, ...], local: Box, valid: tuple[int, ...], dest: np.ndarray) -> None:
+        path = chunk_path(self.directory, index)
+        chunk = self.chunk if self.chunk else (1,)
+        local = local if local else ((0, 1),)
+        valid = valid if valid else (1,)
+        row = math.prod(chunk[1:]) * self.dtype.itemsize
+        expected = chunk[0] * row + (4 if self._crc else 0)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise CorruptCheckpointError(
+                f"chunk {index} of leaf {self.name!r} is missing ({path}): the checkpoint is incomplete or "
+                "damaged; restore an earlier one.") from None
+        try:
+            size = os.fstat(fd).st_size
+            if size != expected:
+                raise CorruptCheckpointError(
+                    f"chunk {index} of leaf {self.name!r} has {size} bytes where {expected} were written ({path}): "
+                    "the file is truncated or damaged; restore an earlier one.")
+            whole = local[0] == (0, valid[0]) and all(loc == (0, v) for loc, v in zip(local[1:], valid[1:]))
+            full_rows = all(loc == (0, c) for loc, c in zip(local[1:], chunk[1:]))
+            dest = dest.reshape([b - a for a, b in local])
+            crc = 0
+            if full_rows and dest.flags.c_contiguous:
+                target = _bytes_of(dest) if dest.size else memoryview(b"")
+                _pread_into(fd, target, local[0][0] * row)
+                crc = crc32c.crc32c(target) if whole and self._crc else 0
+            else:
+                crc = self._read_rows(fd, local, chunk, row, dest, whole and self._crc)
+            if whole and self._crc:
+                if valid[0] < chunk[0]:  # the padding rows past the array's edge are part of the checksum
+                    crc = _crc_of_range(fd, valid[0] * row, chunk[0] * row, crc)
+                stored = int.from_bytes(os.pread(fd, 4, chunk[0] * row), "little")
+                if stored != crc:
+                    raise CorruptCheckpointError(
+                        f"chunk {index} of leaf {self.name!r} fails its CRC32C check ({path}): the file is "
+                        "damaged; restore an earlier checkpoint.")
+        finally:
+            os.close(fd)
+
+    def _read_rows(self, fd: int, local: Box, chunk: tuple[int, ...], row: int, dest: np.ndarray,
+                   checksum: bool) -> int:
+        """Read whole rows in blocks through a staging buffer and copy the needed columns out."""
+        (r0, r1), inner = local[0], tuple(slice(a, b) for a, b in local[1:])
+        step = max(1, BLOCK_BYTES // max(row, 1))
+        crc = 0
+        for start in range(r0, r1, step):
+            stop = min(r1, start + step)
+            staging = np.empty((stop - start, *chunk[1:]), self.dtype)
+            _pread_into(fd, _bytes_of(staging), start * row)
+            if checksum:
+                crc = crc32c.crc32c(_bytes_of(staging), crc)
+            dest[start - r0:stop - r0] = staging[(slice(None), *inner)]
+        return crc
+
+
+def _pread_into(fd: int, target: memoryview, offset: int) -> None:
+    while target:
+        n = os.preadv(fd, [target], offset)
+        if n == 0:
+            raise CorruptCheckpointError(f"unexpected end of a chunk file at byte {offset}.")
+        target, offset = target[n:], offset + n
+
+
+def _crc_of_range(fd: int, start: int, stop: int, crc: int) -> int:
+    while start < stop:
+        block = os.pread(fd, min(BLOCK_BYTES, stop - start), start)
+        crc = crc32c.crc32c(block, crc)
+        start += len(block)
+    return crc
+
+
+def _raw_layout(meta: dict[str, Any]) -> tuple[np.dtype, tuple[int, ...], bool] | None:
+    """(dtype, chunk shape, has crc32c) when the array's chunks are plain little-endian bytes, else None."""
+    codecs = meta.get("codecs", [])
+    names = [c.get("name") for c in codecs]
+    if names not in (["bytes"], ["bytes", "crc32c"]) or meta.get("storage_transformers"):
+        return None
+    if (codecs[0].get("configuration") or {}).get("endian", "little") != "little":
+        return None
+    grid, keys = meta.get("chunk_grid", {}), meta.get("chunk_key_encoding", {})
+    if grid.get("name") != "regular" or keys.get("name") != "default":
+        return None
+    if (keys.get("configuration") or {}).get("separator", "/") != "/":
+        return None
+    try:
+        dtype = np.dtype(bfloat16) if meta["data_type"] == "bfloat16" else np.dtype(meta["data_type"])
+    except TypeError:
+        return None
+    return dtype.newbyteorder("<"), tuple(grid["configuration"]["chunk_shape"]), names[-1] == "crc32c"
+
+
+def _open_zarr(directory: str) -> Any:
+    import zarr
+
+    return zarr.open_array(store=directory, mode="r")
+
+
+def sync_dir(directory: str) -> None:
+    """fsync a directory, so the names created in it survive a crash."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
