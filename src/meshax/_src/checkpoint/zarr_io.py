@@ -32,6 +32,7 @@ def _register_bfloat16() -> None:
     if bfloat16 is None:
         return
     from zarr.core.dtype import data_type_registry
+    from zarr.core.dtype.common import DataTypeValidationError
     from zarr.core.dtype.npy.float import BaseFloat
 
     class BFloat16(BaseFloat):
@@ -42,7 +43,7 @@ def _register_bfloat16() -> None:
         @classmethod
         def from_native_dtype(cls, dtype: Any) -> "BFloat16":
             if np.dtype(dtype) != bfloat16:
-                raise TypeError(f"not bfloat16: {dtype}")
+                raise DataTypeValidationError(f"not bfloat16: {dtype}")
             return cls()
 
         def to_native_dtype(self) -> np.dtype:
@@ -58,14 +59,9 @@ def _register_bfloat16() -> None:
 _register_bfloat16()
 
 
-def chunk_shape_of(shape: tuple[int, ...], boxes: list[Box]) -> tuple[int, ...] | None:
-    """The regular chunk grid the boxes form (each box one chunk, edges clipped), or None."""
-    chunk = tuple(max(1, max((b[d][1] - b[d][0] for b in boxes), default=1)) for d in range(len(shape)))
-    for box in boxes:
-        for (start, stop), c, n in zip(box, chunk, shape):
-            if stop > start and (start % c or stop != min(start + c, n)):
-                return None
-    return chunk
+def chunk_shape_of(shape: tuple[int, ...], shard: tuple[int, ...]) -> tuple[int, ...]:
+    """The chunk grid for shards of shape `shard` (meshax's shards form a regular grid; Zarr wants >= 1)."""
+    return tuple(max(1, n) for n in shard)
 
 
 def write_metadata(directory: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tuple[int, ...]) -> None:
@@ -151,6 +147,12 @@ class ArraySource:
             self._zarr = _open_zarr(directory)
             self.dtype = np.dtype(self._zarr.dtype)
 
+    def read_box(self, box: Box) -> np.ndarray:
+        """The values in `box`, as a new C-contiguous array of the stored dtype."""
+        out = np.empty(tuple(b - a for a, b in box), self.dtype)
+        self.read(box, out)
+        return out
+
     def read(self, box: Box, out: np.ndarray) -> None:
         """Fill `out` (C-contiguous, of this array's dtype and the box's shape) with the values in `box`."""
         if self._zarr is not None:
@@ -161,7 +163,7 @@ class ArraySource:
             chunk_index = tuple(r[i] for r, i in zip(grid, index))
             origin = [i * c for i, c in zip(chunk_index, self.chunk)]
             region = tuple((max(a, o), min(b, o + c)) for (a, b), o, c in zip(box, origin, self.chunk))
-            dest = out[tuple(slice(s - a, e - a) for (s, e), (a, _) in zip(region, box))]
+            dest = out[tuple(slice(s - a, e - a) for (s, e), (a, _) in zip(region, box))] if box else out.reshape(1)
             local = tuple((s - o, e - o) for (s, e), o in zip(region, origin))
             valid = tuple(min(c, n - o) for c, n, o in zip(self.chunk, self.shape, origin))
             self._read_chunk(chunk_index, local, valid, dest)
