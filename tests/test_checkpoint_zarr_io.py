@@ -1,0 +1,88 @@
+"""The Zarr 3 chunk files of meshax checkpoints: byte-range reads, edge padding, checksums, zarr-python agreement."""
+import os
+
+import numpy as np
+import pytest
+import zarr
+
+from meshax._src.checkpoint import zarr_io
+from meshax._src.dtypes import bfloat16
+
+
+def _write(folder, value, chunks):
+    """Write `value` as meshax does: metadata, then one chunk file per grid cell."""
+    zarr_io.write_metadata(str(folder), value.shape, value.dtype, chunks)
+    grid = [range(-(-n // c)) for n, c in zip(value.shape, chunks)]
+    for index in np.ndindex(*[len(r) for r in grid]) if value.shape else [()]:
+        box = tuple(slice(i * c, min((i + 1) * c, n)) for i, c, n in zip(index, chunks, value.shape))
+        zarr_io.write_chunk(str(folder), tuple(index), value[box], chunks)
+    return zarr_io.ArraySource(str(folder), "leaf")
+
+
+@pytest.mark.parametrize("shape,chunks", [((10, 6), (3, 6)), ((10, 6), (3, 4)), ((7, 5, 3), (2, 2, 3)), ((5,), (5,))])
+def test_any_box_reads_as_numpy_and_zarr_python(tmp_path, shape, chunks):
+    value = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) * 0.5
+    source = _write(tmp_path / "a", value, chunks)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        box = []
+        for n in shape:
+            a, b = sorted(rng.integers(0, n + 1, size=2))
+            box.append((int(a), int(b)))
+        box = tuple(box)
+        np.testing.assert_array_equal(source.read_box(box), value[tuple(slice(a, b) for a, b in box)])
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "a"), mode="r")[...], value)
+
+
+def test_scalars_bfloat16_and_integers_round_trip(tmp_path):
+    for i, value in enumerate([np.array(3.5, np.float32), np.arange(6, dtype=np.int8).reshape(2, 3),
+                               np.array([1.5, -2.0, 7.25], bfloat16), np.array([[1, 2]], np.uint32)]):
+        chunks = tuple(max(1, n) for n in value.shape)
+        source = _write(tmp_path / str(i), value, chunks)
+        assert source.dtype == value.dtype
+        box = tuple((0, n) for n in value.shape)
+        np.testing.assert_array_equal(source.read_box(box), value)
+        np.testing.assert_array_equal(np.asarray(zarr.open_array(str(tmp_path / str(i)), mode="r")[...]), value)
+
+
+def test_edge_chunks_are_padded_to_the_chunk_shape(tmp_path):
+    value = np.ones((5, 3), np.float64)
+    _write(tmp_path / "a", value, (2, 2))
+    # The chunk at the corner holds one valid element, padded to 2x2, plus a 4-byte CRC32C.
+    assert os.path.getsize(tmp_path / "a" / "c" / "2" / "1") == 2 * 2 * 8 + 4
+
+
+def _corrupt_source(tmp_path, damage):
+    value = np.arange(40, dtype=np.float32).reshape(8, 5)
+    _write(tmp_path / "a", value, (4, 5))
+    damage(str(tmp_path / "a" / "c" / "1" / "0"))
+    return zarr_io.ArraySource(str(tmp_path / "a"), "params.w")
+
+
+def _flip_byte(path):
+    with open(path, "r+b") as f:
+        f.seek(7)
+        byte = f.read(1)
+        f.seek(7)
+        f.write(bytes([byte[0] ^ 0x40]))
+
+
+def _truncate(path):
+    with open(path, "r+b") as f:
+        f.truncate(30)
+
+
+@pytest.mark.parametrize("damage,message", [(_flip_byte, "fails its CRC32C check"),
+                                            (_truncate, "has 30 bytes where 84 were written"),
+                                            (os.remove, "is missing")])
+def test_damaged_chunks_raise_naming_the_leaf_and_chunk(tmp_path, damage, message):
+    source = _corrupt_source(tmp_path, damage)
+    with pytest.raises(zarr_io.CorruptCheckpointError, match=message) as error:
+        source.read_box(((0, 8), (0, 5)))
+    assert "'params.w'" in str(error.value) and "(1, 0)" in str(error.value)
+    np.testing.assert_array_equal(source.read_box(((0, 4), (0, 5))), np.arange(20, dtype=np.float32).reshape(4, 5))
+
+
+def test_missing_array_metadata_is_reported(tmp_path):
+    with pytest.raises(zarr_io.CorruptCheckpointError, match="neither zarr.json nor .zarray"):
+        zarr_io.ArraySource(str(tmp_path / "nothing"), "opt.mu")
