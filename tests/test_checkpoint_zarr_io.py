@@ -86,3 +86,13 @@ def test_damaged_chunks_raise_naming_the_leaf_and_chunk(tmp_path, damage, messag
 def test_missing_array_metadata_is_reported(tmp_path):
     with pytest.raises(zarr_io.CorruptCheckpointError, match="neither zarr.json nor .zarray"):
         zarr_io.ArraySource(str(tmp_path / "nothing"), "opt.mu")
+
+
+def test_whole_chunks_read_into_strided_buffers_are_checked_too(tmp_path):
+    value = np.arange(80, dtype=np.float32).reshape(8, 10)
+    _write(tmp_path / "a", value, (4, 5))  # a box of whole rows of the array spans two chunks per row
+    source = zarr_io.ArraySource(str(tmp_path / "a"), "w")
+    np.testing.assert_array_equal(source.read_box(((0, 8), (0, 10))), value)
+    _flip_byte(str(tmp_path / "a" / "c" / "1" / "1"))
+    with pytest.raises(zarr_io.CorruptCheckpointError, match=r"chunk \(1, 1\) of leaf 'w' fails its CRC32C"):
+        source.read_box(((0, 8), (0, 10)))

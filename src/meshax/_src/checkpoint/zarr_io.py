@@ -3,13 +3,16 @@
 meshax writes each leaf as a Zarr 3 array with a regular chunk grid (one chunk per shard) and the
 codecs ``bytes`` (little endian) + ``crc32c``: a chunk file is the shard's C-order bytes followed by
 their CRC32C. Such chunks are written with one `write` per block and read straight into the
-destination buffer (only the byte ranges needed). Arrays with any other layout or codecs (Orbax's
+destination buffer (rows of whole rows with `preadv`, other regions from a memory map of the
+chunk, so only the pages holding the region are read). The checksum is verified whenever a
+read covers a whole chunk. Arrays with any other layout or codecs (Orbax's
 ``sharding_indexed`` + zstd, Zarr 2) are read through zarr-python.
 """
 from __future__ import annotations
 
 import json
 import math
+import mmap
 import os
 from typing import Any
 
@@ -19,7 +22,7 @@ import numpy as np
 from ..dtypes import bfloat16
 
 Box = tuple[tuple[int, int], ...]
-BLOCK_BYTES = 16 << 20  # staging size for strided reads and zero padding
+BLOCK_BYTES = 16 << 20  # the size of one write, and of the zeros padding edge chunks
 CHUNK_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
 
 
@@ -190,16 +193,15 @@ class ArraySource:
             whole = local[0] == (0, valid[0]) and all(loc == (0, v) for loc, v in zip(local[1:], valid[1:]))
             full_rows = all(loc == (0, c) for loc, c in zip(local[1:], chunk[1:]))
             dest = dest.reshape([b - a for a, b in local])
-            crc = 0
             if full_rows and dest.flags.c_contiguous:
                 target = _bytes_of(dest) if dest.size else memoryview(b"")
                 _pread_into(fd, target, local[0][0] * row)
                 crc = crc32c.crc32c(target) if whole and self._crc else 0
-            else:
-                crc = self._read_rows(fd, local, chunk, row, dest, whole and self._crc)
-            if whole and self._crc:
-                if valid[0] < chunk[0]:  # the padding rows past the array's edge are part of the checksum
+                if whole and self._crc and valid[0] < chunk[0]:  # padding rows past the array's edge count too
                     crc = _crc_of_range(fd, valid[0] * row, chunk[0] * row, crc)
+            else:
+                crc = self._read_strided(fd, local, chunk, dest, whole and self._crc)
+            if whole and self._crc:
                 stored = int.from_bytes(os.pread(fd, 4, chunk[0] * row), "little")
                 if stored != crc:
                     raise CorruptCheckpointError(
@@ -208,19 +210,17 @@ class ArraySource:
         finally:
             os.close(fd)
 
-    def _read_rows(self, fd: int, local: Box, chunk: tuple[int, ...], row: int, dest: np.ndarray,
-                   checksum: bool) -> int:
-        """Read whole rows in blocks through a staging buffer and copy the needed columns out."""
-        (r0, r1), inner = local[0], tuple(slice(a, b) for a, b in local[1:])
-        step = max(1, BLOCK_BYTES // max(row, 1))
-        crc = 0
-        for start in range(r0, r1, step):
-            stop = min(r1, start + step)
-            staging = np.empty((stop - start, *chunk[1:]), self.dtype)
-            _pread_into(fd, _bytes_of(staging), start * row)
-            if checksum:
-                crc = crc32c.crc32c(_bytes_of(staging), crc)
-            dest[start - r0:stop - r0] = staging[(slice(None), *inner)]
+    def _read_strided(self, fd: int, local: Box, chunk: tuple[int, ...], dest: np.ndarray, checksum: bool) -> int:
+        """Copy the region out of the memory-mapped chunk: only the pages holding it are read."""
+        size = math.prod(chunk) * self.dtype.itemsize
+        mapped = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+        try:
+            values = np.frombuffer(mapped, self.dtype, math.prod(chunk)).reshape(chunk)
+            dest[...] = values[tuple(slice(a, b) for a, b in local)]
+            crc = crc32c.crc32c(values.reshape(-1).view(np.uint8)) if checksum else 0
+            del values
+        finally:
+            mapped.close()
         return crc
 
 
