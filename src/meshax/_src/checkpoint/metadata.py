@@ -5,6 +5,7 @@ A leaf's name is its key path joined by '.' (`params.0.w`), the name of its Zarr
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import time
@@ -18,6 +19,7 @@ from ..tree_util import tree_flatten_with_path
 
 METADATA = "_METADATA"
 CHECKPOINT_METADATA = "_CHECKPOINT_METADATA"
+SHARDINGS = "_sharding"
 HANDLER = "orbax.checkpoint._src.handlers.pytree_checkpoint_handler.PyTreeCheckpointHandler"
 SEQUENCE, DICT = 1, 2
 
@@ -73,11 +75,16 @@ def write_json(path: str, value: Any) -> None:
 
 
 def write_pytree_metadata(directory: str, leaves: list[LeafInfo], start_ns: int) -> None:
-    """`_METADATA` and `_CHECKPOINT_METADATA`, as Orbax's PyTreeCheckpointHandler writes them (Zarr 3, no OCDBT)."""
+    """`_METADATA`, `_CHECKPOINT_METADATA` and `_sharding`, as Orbax's PyTreeCheckpointHandler writes them."""
     write_json(os.path.join(directory, METADATA), {
         "tree_metadata": tree_metadata(leaves), "use_ocdbt": False, "use_zarr3": True,
         "store_array_data_equal_to_fill_value": True, "custom_metadata": None})
     write_checkpoint_metadata(directory, start_ns, HANDLER)
+    # Orbax restores an array without a target onto the sharding recorded here; one device is the only
+    # layout valid in any job, so every array is recorded as on the first CPU device.
+    single = json.dumps({"sharding_type": "SingleDeviceSharding", "device_str": "cpu:0"})
+    write_json(os.path.join(directory, SHARDINGS), {
+        base64.b64encode(leaf.name.encode()).decode(): single for leaf in leaves if leaf.kind == "jax.Array"})
 
 
 def write_checkpoint_metadata(directory: str, start_ns: int, handlers: Any) -> None:
