@@ -88,6 +88,9 @@ def restore(path: Any, target: Any = None) -> Any:
     `target=None` give host NumPy arrays. Each process reads only the chunks its devices need."""
     path = os.path.abspath(os.fspath(path))
     commit.check_committed(path)
+    item = os.path.join(path, "default")  # a step of a CheckpointManager (meshax's or Orbax's): its single item
+    if not os.path.exists(os.path.join(path, metadata.METADATA)) and os.path.isdir(item):
+        path = item
     leaves, fields = metadata.read_pytree_metadata(path)
     opener = _opener(path, fields)
     if target is None:

@@ -109,16 +109,19 @@ def save(path: Any, pytree: Any, *, force: bool = False, timeout: float = 300.0)
 
     Each process writes only the shards it owns (the first device of each replica set);
     the checkpoint appears at `path` only once every process has finished."""
+    _wait_for_pending()
     _Save(path, pytree, force, timeout).run()
 
 
 class AsyncSave:
-    """A save running in a background thread; `wait()` blocks until it is committed."""
+    """A save running in a background thread; `wait()` blocks until it is committed.
+
+    The thread is not a daemon: a program that ends while it runs waits for the commit."""
 
     def __init__(self, job: _Save) -> None:
         self.path = job.path
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(job,), name="meshax-checkpoint-save", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(job,), name="meshax-checkpoint-save")
         self._thread.start()
 
     def _run(self, job: _Save) -> None:
@@ -143,4 +146,18 @@ def async_save(path: Any, pytree: Any, *, force: bool = False, timeout: float = 
     """Start saving `pytree` to `path` in the background and return a handle whose `wait()` commits it.
 
     meshax arrays are immutable, so training may go on meanwhile; host (NumPy) leaves are copied."""
-    return AsyncSave(_Save(path, pytree, force, timeout))
+    global _pending
+    _wait_for_pending()
+    _pending = AsyncSave(_Save(path, pytree, force, timeout))
+    return _pending
+
+
+_pending: AsyncSave | None = None
+
+
+def _wait_for_pending() -> None:
+    """Let the previous async_save commit first: saves run one at a time, in the same order everywhere."""
+    global _pending
+    if _pending is not None:
+        pending, _pending = _pending, None
+        pending.wait()

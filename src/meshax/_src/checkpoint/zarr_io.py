@@ -10,6 +10,7 @@ read covers a whole chunk. Arrays with any other layout or codecs (Orbax's
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import mmap
@@ -30,10 +31,13 @@ class CorruptCheckpointError(ValueError):
     """A chunk file is missing, truncated or fails its checksum."""
 
 
-def _register_bfloat16() -> None:
-    """Teach zarr-python the 'bfloat16' data type that TensorStore and Orbax write."""
+@functools.lru_cache(maxsize=None)
+def _zarr() -> Any:
+    """zarr-python (imported on first use), taught the 'bfloat16' data type that TensorStore and Orbax write."""
+    import zarr
+
     if bfloat16 is None:
-        return
+        return zarr
     from zarr.core.dtype import data_type_registry
     from zarr.core.dtype.common import DataTypeValidationError
     from zarr.core.dtype.npy.float import BaseFloat
@@ -57,9 +61,7 @@ def _register_bfloat16() -> None:
             return 2
 
     data_type_registry.register("bfloat16", BFloat16)
-
-
-_register_bfloat16()
+    return zarr
 
 
 def chunk_shape_of(shape: tuple[int, ...], shard: tuple[int, ...]) -> tuple[int, ...]:
@@ -69,10 +71,9 @@ def chunk_shape_of(shape: tuple[int, ...], shard: tuple[int, ...]) -> tuple[int,
 
 def write_metadata(directory: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tuple[int, ...]) -> None:
     """Create the Zarr 3 array `directory` (its zarr.json) with zarr-python; no chunks are written."""
-    import zarr
     from zarr.codecs import Crc32cCodec
 
-    zarr.create_array(store=directory, shape=shape, chunks=chunks, dtype=dtype, fill_value=0,
+    _zarr().create_array(store=directory, shape=shape, chunks=chunks, dtype=dtype, fill_value=0,
                       compressors=[Crc32cCodec()], zarr_format=3, overwrite=True)
 
 
@@ -261,9 +262,7 @@ def _raw_layout(meta: dict[str, Any]) -> tuple[np.dtype, tuple[int, ...], bool] 
 
 
 def _open_zarr(directory: str) -> Any:
-    import zarr
-
-    return zarr.open_array(store=directory, mode="r")
+    return _zarr().open_array(store=directory, mode="r")
 
 
 def sync_dir(directory: str) -> None:
