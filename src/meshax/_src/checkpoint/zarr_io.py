@@ -10,6 +10,7 @@ read covers a whole chunk. Arrays with any other layout or codecs (Orbax's
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -20,7 +21,7 @@ from typing import Any
 import crc32c
 import numpy as np
 
-from ..dtypes import bfloat16
+from ..dtypes import _NARROW_FLOATS, _SUBBYTE_INTS, bfloat16
 
 Box = tuple[tuple[int, int], ...]
 BLOCK_BYTES = 16 << 20  # the size of one write, and of the zeros padding edge chunks
@@ -31,37 +32,38 @@ class CorruptCheckpointError(ValueError):
     """A chunk file is missing, truncated or fails its checksum."""
 
 
+# ml_dtypes' types by the names TensorStore (and so Orbax) gives them in Zarr metadata.
+EXTENDED_DTYPES = {name: dt for name, dt in (("bfloat16", bfloat16), *_NARROW_FLOATS.items(), *_SUBBYTE_INTS.items())
+                   if dt is not None}
+
+
 @functools.lru_cache(maxsize=None)
 def _zarr() -> Any:
-    """zarr-python (imported on first use), taught the 'bfloat16' data type that TensorStore and Orbax write."""
+    """zarr-python (imported on first use), taught the extended data types (bfloat16, float8_*, int4, ...)."""
     import zarr
-
-    if bfloat16 is None:
-        return zarr
     from zarr.core.dtype import data_type_registry
-    from zarr.core.dtype.common import DataTypeValidationError
     from zarr.core.dtype.npy.float import BaseFloat
+    from zarr.core.dtype.npy.int import Int8
 
-    class BFloat16(BaseFloat):
-        dtype_cls = type(bfloat16)
-        _zarr_v3_name = "bfloat16"
-        _zarr_v2_names = ("bfloat16",)
-
-        @classmethod
-        def from_native_dtype(cls, dtype: Any) -> "BFloat16":
-            if np.dtype(dtype) != bfloat16:
-                raise DataTypeValidationError(f"not bfloat16: {dtype}")
-            return cls()
-
-        def to_native_dtype(self) -> np.dtype:
-            return bfloat16
-
-        @property
-        def item_size(self) -> int:
-            return 2
-
-    data_type_registry.register("bfloat16", BFloat16)
+    for name, native in EXTENDED_DTYPES.items():
+        base = BaseFloat if name.startswith(("bfloat", "float")) else Int8
+        data_type_registry.register(name, _zarr_type(name, native, base))
     return zarr
+
+
+def _zarr_type(name: str, native: np.dtype, base: type) -> type:
+    """A zarr-python data type class for the NumPy (ml_dtypes) type `native`, stored under `name`."""
+    from zarr.core.dtype.common import DataTypeValidationError
+
+    def from_native_dtype(cls: type, dtype: Any) -> Any:
+        if np.dtype(dtype) != native:
+            raise DataTypeValidationError(f"not {name}: {dtype}")
+        return cls()
+
+    namespace = {"dtype_cls": type(native), "_zarr_v3_name": name, "_zarr_v2_names": (name,),
+                 "from_native_dtype": classmethod(from_native_dtype), "to_native_dtype": lambda self: native,
+                 "item_size": property(lambda self: native.itemsize)}
+    return dataclasses.dataclass(frozen=True, kw_only=True)(type(f"Zarr_{name}", (base,), namespace))
 
 
 def chunk_shape_of(shape: tuple[int, ...], shard: tuple[int, ...]) -> tuple[int, ...]:
@@ -255,7 +257,7 @@ def _raw_layout(meta: dict[str, Any]) -> tuple[np.dtype, tuple[int, ...], bool] 
     if (keys.get("configuration") or {}).get("separator", "/") != "/":
         return None
     try:
-        dtype = np.dtype(bfloat16) if meta["data_type"] == "bfloat16" else np.dtype(meta["data_type"])
+        dtype = EXTENDED_DTYPES.get(meta["data_type"]) or np.dtype(meta["data_type"])
     except TypeError:
         return None
     return dtype.newbyteorder("<"), tuple(grid["configuration"]["chunk_shape"]), names[-1] == "crc32c"
