@@ -112,3 +112,15 @@ def test_extended_dtypes_round_trip_through_our_reader_and_zarr_python(tmp_path,
     other = np.asarray(zarr.open_array(str(tmp_path / name), mode="r")[...])
     assert other.dtype == dtype
     np.testing.assert_array_equal(other.view(np.uint8), value.view(np.uint8))
+
+
+def test_boxes_sharing_chunks_are_read_together(tmp_path):
+    value = np.arange(9 * 8, dtype=np.float32).reshape(9, 8)
+    source = _write(tmp_path / "a", value, (4, 8))  # chunks of 4 whole rows, the last one padded
+    boxes = [((0, 5), (0, 4)), ((0, 5), (4, 8)), ((5, 9), (0, 3)), ((5, 9), (3, 8)), ((2, 3), (1, 2))]
+    for box, got in source.read_boxes(boxes).items():
+        assert got.flags.c_contiguous
+        np.testing.assert_array_equal(got, value[tuple(slice(a, b) for a, b in box)])
+    _flip_byte(str(tmp_path / "a" / "c" / "2" / "0"))
+    with pytest.raises(zarr_io.CorruptCheckpointError, match=r"chunk \(2, 0\) of leaf 'leaf' fails its CRC32C"):
+        source.read_boxes(boxes)

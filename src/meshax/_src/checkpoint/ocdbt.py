@@ -34,3 +34,6 @@ class OcdbtLeaf:
     def read_box(self, box: Box) -> np.ndarray:
         region = tuple(slice(a, b) for a, b in box)
         return np.asarray(self.store[region].read().result()) if region else np.asarray(self.store.read().result())
+
+    def read_boxes(self, boxes: list[Box]) -> dict[Box, np.ndarray]:
+        return {box: self.read_box(box) for box in boxes}

@@ -54,7 +54,7 @@ def _read_leaf(path: str, leaf: LeafInfo, opener: Any, target: Any) -> Any:
             return value.item() if leaf.kind == "scalar" and target is None else value
         here = device_table.process_index()
         boxes = unique_boxes((d, b) for d, b in sharding.device_boxes(stored.shape).items() if d.process_index == here)
-        filled = {box: stored.read_box(box).astype(dtype, copy=False) for box in boxes}  # C-contiguous
+        filled = {box: value.astype(dtype, copy=False) for box, value in stored.read_boxes(list(boxes)).items()}
     except (ValueError, FileNotFoundError) as error:
         raise ValueError(f"checkpoint {path}: cannot read leaf '{leaf.name}': {error}") from None
     except Exception as error:  # a codec failure: checksum mismatch, truncated chunk

@@ -3,9 +3,9 @@
 meshax writes each leaf as a Zarr 3 array with a regular chunk grid (one chunk per shard) and the
 codecs ``bytes`` (little endian) + ``crc32c``: a chunk file is the shard's C-order bytes followed by
 their CRC32C. Such chunks are written with one `write` per block and read straight into the
-destination buffer (rows of whole rows with `preadv`, other regions from a memory map of the
-chunk, so only the pages holding the region are read). The checksum is verified whenever a
-read covers a whole chunk. Arrays with any other layout or codecs (Orbax's
+destination buffer (runs of whole rows with `preadv`; other regions, and chunks that several
+boxes need, through one staging buffer of large reads, each needed row read once). The checksum
+is verified whenever a read covers every row of a chunk. Arrays with any other layout or codecs (Orbax's
 ``sharding_indexed`` + zstd, Zarr 2) are read through zarr-python.
 """
 from __future__ import annotations
@@ -14,9 +14,8 @@ import dataclasses
 import functools
 import json
 import math
-import mmap
 import os
-from typing import Any
+from typing import Any, Iterator
 
 import crc32c
 import numpy as np
@@ -155,30 +154,41 @@ class ArraySource:
 
     def read_box(self, box: Box) -> np.ndarray:
         """The values in `box`, as a new C-contiguous array of the stored dtype."""
-        out = np.empty(tuple(b - a for a, b in box), self.dtype)
-        self.read(box, out)
-        return out
+        return self.read_boxes([box])[box]
 
-    def read(self, box: Box, out: np.ndarray) -> None:
-        """Fill `out` (C-contiguous, of this array's dtype and the box's shape) with the values in `box`."""
+    def read_boxes(self, boxes: list[Box]) -> dict[Box, np.ndarray]:
+        """The values of each box (new C-contiguous arrays); a chunk that several boxes need is read once."""
+        outs = {box: np.empty(tuple(b - a for a, b in box), self.dtype) for box in boxes}
         if self._zarr is not None:
-            out[...] = self._zarr[tuple(slice(a, b) for a, b in box)]
+            for box, out in outs.items():
+                out[...] = self._zarr[tuple(slice(a, b) for a, b in box)]
+            return outs
+        parts: dict[tuple[int, ...], list[tuple[Box, np.ndarray]]] = {}
+        for box, out in outs.items():
+            for index, local, dest in self._pieces(box, out):
+                parts.setdefault(index, []).append((local, dest))
+        for index, group in sorted(parts.items()):
+            self._read_chunk(index, group)
+        return outs
+
+    def _pieces(self, box: Box, out: np.ndarray) -> Iterator[tuple[tuple[int, ...], Box, np.ndarray]]:
+        """(chunk index, region in the chunk, view of `out`) for each chunk that `box` overlaps."""
+        if not box:  # a scalar: one chunk of one element
+            yield (), ((0, 1),), out.reshape(1)
             return
         grid = [range(a // c, -(-b // c)) if b > a else range(0) for (a, b), c in zip(box, self.chunk)]
-        for index in np.ndindex(*[len(r) for r in grid]) if box else [()]:
-            chunk_index = tuple(r[i] for r, i in zip(grid, index))
-            origin = [i * c for i, c in zip(chunk_index, self.chunk)]
+        for position in np.ndindex(*[len(r) for r in grid]):
+            index = tuple(r[i] for r, i in zip(grid, position))
+            origin = [i * c for i, c in zip(index, self.chunk)]
             region = tuple((max(a, o), min(b, o + c)) for (a, b), o, c in zip(box, origin, self.chunk))
-            dest = out[tuple(slice(s - a, e - a) for (s, e), (a, _) in zip(region, box))] if box else out.reshape(1)
-            local = tuple((s - o, e - o) for (s, e), o in zip(region, origin))
-            valid = tuple(min(c, n - o) for c, n, o in zip(self.chunk, self.shape, origin))
-            self._read_chunk(chunk_index, local, valid, dest)
+            dest = out[tuple(slice(s - a, e - a) for (s, e), (a, _) in zip(region, box))]
+            yield index, tuple((s - o, e - o) for (s, e), o in zip(region, origin)), dest
 
-    def _read_chunk(self, index: tuple[int, ...], local: Box, valid: tuple[int, ...], dest: np.ndarray) -> None:
+    def _read_chunk(self, index: tuple[int, ...], parts: list[tuple[Box, np.ndarray]]) -> None:
+        """Fill each (region, destination) of `parts` from chunk `index`, checking size and checksum."""
         path = chunk_path(self.directory, index)
         chunk = self.chunk if self.chunk else (1,)
-        local = local if local else ((0, 1),)
-        valid = valid if valid else (1,)
+        valid = tuple(min(c, n - i * c) for c, n, i in zip(self.chunk, self.shape, index)) or (1,)
         row = math.prod(chunk[1:]) * self.dtype.itemsize
         expected = chunk[0] * row + (4 if self._crc else 0)
         try:
@@ -193,38 +203,47 @@ class ArraySource:
                 raise CorruptCheckpointError(
                     f"chunk {index} of leaf {self.name!r} has {size} bytes where {expected} were written ({path}): "
                     "the file is truncated or damaged; restore an earlier one.")
-            whole = local[0] == (0, valid[0]) and all(loc == (0, v) for loc, v in zip(local[1:], valid[1:]))
-            full_rows = all(loc == (0, c) for loc, c in zip(local[1:], chunk[1:]))
-            dest = dest.reshape([b - a for a, b in local])
+            (local, dest), = parts if len(parts) == 1 else [(None, None)]
+            full_rows = local is not None and all(loc == (0, c) for loc, c in zip(local[1:], chunk[1:]))
             if full_rows and dest.flags.c_contiguous:
                 target = _bytes_of(dest) if dest.size else memoryview(b"")
                 _pread_into(fd, target, local[0][0] * row)
-                crc = crc32c.crc32c(target) if whole and self._crc else 0
-                if whole and self._crc and valid[0] < chunk[0]:  # padding rows past the array's edge count too
+                whole = local[0] == (0, valid[0])
+                crc = crc32c.crc32c(target) if whole and self._crc else None
+                if crc is not None and valid[0] < chunk[0]:  # padding rows past the array's edge count too
                     crc = _crc_of_range(fd, valid[0] * row, chunk[0] * row, crc)
             else:
-                crc = self._read_strided(fd, local, chunk, dest, whole and self._crc)
-            if whole and self._crc:
-                stored = int.from_bytes(os.pread(fd, 4, chunk[0] * row), "little")
-                if stored != crc:
-                    raise CorruptCheckpointError(
-                        f"chunk {index} of leaf {self.name!r} fails its CRC32C check ({path}): the file is "
-                        "damaged; restore an earlier checkpoint.")
+                crc = self._read_rows(fd, parts, chunk, valid, row)
+            if crc is not None and crc != int.from_bytes(os.pread(fd, 4, chunk[0] * row), "little"):
+                raise CorruptCheckpointError(
+                    f"chunk {index} of leaf {self.name!r} fails its CRC32C check ({path}): the file is "
+                    "damaged; restore an earlier checkpoint.")
         finally:
             os.close(fd)
 
-    def _read_strided(self, fd: int, local: Box, chunk: tuple[int, ...], dest: np.ndarray, checksum: bool) -> int:
-        """Copy the region out of the memory-mapped chunk: only the pages holding it are read."""
-        size = math.prod(chunk) * self.dtype.itemsize
-        mapped = mmap.mmap(fd, size, prot=mmap.PROT_READ)
-        try:
-            values = np.frombuffer(mapped, self.dtype, math.prod(chunk)).reshape(chunk)
-            dest[...] = values[tuple(slice(a, b) for a, b in local)]
-            crc = crc32c.crc32c(values.reshape(-1).view(np.uint8)) if checksum else 0
-            del values
-        finally:
-            mapped.close()
-        return crc
+    def _read_rows(self, fd: int, parts: list[tuple[Box, np.ndarray]], chunk: tuple[int, ...],
+                   valid: tuple[int, ...], row: int) -> int | None:
+        """Read the rows the parts need, in large blocks through one staging buffer, and copy each part out.
+
+        Returns the chunk's CRC32C when the rows read are all of them (then the padding rows are read too)."""
+        first = min(local[0][0] for local, _ in parts)
+        last = max(local[0][1] for local, _ in parts)
+        whole = self._crc and first == 0 and last == valid[0]
+        stop = chunk[0] if whole else last
+        step = max(1, BLOCK_BYTES // max(row, 1))
+        staging = np.empty((min(step, stop - first), *chunk[1:]), self.dtype)
+        crc = 0
+        for start in range(first, stop, step):
+            block = staging[:min(stop, start + step) - start]
+            _pread_into(fd, _bytes_of(block), start * row)
+            if whole:
+                crc = crc32c.crc32c(_bytes_of(block), crc)
+            for local, dest in parts:
+                lo, hi = max(start, local[0][0]), min(start + len(block), local[0][1])
+                if lo < hi:
+                    inner = tuple(slice(a, b) for a, b in local[1:])
+                    dest[lo - local[0][0]:hi - local[0][0]] = block[(slice(lo - start, hi - start), *inner)]
+        return crc if whole else None
 
 
 def _pread_into(fd: int, target: memoryview, offset: int) -> None:
