@@ -10,9 +10,9 @@ import pytest
 from multiprocess import lines_by_process, run_launcher
 
 PROGRAM = "tests/programs/ckpt_job.py"
-SAVE_CHECKS = {"saved", "committed", "restore same", "restore flipped", "restore subset", "restore one_device",
-               "restore shardings", "restore host"}
-RESTORE_CHECKS = SAVE_CHECKS - {"saved", "committed", "restore same"}
+SAVE_CHECKS = {"saved", "writes only its shards", "committed", "restore same", "restore flipped", "reads only its chunks",
+               "restore subset", "restore one_device", "restore shardings", "restore host"}
+RESTORE_CHECKS = SAVE_CHECKS - {"saved", "writes only its shards", "committed", "restore same"}
 
 
 def checks(output: str, n: int) -> dict[int, set[str]]:

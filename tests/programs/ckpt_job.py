@@ -7,6 +7,7 @@ crash     CheckpointManager(DIR): commit step 1, then the last process is SIGKIL
 resume    after `crash`: step 1 is the latest and restorable, step 2 is refused, the next saves clean up
 Every process prints `CHECK <name>` for each check it passed.
 """
+import json
 import os
 import signal
 import sys
@@ -28,6 +29,74 @@ ckpt = meshax.checkpoint
 
 def ok(name: str) -> None:
     say(f"CHECK {name}")
+
+
+class ChunkFiles:
+    """Records the chunk files (`<root>/[<item>/]<leaf>/c/...`) this process opens: who writes and reads what."""
+
+    def __init__(self, root: str) -> None:
+        self.root, self.opened = os.path.abspath(root), []
+
+    def __enter__(self) -> "ChunkFiles":
+        self.real = os.open
+
+        def recording_open(path, flags, *args, **kwargs):
+            path = os.path.abspath(os.fspath(path))
+            relative = os.path.relpath(path, self.root).split(os.sep)
+            if path.startswith(self.root + os.sep) and "c" in relative[1:]:  # <leaf>/c/i/j, or <leaf>/c if 0-d
+                at = relative.index("c", 1)
+                self.opened.append((relative[at - 1], tuple(int(i) for i in relative[at + 1:])))
+            return self.real(path, flags, *args, **kwargs)
+
+        os.open = recording_open
+        return self
+
+    def __exit__(self, *_) -> None:
+        os.open = self.real
+
+
+def chunk_indices(box, chunks):
+    """Grid indices of the chunks that `box` touches."""
+    ranges = [range(a // c, (b - 1) // c + 1) for (a, b), c in zip(box, chunks)]
+    return {tuple(r[i] for r, i in zip(ranges, idx)) for idx in np.ndindex(*[len(r) for r in ranges])}
+
+
+def expected_writes(tree) -> set:
+    """(leaf, chunk index) this process must write: shards whose replica set's first mesh device is here,
+    host leaves on process 0."""
+    out = set()
+    for name, value in leaves_with_names(tree):
+        if isinstance(value, meshax.Array):
+            order = {d: i for i, d in enumerate(value.sharding.mesh.devices.flat)}
+            shard_shape = value.sharding.shard_shape(value.shape)
+            firsts = {}
+            for device, box in value.sharding.device_boxes(value.shape).items():
+                if box not in firsts or order[device] < order[firsts[box]]:
+                    firsts[box] = device
+            out |= {(name, tuple(a // max(c, 1) for (a, _), c in zip(box, shard_shape)))
+                    for box, d in firsts.items() if d.process_index == here and all(b > a for a, b in box)}
+        elif value is not None and here == 0:
+            out.add((name, (0,) * np.ndim(value)))
+    return out
+
+
+def check_reads(path: str, target, opened) -> None:
+    """The chunk files this process opened are exactly those its own devices need (no process reads everything)."""
+    needed = set()
+    for name, t in leaves_with_names(target):
+        if t is None:
+            continue
+        meta = json.load(open(os.path.join(path, name, "zarr.json")))
+        chunks, shape = tuple(meta["chunk_grid"]["configuration"]["chunk_shape"]), tuple(meta["shape"])
+        sharding = t.sharding if isinstance(t, meshax.ShapeDtypeStruct) else None
+        boxes = [tuple((0, n) for n in shape)] if sharding is None else [  # host NumPy targets: all of it
+            box for device, box in sharding.device_boxes(shape).items() if device.process_index == here]
+        for box in boxes:
+            if all(b > a for a, b in box):
+                needed |= {(name, i) for i in chunk_indices(box, chunks)}
+    extra, unread = set(opened) - needed, needed - set(opened)
+    assert not extra, f"process {here} read chunks its devices do not need: {sorted(extra)}"
+    assert not unread, f"process {here} did not open chunk files it needs (read another way?): {sorted(unread)}"
 
 
 def save_layout():
@@ -86,7 +155,13 @@ def check_restored(tag: str, got: dict, want: dict) -> None:
 
 def restore_everywhere(path: str, want: dict) -> None:
     for tag, make in other_layouts().items():
-        check_restored(f"restore {tag}", ckpt.restore(path, target_tree(want, make)), want)
+        target = target_tree(want, make)
+        with ChunkFiles(path) as files:
+            got = ckpt.restore(path, target)
+        if tag == "subset" and MODE != "restore-orbax":  # meshax's own chunk files
+            check_reads(path, target, files.opened)  # e.g. a process without a device of the subset reads nothing
+            ok("reads only its chunks")
+        check_restored(f"restore {tag}", got, want)
     shardings = target_tree(want, lambda name, shape: NamedSharding(meshax.make_mesh((n,), ("d",)),
                                                                     P("d") if shape else P()))
     shardings = meshax.tree_util.tree_map(lambda t: t.sharding if isinstance(t, meshax.ShapeDtypeStruct) else t,
@@ -106,7 +181,10 @@ if MODE == "save":
     path = os.path.join(DIR, "ckpt")
     tree = put(want)
     check_restored("saved", tree, want)
-    ckpt.save(path, tree)
+    with ChunkFiles(path + ".meshax-checkpoint-tmp") as files:
+        ckpt.save(path, tree)
+    assert set(files.opened) == expected_writes(tree), (sorted(files.opened), sorted(expected_writes(tree)))
+    ok("writes only its shards")
     assert sorted(os.listdir(DIR)) == ["ckpt"], os.listdir(DIR)
     ok("committed")
     same = ckpt.restore(path, tree)  # the arrays themselves as target: their own layout
