@@ -1,8 +1,4 @@
-"""restore: each process reads only the chunks its devices need, onto any sharding.
-
-When the processes would together read the stored chunks many times over (a layout that cuts
-across them), the chunks are read once each and resharded over MPI instead (see cooperative.py):
-restoring onto a sharding that spans processes is then a collective, as in JAX."""
+"""restore: each process reads only the chunks its devices need, onto any sharding."""
 from __future__ import annotations
 
 import os
@@ -14,7 +10,7 @@ from .. import devices as device_table
 from ..array import Array
 from ..sharding import Box, Sharding, unique_boxes
 from ..transfer import _array_from_boxes
-from . import commit, cooperative, metadata, zarr_io
+from . import commit, metadata, zarr_io
 from .metadata import LeafInfo
 
 
@@ -56,14 +52,9 @@ def _read_leaf(path: str, leaf: LeafInfo, opener: Any, target: Any) -> Any:
             whole = tuple((0, n) for n in stored.shape)
             value = stored.read_box(whole).astype(dtype, copy=False)
             return value.item() if leaf.kind == "scalar" and target is None else value
-        source = cooperative.chunk_sharding(stored, sharding) if dtype == stored.dtype else None
-        if source is not None:  # every process reads its share of the chunks, then MPI moves the pieces
-            chunks = cooperative.read_chunks(stored, source)
-        else:
-            here = device_table.process_index()
-            boxes = unique_boxes((d, b) for d, b in sharding.device_boxes(stored.shape).items()
-                                 if d.process_index == here)
-            filled = {box: value.astype(dtype, copy=False) for box, value in stored.read_boxes(list(boxes)).items()}
+        here = device_table.process_index()
+        boxes = unique_boxes((d, b) for d, b in sharding.device_boxes(stored.shape).items() if d.process_index == here)
+        filled = {box: value.astype(dtype, copy=False) for box, value in stored.read_boxes(list(boxes)).items()}
     except (ValueError, FileNotFoundError) as error:
         raise ValueError(f"checkpoint {path}: cannot read leaf '{leaf.name}': {error}") from None
     except Exception as error:  # a codec failure: checksum mismatch, truncated chunk
@@ -71,8 +62,6 @@ def _read_leaf(path: str, leaf: LeafInfo, opener: Any, target: Any) -> Any:
             f"checkpoint {path}: leaf '{leaf.name}' has a corrupt chunk ({type(error).__name__}: {error}); "
             "restore another checkpoint."
         ) from None
-    if source is not None:
-        return cooperative.move(chunks, sharding, dtype)
     return _array_from_boxes(stored.shape, dtype, sharding, filled, False)
 
 
