@@ -189,3 +189,15 @@ def test_calling_the_module_is_jax_checkpoint():
     from meshax import checkpoint
 
     assert checkpoint is meshax.checkpoint and checkpoint.CheckpointManager is ckpt.CheckpointManager
+
+
+def test_remat_use_does_not_import_zarr():
+    """`@meshax.checkpoint` (remat) loads no checkpoint I/O library; only saving or restoring does."""
+    import subprocess
+
+    code = ("import sys, meshax, meshax.numpy as jnp; f = meshax.checkpoint(lambda x: jnp.sin(x)); "
+            "print(float(meshax.grad(f)(0.0)), 'zarr' in sys.modules, 'tensorstore' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "MESHAX_NUM_CPU_DEVICES": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["1.0", "False", "False"], out.stdout
