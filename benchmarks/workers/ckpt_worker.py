@@ -15,8 +15,8 @@ process then needs a column slab of every chunk). The restored values are checke
 saved ones (outside the timing). Peak extra memory of each step is the rise of the process's
 peak resident set (VmHWM, reset before the step through /proc/self/clear_refs) over its resident
 set before the step. `raw` writes the same number of bytes with 16 MiB `write` calls and an
-`fsync`, drops them from the cache and reads them back into a preallocated buffer: the disk's
-speed. Records go to $BENCH_RECORD_DIR/<rank>.json after every repeat.
+`fsync` in --streams threads (each its own file), drops them from the cache and reads them back
+into a preallocated buffer: the disk's speed. Records go to $BENCH_RECORD_DIR/<rank>.json after every repeat.
 """
 from __future__ import annotations
 
@@ -75,35 +75,43 @@ def shard_values(index: tuple[slice, ...], array: int, rows: int) -> np.ndarray:
 
 
 def run_raw(args: argparse.Namespace, writer: RecordWriter) -> None:
+    """dd's write + fsync and read of the same bytes, in --streams threads each with its own file."""
+    from concurrent.futures import ThreadPoolExecutor
+
     data = np.random.default_rng(0).random(args.mib << 18, dtype=np.float32)
-    raw = memoryview(data.view(np.uint8))
-    path = os.path.join(args.dir, "raw.bin")
     into = np.empty_like(data)
-    target = memoryview(into.view(np.uint8))
+    parts = np.array_split(np.arange(len(data)), args.streams)
+    spans = [(int(p[0]), int(p[-1]) + 1) for p in parts]
+    paths = [os.path.join(args.dir, f"raw-{i}.bin") for i in range(args.streams)]
+    pool = ThreadPoolExecutor(args.streams)
+
+    def write(i: int) -> None:
+        raw = memoryview(data[spans[i][0]:spans[i][1]].view(np.uint8))
+        fd = os.open(paths[i], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        for start in range(0, len(raw), BLOCK):
+            block = raw[start:start + BLOCK]
+            while block:
+                block = block[os.write(fd, block):]
+        os.fsync(fd)
+        os.close(fd)
+
+    def read(i: int) -> None:
+        target = memoryview(into[spans[i][0]:spans[i][1]].view(np.uint8))
+        fd = os.open(paths[i], os.O_RDONLY)
+        done = 0
+        while done < len(target):
+            done += os.preadv(fd, [target[done:done + BLOCK]], done)
+        os.close(fd)
+
     for _ in range(args.repeats):
-        def write() -> None:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            for start in range(0, len(raw), BLOCK):
-                block = raw[start:start + BLOCK]
-                while block:
-                    block = block[os.write(fd, block):]
-            os.fsync(fd)
-            os.close(fd)
-
-        def read() -> None:
-            fd = os.open(path, os.O_RDONLY)
-            done = 0
-            while done < len(target):
-                done += os.preadv(fd, [target[done:done + BLOCK]], done)
-            os.close(fd)
-
-        _, seconds, _ = measured(write)
+        _, seconds, _ = measured(lambda: list(pool.map(write, range(args.streams))))
         writer.record["save"].append(seconds)
         drop_cache(args.dir)
-        _, seconds, _ = measured(read)
+        _, seconds, _ = measured(lambda: list(pool.map(read, range(args.streams))))
         writer.record["restore_same"].append(seconds)
-        assert np.array_equal(into[:1000], data[:1000])
-        os.remove(path)
+        assert np.array_equal(into, data)
+        for path in paths:
+            os.remove(path)
         writer.write(complete=False, every=0)
 
 
@@ -174,6 +182,7 @@ def main() -> None:
     parser.add_argument("--arrays", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--ocdbt", type=int, default=0)
+    parser.add_argument("--streams", type=int, default=1)
     parser.add_argument("--budget", type=float, default=600)
     args = parser.parse_args()
     start_watchdog(args.budget, f"ckpt_worker {args.backend}")

@@ -84,14 +84,16 @@ class _Save:
                 zarr_io.write_metadata(os.path.join(self.folder, plan.info.name), plan.shape, plan.dtype, plan.chunks)
         self.agreement.wait("created")
         written = []
+        files = [os.path.join(self.folder, p.info.name, "zarr.json") for p in arrays] if here == 0 else []
         for plan in arrays:
             if not plan.local:
                 continue
             folder = os.path.join(self.folder, plan.info.name)
             for box, data in plan.local:
                 index = tuple(start // c for (start, _), c in zip(box, plan.chunks))
-                zarr_io.write_chunk(folder, index, data, plan.chunks)
+                files.append(zarr_io.write_chunk(folder, index, data, plan.chunks))
             written.append((plan.info.name, plan.info.write_shape))
+        zarr_io.sync(files, self.tmp)  # every shard of this process is on disk before it says so
         metadata.write_array_metadatas(self.folder, here, written)
         self.agreement.wait("written")
         if here == 0:

@@ -15,6 +15,7 @@ import functools
 import json
 import math
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator
 
 import crc32c
@@ -24,7 +25,7 @@ from ..dtypes import _NARROW_FLOATS, _SUBBYTE_INTS, bfloat16
 
 Box = tuple[tuple[int, int], ...]
 BLOCK_BYTES = 16 << 20  # the size of one write, and of the zeros padding edge chunks
-CHUNK_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+SYNC_THREADS = 8  # fsyncs in flight at once
 
 
 class CorruptCheckpointError(ValueError):
@@ -91,8 +92,10 @@ def _write_all(fd: int, data: memoryview) -> None:
         data = data[os.write(fd, data):]
 
 
-def write_chunk(directory: str, index: tuple[int, ...], data: np.ndarray, chunk: tuple[int, ...]) -> None:
-    """Write one chunk file (padded to the chunk shape at the array's edges) with its CRC32C, and fsync it."""
+def write_chunk(directory: str, index: tuple[int, ...], data: np.ndarray, chunk: tuple[int, ...]) -> str:
+    """Write one chunk file (padded to the chunk shape at the array's edges) with its CRC32C; returns its path.
+
+    The file is not yet durable: `sync` the paths of a save together once all are written."""
     data = np.asarray(data)
     if data.dtype.byteorder == ">":
         data = data.astype(data.dtype.newbyteorder("<"))
@@ -118,9 +121,22 @@ def write_chunk(directory: str, index: tuple[int, ...], data: np.ndarray, chunk:
             _write_all(fd, block)
             missing -= len(block)
         _write_all(fd, memoryview(crc.to_bytes(4, "little")))
-        os.fsync(fd)
     finally:
         os.close(fd)
+    return path
+
+
+def sync(paths: list[str], root: str) -> None:
+    """fsync the files, then every directory between them and `root`, many at a time (the disk overlaps them)."""
+    folders = {root}
+    for path in paths:
+        folder = os.path.dirname(path)
+        while folder.startswith(root) and folder not in folders:
+            folders.add(folder)
+            folder = os.path.dirname(folder)
+    with ThreadPoolExecutor(SYNC_THREADS) as pool:
+        list(pool.map(sync_dir, paths))
+        list(pool.map(sync_dir, sorted(folders)))
 
 
 def read_json(path: str) -> dict[str, Any]:
@@ -286,9 +302,9 @@ def _open_zarr(directory: str) -> Any:
     return _zarr().open_array(store=directory, mode="r")
 
 
-def sync_dir(directory: str) -> None:
-    """fsync a directory, so the names created in it survive a crash."""
-    fd = os.open(directory, os.O_RDONLY)
+def sync_dir(path: str) -> None:
+    """fsync a file, or a directory so that the names created in it survive a crash."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
