@@ -55,3 +55,11 @@ def test_process_killed_mid_save_leaves_previous_checkpoint(tmp_path):
     expected = {"latest is 1", "uncommitted refused", "resume step 1", "partial cleaned, kept 2", "latest 3", "async"}
     for found in run(4, 2, "resume", tmp_path).values():
         assert found == expected
+
+
+def test_save_without_one_process_times_out_naming_it(tmp_path):
+    """A process that never calls save(): the others' save fails after its timeout naming that process, and
+    nothing is committed."""
+    found = run(4, 2, "missing", tmp_path)
+    assert found[1] == set() and all(found[i] == {"missing process named"} for i in (0, 2, 3)), found
+    assert not (tmp_path / "ckpt").exists()
