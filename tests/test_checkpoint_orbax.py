@@ -29,3 +29,17 @@ def test_meshax_restores_orbax_checkpoint(tmp_path, fmt):
     assert f"CHECK orbax wrote {fmt}" in orbax("write", tmp_path, 2, fmt)
     for found in run(2, 4, "restore-orbax", tmp_path, 2).values():
         assert found == RESTORE_CHECKS - {"reads only its chunks"}
+
+
+def test_orbax_checkpoint_manager_reads_meshax_steps(tmp_path):
+    """meshax's CheckpointManager uses Orbax's layout: Orbax's CheckpointManager lists and restores its steps."""
+    import numpy as np
+
+    import meshax
+    from meshax.sharding import NamedSharding, PartitionSpec as P
+
+    sharding = NamedSharding(meshax.make_mesh((8,), ("d",)), P("d"))
+    manager = meshax.checkpoint.CheckpointManager(tmp_path, max_to_keep=2)
+    for step in (1, 2, 3):
+        manager.save(step, {"w": meshax.device_put(np.full((8, 4), step, np.float32), sharding), "n": step})
+    assert "CHECK orbax manager steps [2, 3]" in orbax("manager", tmp_path, 3)

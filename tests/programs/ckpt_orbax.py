@@ -3,6 +3,8 @@
 ckpt_orbax.py read DIR STEP      restore DIR/ckpt (written by meshax) with Orbax onto JAX shardings; check values
 ckpt_orbax.py write DIR STEP FMT save expected(STEP) with Orbax as FMT: zarr2 (use_ocdbt=False), zarr3
                                  (use_ocdbt=False, use_zarr3=True) or ocdbt (Orbax's default)
+ckpt_orbax.py manager DIR STEP   Orbax's CheckpointManager finds meshax CheckpointManager's steps in DIR and
+                                 restores the latest, STEP: {"w": float32 (8, 4) full of STEP, "n": STEP}
 """
 import os
 import sys
@@ -62,5 +64,13 @@ elif MODE == "write":
     if hasattr(checkpointer, "wait_until_finished"):
         checkpointer.wait_until_finished()
     say(f"CHECK orbax wrote {fmt}")
+elif MODE == "manager":
+    manager = ocp.CheckpointManager(DIR)
+    assert manager.latest_step() == STEP, manager.all_steps()
+    target = {"w": jax.ShapeDtypeStruct((8, 4), np.float32, sharding=NamedSharding(mesh, P("b", "a"))), "n": 0}
+    got = manager.restore(STEP, args=ocp.args.StandardRestore(target))
+    check_shards("w", got["w"], np.full((8, 4), STEP, np.float32), target["w"].sharding)
+    assert got["n"] == STEP, got
+    say(f"CHECK orbax manager steps {manager.all_steps()}")
 else:
     raise SystemExit(f"unknown mode {MODE}")
