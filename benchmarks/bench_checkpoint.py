@@ -1,12 +1,13 @@
 """Checkpoints: save and restore 1 GiB of float32 parameters, meshax vs Orbax, against the disk's own speed.
 
-    python benchmarks/bench_checkpoint.py [--mib 1024] [--arrays 4] [--repeats 3] [--layout 2x4]
+    python benchmarks/bench_checkpoint.py [--mib 1024] [--arrays 4] [--rounds 3] [--repeats 1] [--layout 2x4]
                                           [--only raw,meshax,orbax,orbax_ocdbt] [--dir DIR] [--budget 1200]
                                           [--output checkpoint]
 
 The parameters are 4 float32 matrices of 8192 columns (1 GiB in all, random values that do not
-compress), sharded P('data', None) over 8 CPU devices. Jobs (workers/ckpt_worker.py), each run once
-with --repeats repeats:
+compress), sharded P('data', None) over 8 CPU devices. Jobs (workers/ckpt_worker.py), each run in
+each of --rounds rounds (the jobs taking turns, their order reversed every other round, since a shared
+disk's speed drifts), with --repeats repeats per job:
 
 * `raw`: one process writes the same number of bytes with 16 MiB `write` calls and an `fsync`, and
   reads them back from the disk into a preallocated buffer (dd's speed); `raw_parallel` does the same
@@ -20,7 +21,7 @@ with --repeats repeats:
 
 Before every restore the checkpoint's pages are dropped from the page cache (posix_fadvise), so
 restores read the disk. A step's time is the slowest process's, from a barrier until the call
-returns; cells are the median over repeats, and throughput is bytes / time. Peak extra memory is the
+returns; cells are the median over all repeats of all rounds, and throughput is bytes / time. Peak extra memory is the
 rise of a process's peak resident set during the step over its resident set before it, as a
 multiple of the parameter bytes that process holds (the restored arrays count: a restore needs 1x).
 """
@@ -113,8 +114,8 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace, elapsed
         "",
         f"{args.mib} MiB of float32 parameters ({args.arrays} matrices of 8192 columns, random values), sharded "
         f"P('data', None) over 8 CPU devices: meshax as {n} processes x {k} devices, Orbax (orbax-checkpoint "
-        f"{_version('orbax-checkpoint')}) in one JAX process with 8 devices. Cells: median of {args.repeats} "
-        "repeats of the slowest process's time; before each restore the checkpoint is dropped from the page "
+        f"{_version('orbax-checkpoint')}) in one JAX process with 8 devices. Cells: median of {args.rounds} x "
+        f"{args.repeats} repeats (the jobs taking turns) of the slowest process's time; before each restore the checkpoint is dropped from the page "
         "cache, so restores read the disk. Extra memory: the largest rise of a process's peak resident set "
         "during the step, as a multiple of the parameter bytes the process holds (a restore's result is 1x). "
         "Goals for meshax: save " + GOALS["save"] + ", restore " + GOALS["restore_same"] + ", resharded restore "
@@ -138,7 +139,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mib", type=int, default=1024)
     parser.add_argument("--arrays", type=int, default=4)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--layout", default="2x4")
     parser.add_argument("--only", default=",".join(JOBS))
     parser.add_argument("--dir", default=None, help="where the checkpoints go (default: a new folder in /tmp)")
@@ -155,17 +157,25 @@ def main() -> int:
     results: dict[str, dict[str, Any]] = {}
     failures: list[str] = []
     try:
-        for job in jobs:
-            cmds, env = commands(job, args, directory)
-            result = run_job(cmds, timeout=args.budget, env=env)
-            if not result.ok or len(result.records) != len(cmds) or not all(r.get("complete") for r in result.records):
-                failures.append(f"[{job}] failed: {result.failure()}\n" + "\n".join(e[-2000:] for e in result.errors))
-                print(f"[{job}] FAILED: {result.failure()}", file=sys.stderr, flush=True)
-                continue
-            results[job] = combine(result.records)
-            print(f"[{job}] done in {result.exit_time - result.spawn_time:.1f} s: " + ", ".join(
-                f"{step} {median(v['times']) * 1e3:.0f} ms" for step, v in results[job].items() if v["times"]),
-                file=sys.stderr, flush=True)
+        for round_ in range(args.rounds):  # the jobs take turns, so that the disk's changing speed hits all alike
+            for job in (jobs if round_ % 2 == 0 else jobs[::-1]):
+                label = f"{job} round {round_ + 1}/{args.rounds}"
+                cmds, env = commands(job, args, directory)
+                result = run_job(cmds, timeout=args.budget, env=env)
+                if not result.ok or len(result.records) != len(cmds) or not all(r.get("complete")
+                                                                                for r in result.records):
+                    failures.append(f"[{label}] failed: {result.failure()}\n"
+                                    + "\n".join(e[-2000:] for e in result.errors))
+                    print(f"[{label}] FAILED: {result.failure()}", file=sys.stderr, flush=True)
+                    continue
+                found = combine(result.records)
+                pooled = results.setdefault(job, {step: {"times": [], "extra": []} for step in STEPS})
+                for step, values in found.items():
+                    pooled[step]["times"] += values["times"]
+                    pooled[step]["extra"] += values["extra"]
+                print(f"[{label}] done in {result.exit_time - result.spawn_time:.1f} s: " + ", ".join(
+                    f"{step} {median(v['times']) * 1e3:.0f} ms" for step, v in found.items() if v["times"]),
+                    file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     foreign = f"; {foreign_load.describe()}"
