@@ -1,6 +1,7 @@
 """Checkpoints exchanged with real Orbax (orbax-checkpoint + JAX, one process with 8 CPU devices):
 meshax saves on 2x4 and Orbax restores onto JAX shardings; Orbax saves as Zarr 2 (use_ocdbt=False), Zarr 3
-(use_zarr3=True) and OCDBT (its default, read through TensorStore) and meshax restores on 2x4."""
+(use_zarr3=True) and OCDBT (its default, read through TensorStore) and meshax restores on 2x4; Orbax's
+CheckpointManager reads meshax CheckpointManager's step directories."""
 from __future__ import annotations
 
 import pytest

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 import meshax
-from ckpt_common import BF16, assert_same, check_shards, expected, leaves_with_names, say
+from ckpt_common import assert_same, check_shards, expected, leaves_with_names, say
 from meshax.sharding import NamedSharding, PartitionSpec as P
 
 meshax.distributed.initialize()
