@@ -51,7 +51,7 @@ class Agreement:
         except CoordinatorError as error:
             raise TimeoutError(
                 f"saving the checkpoint {self.path}: not every process reached '{stage}' within "
-                f"{self.timeout:g} s ({error}); every process must call save() with the same path."
+                f"{self.timeout:g} s ({str(error).rstrip('.')}); every process must call save() with the same path."
             ) from None
 
 
