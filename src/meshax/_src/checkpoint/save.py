@@ -49,10 +49,15 @@ def _plan_leaf(keys: tuple[tuple[str, int], ...], value: Any) -> _LeafPlan:
         plan = _LeafPlan(LeafInfo(keys, kind, shard), value.shape, value.dtype,
                          zarr_io.chunk_shape_of(value.shape, shard), _owned_boxes(value))
         return plan
-    # Host data (NumPy, scalars, uncommitted arrays): every process holds it whole; process 0 writes it.
-    host = np.array(value, copy=True)
+    # Host data (NumPy, scalars, uncommitted arrays): every process holds it whole; process 0 writes (a copy of) it.
+    writer = device_table.process_index() == 0
+    host = np.array(value, copy=True) if writer else np.asarray(value)
+    if host.dtype.kind not in "biufcV":
+        name = ".".join(k for k, _ in keys)
+        raise TypeError(f"leaf '{name}' is a {type(value).__name__} of dtype {host.dtype}, which a checkpoint cannot "
+                        "hold; save arrays, numbers and None only (keep other values out of the saved pytree).")
     whole = tuple((0, n) for n in host.shape)
-    local = [(whole, host)] if device_table.process_index() == 0 and host.size else []
+    local = [(whole, host)] if writer and host.size else []
     return _LeafPlan(LeafInfo(keys, kind, host.shape), host.shape, host.dtype,
                      zarr_io.chunk_shape_of(host.shape, host.shape), local)
 
