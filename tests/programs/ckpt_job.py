@@ -33,10 +33,10 @@ def ok(name: str) -> None:
 
 
 class ChunkFiles:
-    """Records the chunk files (`<root>/[<item>/]<leaf>/c/...`) this process opens: who writes and reads what."""
+    """Records the chunk files (`<root>/<leaf>/c/...`) this process opens for writing and for reading."""
 
     def __init__(self, root: str) -> None:
-        self.root, self.opened = os.path.abspath(root), []
+        self.root, self.opened, self.written = os.path.abspath(root), [], []
 
     def __enter__(self) -> "ChunkFiles":
         self.real = os.open
@@ -44,9 +44,12 @@ class ChunkFiles:
         def recording_open(path, flags, *args, **kwargs):
             path = os.path.abspath(os.fspath(path))
             relative = os.path.relpath(path, self.root).split(os.sep)
-            if path.startswith(self.root + os.sep) and "c" in relative[1:]:  # <leaf>/c/i/j, or <leaf>/c if 0-d
+            writing = bool(flags & (os.O_WRONLY | os.O_RDWR))
+            # <leaf>/c/i/j, or <leaf>/c if 0-d; directories (opened to fsync them) are not chunks
+            if path.startswith(self.root + os.sep) and "c" in relative[1:] and not os.path.isdir(path):
                 at = relative.index("c", 1)
-                self.opened.append((relative[at - 1], tuple(int(i) for i in relative[at + 1:])))
+                (self.written if writing else self.opened).append(
+                    (relative[at - 1], tuple(int(i) for i in relative[at + 1:])))
             return self.real(path, flags, *args, **kwargs)
 
         os.open = recording_open
@@ -184,7 +187,7 @@ if MODE == "save":
     check_restored("saved", tree, want)
     with ChunkFiles(path + ".meshax-checkpoint-tmp") as files:
         ckpt.save(path, tree)
-    assert set(files.opened) == expected_writes(tree), (sorted(files.opened), sorted(expected_writes(tree)))
+    assert set(files.written) == expected_writes(tree), (sorted(files.written), sorted(expected_writes(tree)))
     ok("writes only its shards")
     assert sorted(os.listdir(DIR)) == ["ckpt"], os.listdir(DIR)
     ok("committed")
