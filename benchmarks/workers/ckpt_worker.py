@@ -85,8 +85,8 @@ def run_raw(args: argparse.Namespace, writer: RecordWriter) -> None:
 
     data = np.random.default_rng(0).random(args.mib << 18, dtype=np.float32)
     into = np.empty_like(data)
-    parts = np.array_split(np.arange(len(data)), args.streams)
-    spans = [(int(p[0]), int(p[-1]) + 1) for p in parts]
+    bounds = [len(data) * i // args.streams for i in range(args.streams + 1)]
+    spans = list(zip(bounds[:-1], bounds[1:]))
     paths = [os.path.join(args.dir, f"raw-{i}.bin") for i in range(args.streams)]
     pool = ThreadPoolExecutor(args.streams)
 
