@@ -197,8 +197,9 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=600)
     args = parser.parse_args()
     start_watchdog(args.budget, f"ckpt_worker {args.backend}")
+    steps = [f"restore_{kind}{extra}" for kind in ("same", "reshard", "transpose") for extra in ("", "_extra")]
     writer = RecordWriter({"rank": 0, "backend": args.backend, "save": [], "save_extra": [],
-                           **{f"restore_{k}{e}": [] for k in ("same", "reshard", "transpose") for e in ("", "_extra")}})
+                           **{step: [] for step in steps}})
     if args.backend == "raw":
         run_raw(args, writer)
     elif args.backend == "meshax":

@@ -5,8 +5,8 @@ codecs ``bytes`` (little endian) + ``crc32c``: a chunk file is the shard's C-ord
 their CRC32C. Such chunks are written with one `write` per block and read straight into the
 destination buffer (runs of whole rows with `preadv`; other regions, and chunks that several
 boxes need, through one staging buffer of large reads, each needed row read once). The checksum
-is verified whenever a read covers every row of a chunk. Arrays with any other layout or codecs (Orbax's
-``sharding_indexed`` + zstd, Zarr 2) are read through zarr-python.
+is verified whenever a read covers every row of a chunk. Arrays with any other layout or codecs
+(Orbax's ``sharding_indexed`` + zstd, Zarr 2) are read through zarr-python.
 """
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def write_metadata(directory: str, shape: tuple[int, ...], dtype: np.dtype, chun
     from zarr.codecs import Crc32cCodec
 
     _zarr().create_array(store=directory, shape=shape, chunks=chunks, dtype=dtype, fill_value=0,
-                      compressors=[Crc32cCodec()], zarr_format=3, overwrite=True)
+                         compressors=[Crc32cCodec()], zarr_format=3, overwrite=True)
 
 
 def chunk_path(directory: str, index: tuple[int, ...]) -> str:
