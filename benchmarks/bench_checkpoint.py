@@ -117,7 +117,8 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace, elapsed
         f"{_version('orbax-checkpoint')}) in one JAX process with 8 devices. Cells: median of {args.rounds} x "
         f"{args.repeats} repeats (the jobs taking turns) of the slowest process's time; before each restore the "
         "checkpoint is dropped from the page cache, so restores read the disk. Extra memory: the largest rise of "
-        "a process's peak resident set during the step, as a multiple of the parameter bytes the process holds (a restore's result is 1x). "
+        "a process's peak resident set during the step, as a multiple of the parameter bytes the process holds "
+        "(a restore's result is 1x). "
         "Goals for meshax: save " + GOALS["save"] + ", restore " + GOALS["restore_same"] + ", resharded restore "
         + GOALS["restore_reshard"] + ", peak extra memory ≤ 1.5x the local shard bytes.",
         "",
