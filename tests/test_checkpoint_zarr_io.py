@@ -124,3 +124,13 @@ def test_boxes_sharing_chunks_are_read_together(tmp_path):
     _flip_byte(str(tmp_path / "a" / "c" / "2" / "0"))
     with pytest.raises(zarr_io.CorruptCheckpointError, match=r"chunk \(2, 0\) of leaf 'leaf' fails its CRC32C"):
         source.read_boxes(boxes)
+
+
+
+def test_boxes_read_from_any_starting_chunk_match(tmp_path):
+    value = np.arange(12 * 16, dtype=np.float32).reshape(12, 16)
+    source = _write(tmp_path / "a", value, (3, 16))  # rows saved, columns wanted
+    boxes = [((0, 12), (0, 3)), ((0, 12), (3, 6)), ((0, 12), (8, 10)), ((2, 7), (12, 13)), ((0, 5), (2, 4))]
+    for start in (0.0, 0.5, 0.99):
+        for box, got in source.read_boxes(boxes, start).items():
+            np.testing.assert_array_equal(got, value[tuple(slice(a, b) for a, b in box)])

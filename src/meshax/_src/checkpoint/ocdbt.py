@@ -35,5 +35,5 @@ class OcdbtLeaf:
         region = tuple(slice(a, b) for a, b in box)
         return np.asarray(self.store[region].read().result()) if region else np.asarray(self.store.read().result())
 
-    def read_boxes(self, boxes: list[Box]) -> dict[Box, np.ndarray]:
+    def read_boxes(self, boxes: list[Box], start: float = 0.0) -> dict[Box, np.ndarray]:
         return {box: self.read_box(box) for box in boxes}

@@ -53,8 +53,9 @@ def _read_leaf(path: str, leaf: LeafInfo, opener: Any, target: Any) -> Any:
             value = stored.read_box(whole).astype(dtype, copy=False)
             return value.item() if leaf.kind == "scalar" and target is None else value
         here = device_table.process_index()
+        start = here / device_table.process_count()  # processes begin at different chunks (see read_boxes)
         boxes = unique_boxes((d, b) for d, b in sharding.device_boxes(stored.shape).items() if d.process_index == here)
-        filled = {box: value.astype(dtype, copy=False) for box, value in stored.read_boxes(list(boxes)).items()}
+        filled = {box: value.astype(dtype, copy=False) for box, value in stored.read_boxes(list(boxes), start).items()}
     except (ValueError, FileNotFoundError) as error:
         raise ValueError(f"checkpoint {path}: cannot read leaf '{leaf.name}': {error}") from None
     except Exception as error:  # a codec failure: checksum mismatch, truncated chunk

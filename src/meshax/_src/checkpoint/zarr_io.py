@@ -172,8 +172,11 @@ class ArraySource:
         """The values in `box`, as a new C-contiguous array of the stored dtype."""
         return self.read_boxes([box])[box]
 
-    def read_boxes(self, boxes: list[Box]) -> dict[Box, np.ndarray]:
-        """The values of each box (new C-contiguous arrays); a chunk that several boxes need is read once."""
+    def read_boxes(self, boxes: list[Box], start: float = 0.0) -> dict[Box, np.ndarray]:
+        """The values of each box (new C-contiguous arrays); a chunk that several boxes need is read once.
+
+        The chunks are read in order beginning at the fraction `start` of the list: processes of one machine
+        that need the same chunks start at different ones, and find the others in the shared page cache."""
         outs = {box: np.empty(tuple(b - a for a, b in box), self.dtype) for box in boxes}
         if self._zarr is not None:
             for box, out in outs.items():
@@ -183,7 +186,9 @@ class ArraySource:
         for box, out in outs.items():
             for index, local, dest in self._pieces(box, out):
                 parts.setdefault(index, []).append((local, dest))
-        for index, group in sorted(parts.items()):
+        ordered = sorted(parts.items())
+        first = int(start * len(ordered)) % max(1, len(ordered))
+        for index, group in ordered[first:] + ordered[:first]:
             self._read_chunk(index, group)
         return outs
 
