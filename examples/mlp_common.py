@@ -17,6 +17,9 @@ def parse_args(description):
     parser.add_argument("--features", type=int, default=64, help="input features")
     parser.add_argument("--classes", type=int, default=10, help="output classes")
     parser.add_argument("--lr", type=float, default=0.3, help="SGD learning rate")
+    parser.add_argument("--checkpoint-dir", default=None,
+                        help="save the parameters here (meshax.checkpoint, Orbax's format) and resume from the latest")
+    parser.add_argument("--save-every", type=int, default=1, help="steps between checkpoints (with --checkpoint-dir)")
     return parser.parse_args()
 
 
@@ -69,6 +72,26 @@ def loss_fn(params, x, labels, gather=lambda layer: layer):
 
 def sgd(params, grads, lr):
     return jax.tree_util.tree_map(lambda p, g: p - lr * g, params, grads)
+
+
+def resume(args, params):
+    """(checkpoint manager or None, first step to run, parameters): with --checkpoint-dir holding a checkpoint,
+    the parameters saved after the most steps, restored onto the layout of `params`, and that step count."""
+    if args.checkpoint_dir is None:
+        return None, 0, params
+    manager = jax.checkpoint.CheckpointManager(args.checkpoint_dir, max_to_keep=2)
+    done = manager.latest_step()
+    if done is None:
+        return manager, 0, params
+    if jax.process_index() == 0:
+        print(f"resuming after step {done - 1} from {args.checkpoint_dir}", flush=True)
+    return manager, done, manager.restore(done, params)
+
+
+def maybe_save(manager, args, step, params):
+    """Save the parameters after `step` (as checkpoint step+1: the number of steps done) every --save-every steps."""
+    if manager is not None and (step + 1) % args.save_every == 0:
+        manager.save(step + 1, params)
 
 
 def report(step, loss):

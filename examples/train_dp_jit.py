@@ -8,7 +8,8 @@ import numpy as np
 from meshax.sharding import Mesh, NamedSharding
 from meshax.sharding import PartitionSpec as P
 
-from mlp_common import init_params, layer_sizes, loss_fn, make_dataset, parse_args, report, sgd
+from mlp_common import (init_params, layer_sizes, loss_fn, make_dataset, maybe_save, parse_args, report,
+                        resume, sgd)
 
 args = parse_args("Data-parallel MLP training with jit and shardings")
 jax.distributed.initialize()
@@ -28,8 +29,10 @@ def train_step(params, x, y):
     return sgd(params, grads, args.lr), loss
 
 
-for step in range(args.steps):
+manager, first, params = resume(args, params)  # with --checkpoint-dir: continue from its latest checkpoint
+for step in range(first, args.steps):
     x = jax.device_put(xs[step], batch_sharding)
     y = jax.device_put(labels[step], batch_sharding)
     params, loss = train_step(params, x, y)
     report(step, loss)
+    maybe_save(manager, args, step, params)

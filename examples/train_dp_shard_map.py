@@ -13,7 +13,8 @@ import numpy as np
 from meshax.sharding import Mesh, NamedSharding
 from meshax.sharding import PartitionSpec as P
 
-from mlp_common import init_params, layer_sizes, loss_fn, make_dataset, parse_args, report, sgd
+from mlp_common import (init_params, layer_sizes, loss_fn, make_dataset, maybe_save, parse_args, report,
+                        resume, sgd)
 
 args = parse_args("Data-parallel MLP training with shard_map and pmean")
 jax.distributed.initialize()
@@ -38,8 +39,10 @@ def device_step(params, x, y):
 train_step = jax.jit(jax.shard_map(device_step, mesh=mesh, in_specs=(P(), P("data"), P("data")),
                                    out_specs=(P(), P())))
 
-for step in range(args.steps):
+manager, first, params = resume(args, params)  # with --checkpoint-dir: continue from its latest checkpoint
+for step in range(first, args.steps):
     x = jax.device_put(xs[step], batch_sharding)
     y = jax.device_put(labels[step], batch_sharding)
     params, loss = train_step(params, x, y)
     report(step, loss)
+    maybe_save(manager, args, step, params)

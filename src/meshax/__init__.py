@@ -17,8 +17,8 @@ __version__ = "0.1.0"
 # effect when meshax is imported before NumPy (the launcher passes it to its children).
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-_SUBMODULES = ("debug", "distributed", "dtypes", "errors", "experimental", "lax", "nn", "numpy", "random", "sharding",
-               "tree", "tree_util")
+_SUBMODULES = ("checkpoint", "debug", "distributed", "dtypes", "errors", "experimental", "lax", "nn", "numpy", "random",
+               "sharding", "tree", "tree_util")
 
 # Public name -> module that defines it.
 _NAMES = {
@@ -52,7 +52,6 @@ _NAMES = {
     "hessian": "meshax._src.jacobians",
     "custom_jvp": "meshax._src.custom_derivatives",
     "custom_vjp": "meshax._src.custom_derivatives",
-    "checkpoint": "meshax._src.remat",
     "remat": "meshax._src.remat",
     "checkpoint_policies": "meshax._src.remat",
     "vmap": "meshax._src.vmap_api",

@@ -1,0 +1,102 @@
+"""restore: each process reads only the chunks its devices need, onto any sharding."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from .. import devices as device_table
+from ..array import Array
+from ..sharding import Box, Sharding, unique_boxes
+from ..transfer import _array_from_boxes
+from . import commit, metadata, zarr_io
+from .metadata import LeafInfo
+
+
+def _opener(path: str, fields: dict[str, Any]) -> Any:
+    if fields.get("use_ocdbt"):
+        from .ocdbt import OcdbtLeaf
+
+        return lambda name: OcdbtLeaf(path, name, bool(fields.get("use_zarr3")))
+    return lambda name: zarr_io.ArraySource(os.path.join(path, name), name)
+
+
+def _describe(target: Any) -> tuple[Any, tuple[int, ...] | None, np.dtype | None]:
+    """(sharding or None for host NumPy, expected shape, wanted dtype) of one target leaf."""
+    if isinstance(target, Sharding):
+        return target, None, None
+    if isinstance(target, Array):
+        return target.sharding, target.shape, target.dtype
+    if type(target).__name__ == "ShapeDtypeStruct":
+        return target.sharding, target.shape, target.dtype
+    if target is None:
+        return None, None, None
+    value = np.asarray(target)
+    return None, value.shape, value.dtype
+
+
+def _read_leaf(path: str, leaf: LeafInfo, opener: Any, target: Any) -> Any:
+    if leaf.kind == "None":
+        return None
+    stored = opener(leaf.name)
+    sharding, shape, dtype = _describe(target)
+    if shape is not None and tuple(shape) != stored.shape:
+        raise ValueError(
+            f"checkpoint {path}: leaf '{leaf.name}' has shape {stored.shape} but the target asks for {tuple(shape)}; "
+            "pass a target of the saved shape."
+        )
+    dtype = stored.dtype if dtype is None else np.dtype(dtype)
+    try:
+        if sharding is None:
+            whole = tuple((0, n) for n in stored.shape)
+            value = stored.read_box(whole).astype(dtype, copy=False)
+            return value.item() if leaf.kind == "scalar" and target is None else value
+        here = device_table.process_index()
+        start = here / device_table.process_count()  # processes begin at different chunks (see read_boxes)
+        boxes = unique_boxes((d, b) for d, b in sharding.device_boxes(stored.shape).items() if d.process_index == here)
+        filled = {box: value.astype(dtype, copy=False) for box, value in stored.read_boxes(list(boxes), start).items()}
+    except (ValueError, FileNotFoundError) as error:
+        raise ValueError(f"checkpoint {path}: cannot read leaf '{leaf.name}': {error}") from None
+    except Exception as error:  # a codec failure: checksum mismatch, truncated chunk
+        raise ValueError(
+            f"checkpoint {path}: leaf '{leaf.name}' has a corrupt chunk ({type(error).__name__}: {error}); "
+            "restore another checkpoint."
+        ) from None
+    return _array_from_boxes(stored.shape, dtype, sharding, filled, False)
+
+
+def _match(path: str, leaves: list[LeafInfo], target: Any) -> tuple[list[tuple[LeafInfo, Any]], Any]:
+    """Pair each target leaf with the saved leaf of the same key path; mismatches raise naming the leaves."""
+    pairs, structure = metadata.flatten(target)
+    saved = {leaf.name: leaf for leaf in leaves}
+    wanted = {".".join(k for k, _ in keys) for keys, _ in pairs}
+    missing = sorted(wanted - saved.keys())
+    extra = sorted(saved.keys() - wanted)
+    if missing or extra:
+        raise ValueError(
+            f"checkpoint {path} does not match the target tree: leaves missing from the checkpoint {missing}, "
+            f"saved leaves the target lacks {extra}; pass a target with the saved structure (or target=None)."
+        )
+    return [(saved[".".join(k for k, _ in keys)], value) for keys, value in pairs], structure
+
+
+def restore(path: Any, target: Any = None) -> Any:
+    """Read the checkpoint at `path` (meshax's or Orbax's) onto the layout of `target`.
+
+    `target` is a pytree of Arrays, ShapeDtypeStructs with `sharding=`, or Shardings (shape and
+    dtype then come from the checkpoint); leaves with no sharding, NumPy leaves, or
+    `target=None` give host NumPy arrays. Each process reads only the chunks its devices need."""
+    path = os.path.abspath(os.fspath(path))
+    commit.check_committed(path)
+    item = os.path.join(path, "default")  # a step of a CheckpointManager (meshax's or Orbax's): its single item
+    if not os.path.exists(os.path.join(path, metadata.METADATA)) and os.path.isdir(item):
+        path = item
+    leaves, fields = metadata.read_pytree_metadata(path)
+    opener = _opener(path, fields)
+    if target is None:
+        return metadata.build_tree(leaves, [_read_leaf(path, leaf, opener, None) for leaf in leaves])
+    from ..tree_util import tree_unflatten
+
+    pairs, structure = _match(path, leaves, target)
+    return tree_unflatten(structure, [_read_leaf(path, leaf, opener, value) for leaf, value in pairs])

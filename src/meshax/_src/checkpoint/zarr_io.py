@@ -1,0 +1,316 @@
+"""Zarr arrays of a checkpoint: metadata through zarr-python, chunk bytes read and written directly.
+
+meshax writes each leaf as a Zarr 3 array with a regular chunk grid (one chunk per shard) and the
+codecs ``bytes`` (little endian) + ``crc32c``: a chunk file is the shard's C-order bytes followed by
+their CRC32C. Such chunks are written with one `write` per block and read straight into the
+destination buffer (runs of whole rows with `preadv`; other regions, and chunks that several
+boxes need, through one staging buffer of large reads, each needed row read once). The checksum
+is verified whenever a read covers every row of a chunk. Arrays with any other layout or codecs
+(Orbax's ``sharding_indexed`` + zstd, Zarr 2) are read through zarr-python.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterator
+
+import crc32c
+import numpy as np
+
+from ..dtypes import _NARROW_FLOATS, _SUBBYTE_INTS, bfloat16
+
+Box = tuple[tuple[int, int], ...]
+BLOCK_BYTES = 16 << 20  # the size of one write, and of the zeros padding edge chunks
+SYNC_THREADS = 8  # fsyncs in flight at once
+
+
+class CorruptCheckpointError(ValueError):
+    """A chunk file is missing, truncated or fails its checksum."""
+
+
+# ml_dtypes' types by the names TensorStore (and so Orbax) gives them in Zarr metadata.
+EXTENDED_DTYPES = {name: dt for name, dt in (("bfloat16", bfloat16), *_NARROW_FLOATS.items(), *_SUBBYTE_INTS.items())
+                   if dt is not None}
+
+
+@functools.lru_cache(maxsize=None)
+def _zarr() -> Any:
+    """zarr-python (imported on first use), taught the extended data types (bfloat16, float8_*, int4, ...)."""
+    import zarr
+    from zarr.core.dtype import data_type_registry
+    from zarr.core.dtype.npy.float import BaseFloat
+    from zarr.core.dtype.npy.int import Int8
+
+    for name, native in EXTENDED_DTYPES.items():
+        base = BaseFloat if name.startswith(("bfloat", "float")) else Int8
+        data_type_registry.register(name, _zarr_type(name, native, base))
+    return zarr
+
+
+def _zarr_type(name: str, native: np.dtype, base: type) -> type:
+    """A zarr-python data type class for the NumPy (ml_dtypes) type `native`, stored under `name`."""
+    from zarr.core.dtype.common import DataTypeValidationError
+
+    def from_native_dtype(cls: type, dtype: Any) -> Any:
+        if np.dtype(dtype) != native:
+            raise DataTypeValidationError(f"not {name}: {dtype}")
+        return cls()
+
+    namespace = {"dtype_cls": type(native), "_zarr_v3_name": name, "_zarr_v2_names": (name,),
+                 "from_native_dtype": classmethod(from_native_dtype), "to_native_dtype": lambda self: native,
+                 "item_size": property(lambda self: native.itemsize)}
+    return dataclasses.dataclass(frozen=True, kw_only=True)(type(f"Zarr_{name}", (base,), namespace))
+
+
+def chunk_shape_of(shape: tuple[int, ...], shard: tuple[int, ...]) -> tuple[int, ...]:
+    """The chunk grid for shards of shape `shard` (meshax's shards form a regular grid; Zarr wants >= 1)."""
+    return tuple(max(1, n) for n in shard)
+
+
+def write_metadata(directory: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tuple[int, ...]) -> None:
+    """Create the Zarr 3 array `directory` (its zarr.json) with zarr-python; no chunks are written."""
+    from zarr.codecs import Crc32cCodec
+
+    _zarr().create_array(store=directory, shape=shape, chunks=chunks, dtype=dtype, fill_value=0,
+                         compressors=[Crc32cCodec()], zarr_format=3, overwrite=True)
+
+
+def chunk_path(directory: str, index: tuple[int, ...]) -> str:
+    return os.path.join(directory, "c", *map(str, index))
+
+
+def _bytes_of(array: np.ndarray) -> memoryview:
+    return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+
+
+def _write_all(fd: int, data: memoryview) -> None:
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def write_chunk(directory: str, index: tuple[int, ...], data: np.ndarray, chunk: tuple[int, ...]) -> str:
+    """Write one chunk file (padded to the chunk shape at the array's edges) with its CRC32C; returns its path.
+
+    The file is not yet durable: `sync` the paths of a save together once all are written."""
+    data = np.asarray(data)
+    if data.dtype.byteorder == ">":
+        data = data.astype(data.dtype.newbyteorder("<"))
+    if data.shape[1:] != chunk[1:]:  # clipped in an inner dimension: pad a copy
+        padded = np.zeros(chunk, data.dtype)
+        padded[tuple(slice(0, n) for n in data.shape)] = data
+        data = padded
+    path = chunk_path(directory, index)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        raw = _bytes_of(data)
+        crc = 0
+        for start in range(0, len(raw), BLOCK_BYTES):
+            block = raw[start:start + BLOCK_BYTES]
+            crc = crc32c.crc32c(block, crc)
+            _write_all(fd, block)
+        missing = (math.prod(chunk) - data.size) * data.dtype.itemsize  # rows past the array's end
+        zeros = memoryview(bytes(min(missing, BLOCK_BYTES)))
+        while missing:
+            block = zeros[:min(missing, BLOCK_BYTES)]
+            crc = crc32c.crc32c(block, crc)
+            _write_all(fd, block)
+            missing -= len(block)
+        _write_all(fd, memoryview(crc.to_bytes(4, "little")))
+    finally:
+        os.close(fd)
+    return path
+
+
+def sync(paths: list[str], root: str) -> None:
+    """fsync the files, then every directory between them and `root`, many at a time (the disk overlaps them)."""
+    folders = {root}
+    for path in paths:
+        folder = os.path.dirname(path)
+        while folder.startswith(root) and folder not in folders:
+            folders.add(folder)
+            folder = os.path.dirname(folder)
+    with ThreadPoolExecutor(SYNC_THREADS) as pool:
+        list(pool.map(sync_dir, paths))
+        list(pool.map(sync_dir, sorted(folders)))
+
+
+def read_json(path: str) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+class ArraySource:
+    """One stored array: its shape and dtype, and reading any box of it into a buffer."""
+
+    def __init__(self, directory: str, name: str) -> None:
+        self.directory, self.name = directory, name
+        v3 = os.path.join(directory, "zarr.json")
+        if os.path.exists(v3):
+            meta = read_json(v3)
+            self.shape = tuple(meta["shape"])
+            self._raw = _raw_layout(meta)
+        elif os.path.exists(os.path.join(directory, ".zarray")):
+            meta = read_json(os.path.join(directory, ".zarray"))
+            self.shape, self._raw = tuple(meta["shape"]), None
+        else:
+            raise CorruptCheckpointError(
+                f"leaf {name!r} has no Zarr array at {directory} (neither zarr.json nor .zarray): the checkpoint "
+                "is incomplete or damaged; restore an earlier one.")
+        self._zarr = None
+        if self._raw is not None:
+            self.dtype, self.chunk, self._crc = self._raw
+        else:
+            self._zarr = _open_zarr(directory)
+            self.dtype = np.dtype(self._zarr.dtype)
+
+    def read_box(self, box: Box) -> np.ndarray:
+        """The values in `box`, as a new C-contiguous array of the stored dtype."""
+        return self.read_boxes([box])[box]
+
+    def read_boxes(self, boxes: list[Box], start: float = 0.0) -> dict[Box, np.ndarray]:
+        """The values of each box (new C-contiguous arrays); a chunk that several boxes need is read once.
+
+        The chunks are read in order beginning at the fraction `start` of the list: processes of one machine
+        that need the same chunks start at different ones, and find the others in the shared page cache."""
+        outs = {box: np.empty(tuple(b - a for a, b in box), self.dtype) for box in boxes}
+        if self._zarr is not None:
+            for box, out in outs.items():
+                out[...] = self._zarr[tuple(slice(a, b) for a, b in box)]
+            return outs
+        parts: dict[tuple[int, ...], list[tuple[Box, np.ndarray]]] = {}
+        for box, out in outs.items():
+            for index, local, dest in self._pieces(box, out):
+                parts.setdefault(index, []).append((local, dest))
+        ordered = sorted(parts.items())
+        first = int(start * len(ordered)) % max(1, len(ordered))
+        for index, group in ordered[first:] + ordered[:first]:
+            self._read_chunk(index, group)
+        return outs
+
+    def _pieces(self, box: Box, out: np.ndarray) -> Iterator[tuple[tuple[int, ...], Box, np.ndarray]]:
+        """(chunk index, region in the chunk, view of `out`) for each chunk that `box` overlaps."""
+        if not box:  # a scalar: one chunk of one element
+            yield (), ((0, 1),), out.reshape(1)
+            return
+        grid = [range(a // c, -(-b // c)) if b > a else range(0) for (a, b), c in zip(box, self.chunk)]
+        for position in np.ndindex(*[len(r) for r in grid]):
+            index = tuple(r[i] for r, i in zip(grid, position))
+            origin = [i * c for i, c in zip(index, self.chunk)]
+            region = tuple((max(a, o), min(b, o + c)) for (a, b), o, c in zip(box, origin, self.chunk))
+            dest = out[tuple(slice(s - a, e - a) for (s, e), (a, _) in zip(region, box))]
+            yield index, tuple((s - o, e - o) for (s, e), o in zip(region, origin)), dest
+
+    def _read_chunk(self, index: tuple[int, ...], parts: list[tuple[Box, np.ndarray]]) -> None:
+        """Fill each (region, destination) of `parts` from chunk `index`, checking size and checksum."""
+        path = chunk_path(self.directory, index)
+        chunk = self.chunk if self.chunk else (1,)
+        valid = tuple(min(c, n - i * c) for c, n, i in zip(self.chunk, self.shape, index)) or (1,)
+        row = math.prod(chunk[1:]) * self.dtype.itemsize
+        expected = chunk[0] * row + (4 if self._crc else 0)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise CorruptCheckpointError(
+                f"chunk {index} of leaf {self.name!r} is missing ({path}): the checkpoint is incomplete or "
+                "damaged; restore an earlier one.") from None
+        try:
+            size = os.fstat(fd).st_size
+            if size != expected:
+                raise CorruptCheckpointError(
+                    f"chunk {index} of leaf {self.name!r} has {size} bytes where {expected} were written ({path}): "
+                    "the file is truncated or damaged; restore an earlier one.")
+            (local, dest), = parts if len(parts) == 1 else [(None, None)]
+            full_rows = local is not None and all(loc == (0, c) for loc, c in zip(local[1:], chunk[1:]))
+            if full_rows and dest.flags.c_contiguous:
+                target = _bytes_of(dest) if dest.size else memoryview(b"")
+                _pread_into(fd, target, local[0][0] * row)
+                whole = local[0] == (0, valid[0])
+                crc = crc32c.crc32c(target) if whole and self._crc else None
+                if crc is not None and valid[0] < chunk[0]:  # padding rows past the array's edge count too
+                    crc = _crc_of_range(fd, valid[0] * row, chunk[0] * row, crc)
+            else:
+                crc = self._read_rows(fd, parts, chunk, valid, row)
+            if crc is not None and crc != int.from_bytes(os.pread(fd, 4, chunk[0] * row), "little"):
+                raise CorruptCheckpointError(
+                    f"chunk {index} of leaf {self.name!r} fails its CRC32C check ({path}): the file is "
+                    "damaged; restore an earlier checkpoint.")
+        finally:
+            os.close(fd)
+
+    def _read_rows(self, fd: int, parts: list[tuple[Box, np.ndarray]], chunk: tuple[int, ...],
+                   valid: tuple[int, ...], row: int) -> int | None:
+        """Read the rows the parts need, in large blocks through one staging buffer, and copy each part out.
+
+        Returns the chunk's CRC32C when the rows read are all of them (then the padding rows are read too)."""
+        first = min(local[0][0] for local, _ in parts)
+        last = max(local[0][1] for local, _ in parts)
+        whole = self._crc and first == 0 and last == valid[0]
+        stop = chunk[0] if whole else last
+        step = max(1, BLOCK_BYTES // max(row, 1))
+        staging = np.empty((min(step, stop - first), *chunk[1:]), self.dtype)
+        crc = 0
+        for start in range(first, stop, step):
+            block = staging[:min(stop, start + step) - start]
+            _pread_into(fd, _bytes_of(block), start * row)
+            if whole:
+                crc = crc32c.crc32c(_bytes_of(block), crc)
+            for local, dest in parts:
+                lo, hi = max(start, local[0][0]), min(start + len(block), local[0][1])
+                if lo < hi:
+                    inner = tuple(slice(a, b) for a, b in local[1:])
+                    dest[lo - local[0][0]:hi - local[0][0]] = block[(slice(lo - start, hi - start), *inner)]
+        return crc if whole else None
+
+
+def _pread_into(fd: int, target: memoryview, offset: int) -> None:
+    while target:
+        n = os.preadv(fd, [target], offset)
+        if n == 0:
+            raise CorruptCheckpointError(f"unexpected end of a chunk file at byte {offset}.")
+        target, offset = target[n:], offset + n
+
+
+def _crc_of_range(fd: int, start: int, stop: int, crc: int) -> int:
+    while start < stop:
+        block = os.pread(fd, min(BLOCK_BYTES, stop - start), start)
+        crc = crc32c.crc32c(block, crc)
+        start += len(block)
+    return crc
+
+
+def _raw_layout(meta: dict[str, Any]) -> tuple[np.dtype, tuple[int, ...], bool] | None:
+    """(dtype, chunk shape, has crc32c) when the array's chunks are plain little-endian bytes, else None."""
+    codecs = meta.get("codecs", [])
+    names = [c.get("name") for c in codecs]
+    if names not in (["bytes"], ["bytes", "crc32c"]) or meta.get("storage_transformers"):
+        return None
+    if (codecs[0].get("configuration") or {}).get("endian", "little") != "little":
+        return None
+    grid, keys = meta.get("chunk_grid", {}), meta.get("chunk_key_encoding", {})
+    if grid.get("name") != "regular" or keys.get("name") != "default":
+        return None
+    if (keys.get("configuration") or {}).get("separator", "/") != "/":
+        return None
+    try:
+        dtype = EXTENDED_DTYPES.get(meta["data_type"]) or np.dtype(meta["data_type"])
+    except TypeError:
+        return None
+    return dtype.newbyteorder("<"), tuple(grid["configuration"]["chunk_shape"]), names[-1] == "crc32c"
+
+
+def _open_zarr(directory: str) -> Any:
+    return _zarr().open_array(store=directory, mode="r")
+
+
+def sync_dir(path: str) -> None:
+    """fsync a file, or a directory so that the names created in it survive a crash."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

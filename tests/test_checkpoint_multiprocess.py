@@ -1,0 +1,65 @@
+"""meshax.checkpoint in real multi-process jobs: round trips in 1x8, 4x2 and 2x4 (processes x devices), restores
+onto other layouts, process counts and device subsets, and a process killed in the middle of a save."""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from multiprocess import lines_by_process, run_launcher
+
+PROGRAM = "tests/programs/ckpt_job.py"
+SAVE_CHECKS = {"saved", "writes only its shards", "committed", "restore same", "restore flipped", "reads only its chunks",
+               "restore subset", "restore one_device", "restore shardings", "restore host"}
+RESTORE_CHECKS = SAVE_CHECKS - {"saved", "writes only its shards", "committed", "restore same"}
+
+
+def checks(output: str, n: int) -> dict[int, set[str]]:
+    """The CHECK names each of the `n` processes printed."""
+    found = {i: {m.group(1) for line in lines if (m := re.match(r"CHECK (.+)$", line))}
+             for i, lines in lines_by_process(output).items()}
+    assert sorted(found) == list(range(n)), output[-3000:]
+    return found
+
+
+def run(n: int, k: int, *args: str) -> dict[int, set[str]]:
+    result = run_launcher(PROGRAM, n, k, *map(str, args), timeout=120)
+    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-3000:])
+    return checks(result.stdout, n)
+
+
+@pytest.mark.parametrize("n,k", [(1, 8), (2, 4)], ids=["1x8", "2x4"])
+def test_round_trip(tmp_path, n, k):
+    """Save on n x k devices, restore in the same job onto its own, transposed, subset and host layouts."""
+    for found in run(n, k, "save", tmp_path, 3).values():
+        assert found == SAVE_CHECKS
+
+
+def test_save_4x2_restore_2x4_and_one_process(tmp_path):
+    """A checkpoint written by 4 processes is read by 2 processes and by 1, each reading only its boxes."""
+    for found in run(4, 2, "save", tmp_path, 5).values():
+        assert found == SAVE_CHECKS
+    for n, k in [(2, 4), (1, 8)]:
+        for found in run(n, k, "restore", tmp_path, 5).values():
+            assert found == RESTORE_CHECKS
+
+
+def test_process_killed_mid_save_leaves_previous_checkpoint(tmp_path):
+    """SIGKILL of one process while it writes step 2: step 1 stays the latest and restorable, the partial step is
+    refused by restore and removed by the next save, and max_to_keep prunes old steps."""
+    result = run_launcher(PROGRAM, 4, 2, "crash", str(tmp_path), timeout=120)
+    assert result.returncode != 0
+    assert "DYING mid-save" in result.stdout and "process 3" in result.stdout + result.stderr, result.stdout[-2000:]
+    assert sorted(os.listdir(tmp_path)) == ["1", "2.meshax-checkpoint-tmp"], os.listdir(tmp_path)
+    expected = {"latest is 1", "uncommitted refused", "resume step 1", "partial cleaned, kept 2", "latest 3", "async"}
+    for found in run(4, 2, "resume", tmp_path).values():
+        assert found == expected
+
+
+def test_save_without_one_process_times_out_naming_it(tmp_path):
+    """A process that never calls save(): the others' save fails after its timeout naming that process, and
+    nothing is committed."""
+    found = run(4, 2, "missing", tmp_path)
+    assert found[1] == set() and all(found[i] == {"missing process named"} for i in (0, 2, 3)), found
+    assert not (tmp_path / "ckpt").exists()
