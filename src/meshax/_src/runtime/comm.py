@@ -34,16 +34,15 @@ class ProcessGroup:
     reductions carry the check in their data (inband.py), other operations first agree with a small allreduce.
     A disagreement fails the whole job with what each process is doing, never a wrong number."""
 
-    def __init__(self, comm: Any, ranks: Sequence[int]) -> None:
+    def __init__(self, comm: Any, ranks: Sequence[int], one_machine: bool = False) -> None:
         self.comm = comm
         self.ranks = tuple(ranks)
         self.size = len(self.ranks)
         self.rank = comm.Get_rank()
         self._where = f"among processes {list(self.ranks)}"
-        # Decided now, while every member creates the group together: a later collective decision could be
-        # reached by members running different operations.
-        usable = self.size > 1 and SharedMemoryReducer.usable(comm)
-        self._reducer = SharedMemoryReducer(comm) if usable else None
+        # Decided from the job's host table, not collectively: members that run different operations must never
+        # meet in different collectives before their check has caught it.
+        self._reducer = SharedMemoryReducer(comm) if one_machine and self.size > 1 else None
 
     @contextlib.contextmanager
     def _operation(self, name: str, signature: Any, agree_first: bool = True) -> Iterator[Activity]:

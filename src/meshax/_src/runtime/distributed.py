@@ -45,6 +45,7 @@ class Runtime:
     p2p: Any = None
     groups: dict[tuple[int, ...], ProcessGroup] = field(default_factory=dict)
     uncaught: str | None = None
+    hosts: list[str | None] = field(default_factory=list)  # each process's machine
 
     def process_group(self, ranks: Sequence[int]) -> ProcessGroup:
         """The data-plane group of `ranks` (cached); call it on exactly those processes."""
@@ -54,7 +55,8 @@ class Runtime:
             assert self.communicators is not None, "no MPI in a single-process job"
             from .comm import ProcessGroup
 
-            group = ProcessGroup(progress.patient(self.communicators.get(key)), key)
+            one_machine = len({self.hosts[rank] for rank in key}) == 1 and None not in self.hosts
+            group = ProcessGroup(progress.patient(self.communicators.get(key)), key, one_machine)
             self.groups[key] = group
         return group
 
@@ -163,10 +165,8 @@ def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: 
     world.Set_errhandler(mpi.mpi_module().ERRORS_RETURN)  # a mismatch is an exception to report, not an abort
     device_pool.share_machine(sum(table.get("hostname") == socket.gethostname() for table in tables))
     device_table.install_table(device_table.DeviceTable(process_id, num_processes, _devices_from(tables)))
-    rt = Runtime(process_id, num_processes, address, shutdown_timeout, client, server, world,
-                 mpi.CommunicatorCache(world), p2p=world.Dup())
-    rt.process_group(range(num_processes))  # now, together: creating a group is collective
-    return rt
+    return Runtime(process_id, num_processes, address, shutdown_timeout, client, server, world,
+                   mpi.CommunicatorCache(world), p2p=world.Dup(), hosts=[table.get("hostname") for table in tables])
 
 
 def _join(address: str, process_id: int, num_processes: int, local: list[device_table.Device],

@@ -15,8 +15,6 @@ import pickle
 import time
 from typing import Any, Sequence
 
-import numpy as np
-
 from .mpi import mpi_module
 
 SPIN_FLOOR = 20e-3  # seconds of polling before any sleep: waits shorter than this behave as before
@@ -70,6 +68,8 @@ def patient(comm: Any) -> Any:
 
 
 def _make_patient_class() -> type:
+    import numpy as np  # only once a job communicates: joining one does not need NumPy
+
     MPI = mpi_module()
 
     class PatientComm(MPI.Intracomm):

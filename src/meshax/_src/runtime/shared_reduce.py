@@ -29,16 +29,6 @@ class SharedMemoryReducer:
         self._memory: np.ndarray | None = None  # the whole window as bytes: size slots, then the result
         self._capacity = 0  # bytes per slot
 
-    @staticmethod
-    def usable(comm: Any) -> bool:
-        """Whether all members of `comm` share this machine's memory (collective over `comm`)."""
-        MPI = mpi_module()
-        node = comm.Split_type(MPI.COMM_TYPE_SHARED)
-        try:
-            return node.Get_size() == comm.Get_size()
-        finally:
-            node.Free()
-
     def allreduce(self, send: np.ndarray, out: np.ndarray, combine: Callable[..., np.ndarray]) -> np.ndarray:
         """`out` (flat, like `send`) becomes the elementwise `combine` of every member's flat `send`."""
         if send.nbytes > self._capacity:
