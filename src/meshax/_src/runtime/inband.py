@@ -18,6 +18,7 @@ by a separate small allreduce instead.
 from __future__ import annotations
 
 import functools
+import struct
 
 import numpy as np
 
@@ -45,25 +46,45 @@ def trailer_length(dtype: np.dtype, op: str, members: int) -> int:
     return 0 if digit < 4 else 2 * -(-_HASH_BITS // digit)
 
 
-def write_trailer(tail: np.ndarray, chain: int, op: str, members: int) -> list[int]:
-    """Fill `tail` (trailer_length elements) with this member's check elements; returns what the reduced
-    trailer must equal if every member agrees (for `trailer_agrees`)."""
-    bits = _bits(tail.dtype)
+_FORMATS = {("f", 4): "f", ("f", 8): "d", ("c", 8): "f", ("c", 16): "d", ("i", 4): "i", ("i", 8): "q"}
+
+
+def _values(chain: int, dtype: np.dtype, op: str, members: int, length: int) -> tuple[list[int], list[int]]:
+    """(this member's check elements, what they reduce to if every member agrees)."""
+    bits = _bits(dtype)
     assert bits is not None
     if op in ("max", "min"):
         word = 1 + chain % ((1 << min(bits, _HASH_BITS)) - 1)
-        tail[0], tail[1] = word, -word
-        return [word, -word]
+        return [word, -word], [word, -word]
     size = _digit_bits(bits, members)
     mine, reduced = [], []
-    for i in range(tail.size // 2):
+    for i in range(length // 2):
         digit = (chain >> (size * i)) & ((1 << size) - 1)
         mine += [digit, digit * digit]
         reduced += [members * digit, members * digit * digit]
-    tail[...] = mine
-    return reduced
+    return mine, reduced
 
 
-def trailer_agrees(tail: np.ndarray, expected: list[int]) -> bool:
-    """Whether the reduced `tail` equals what `write_trailer` predicted: every member appended the same."""
-    return tail.tolist() == expected
+def _layout(dtype: np.dtype, length: int) -> str:
+    """The struct format of a trailer of `length` elements (complex ones as real, imaginary pairs)."""
+    code = _FORMATS[(dtype.kind, dtype.itemsize)]
+    return "<" + code * (length * (2 if dtype.kind == "c" else 1))
+
+
+def _spread(values: list[int], dtype: np.dtype) -> list[int]:
+    return [part for value in values for part in (value, 0)] if dtype.kind == "c" else values
+
+
+def write_trailer(tail: np.ndarray, chain: int, op: str, members: int) -> tuple:
+    """Fill `tail` (trailer_length elements, contiguous) with this member's check elements; returns what the
+    reduced trailer must read if every member agrees (for `trailer_agrees`)."""
+    mine, reduced = _values(chain, tail.dtype, op, members, tail.size)
+    fmt = _layout(tail.dtype, tail.size)
+    struct.pack_into(fmt, tail.data.cast("B"), 0, *_spread(mine, tail.dtype))
+    return fmt, tuple(_spread(reduced, tail.dtype))
+
+
+def trailer_agrees(tail: np.ndarray, expected: tuple) -> bool:
+    """Whether the reduced `tail` reads as `write_trailer` predicted: every member appended the same."""
+    fmt, values = expected
+    return struct.unpack_from(fmt, tail.data.cast("B"), 0) == values
