@@ -14,12 +14,13 @@ PROGRAM = "tests/programs/desync_scenarios.py"
 N = 4
 
 
-def run(scenario: str, timeout: float = 60) -> tuple[list, float]:
+def run(scenario: str, timeout: float = 60, **env: str) -> tuple[list, float]:
     address = f"127.0.0.1:{free_port()}"
     began = time.monotonic()
     procs = [
         start([PYTHON, PROGRAM, scenario],
-              child_env(2, MESHAX_COORDINATOR_ADDRESS=address, MESHAX_NUM_PROCESSES=str(N), MESHAX_PROCESS_ID=str(i)))
+              child_env(2, MESHAX_COORDINATOR_ADDRESS=address, MESHAX_NUM_PROCESSES=str(N), MESHAX_PROCESS_ID=str(i),
+                        **env))
         for i in range(N)
     ]
     results = collect(procs, timeout=timeout)
@@ -56,7 +57,7 @@ def test_a_diverging_process_fails_the_job_naming_every_operation(scenario):
 
 
 def test_a_slow_process_is_waited_for_with_a_line_naming_it():
-    results, _ = run("slow")
+    results, _ = run("slow", MESHAX_STILL_WAITING_SECONDS="3")  # every 10 s by default
     for index, result in enumerate(results):
         assert result.returncode == 0, result.stderr
         assert "TOTAL 16.0" in result.stdout and "FINISHED" in result.stdout
@@ -67,7 +68,8 @@ def test_a_slow_process_is_waited_for_with_a_line_naming_it():
 
 def test_initialize_names_the_processes_it_waits_for_every_10_s():
     address = f"localhost:{free_port()}"
-    procs = [start([PYTHON, "tests/programs/init_only.py", address, str(i), "3", "12"], child_env(1)) for i in range(2)]
+    env = child_env(1, MESHAX_STILL_WAITING_SECONDS="3")  # 10 s by default
+    procs = [start([PYTHON, "tests/programs/init_only.py", address, str(i), "3", "5"], env) for i in range(2)]
     for index, result in enumerate(collect(procs, timeout=60)):
         assert result.returncode != 0
         assert f"meshax: process {index} still waiting for processes [2] to start and connect" in result.stderr

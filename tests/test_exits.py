@@ -106,7 +106,8 @@ def test_sigint_to_the_launcher_prints_one_line_and_exits_130():
 
 
 def test_launcher_timeout_stops_the_job_and_exits_124():
-    launcher = launch("-n", "4", "--cpu-devices", "1", "--timeout", "15", JOB, "wait")
+    launcher = launch("-n", "4", "--cpu-devices", "1", "--timeout", "9", JOB, "wait",
+                      env=child_env(MESHAX_STILL_WAITING_SECONDS="3"))  # every 10 s by default
     try:
         ready = Lines(launcher).wait_for("READY", 4, 15)
         result = collect([launcher], timeout=45)[0]
@@ -114,9 +115,9 @@ def test_launcher_timeout_stops_the_job_and_exits_124():
         kill_group(launcher)
     assert result.returncode == 124, result.stderr
     waiting = [line for line in result.stderr.splitlines() if "still waiting for process 1" in line]
-    assert len(waiting) >= 3  # the others say every 10 s that they wait for process 1, which sleeps
+    assert len(waiting) >= 3  # the others say every 3 s that they wait for process 1, which sleeps
     assert [line for line in result.stderr.splitlines() if line not in waiting] == [
-        "meshax launch: timed out after 15s; processes still running: 0, 1, 2, 3; killing them"]
+        "meshax launch: timed out after 9s; processes still running: 0, 1, 2, 3; killing them"]
     assert_nothing_left(*ready_info(ready))
 
 

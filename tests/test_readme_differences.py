@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import importlib
 import re
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -43,15 +41,11 @@ def test_every_row_names_a_test():
 
 
 def test_named_tests_exist():
-    """One `pytest --collect-only` of every node id the table names (each must be collected)."""
-    node_ids = sorted({NODE_ID.fullmatch(row[3])[1] for row in table_rows()})
-    for node_id in node_ids:
-        assert (REPO / node_id.partition("::")[0]).is_file(), node_id
-    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                                *node_ids], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert collected.returncode == 0, collected.stdout[-2000:] + collected.stderr[-2000:]
-    found = {line.split("[")[0] for line in collected.stdout.splitlines() if "::" in line}
-    assert set(node_ids) <= found, set(node_ids) - found
+    """Every node id the table names is a test function defined in that file."""
+    for node_id in sorted({NODE_ID.fullmatch(row[3])[1] for row in table_rows()}):
+        path, _, name = node_id.partition("::")
+        assert (REPO / path).is_file(), node_id
+        assert re.search(rf"^def {name}\(", (REPO / path).read_text(), re.M), node_id
 
 
 def resolve(dotted: str) -> object:

@@ -23,7 +23,7 @@ FAILURE_EXIT_CODE = 1
 WATCH_TICK = 0.25  # seconds between looks at the current communication
 PROBE_AFTER = 2.0  # a communication waiting this long makes the coordinator survey every process
 PROBE_EVERY = 2.5  # and again this often while it lasts
-STILL_WAITING_EVERY = 10.0  # seconds between "still waiting" lines
+STILL_WAITING_EVERY = float(os.environ.get("MESHAX_STILL_WAITING_SECONDS", 10))  # between "still waiting" lines
 DESYNC_REPORT_WAIT = 10.0  # how long a process that found a desync waits for the coordinator's verdict
 PEER_FAILURE_EXIT_CODE = 70  # this process stopped because the job failed elsewhere (the report says where)
 
