@@ -233,3 +233,15 @@ def test_sigint_to_every_process_of_a_job_gives_one_line_each_and_130():
         assert result.stderr.splitlines() == [f"meshax: process {i} stopped by SIGINT"]
         assert "Traceback" not in result.stderr and "KeyboardInterrupt" not in result.stderr
     assert_nothing_left(*ready_info(ready))
+
+
+def test_a_launcher_killed_by_sigkill_takes_its_children_with_it():
+    """SIGKILL cannot be handled by the launcher: its children are told by the kernel (parent-death signal)."""
+    launcher = launch("-n", "4", "--cpu-devices", "1", JOB, "wait")
+    try:
+        ready = Lines(launcher).wait_for("READY", 4, STARTUP)
+        os.kill(launcher.pid, signal.SIGKILL)
+        launcher.wait(10)
+    finally:
+        kill_group(launcher)
+    assert_nothing_left(*ready_info(ready))

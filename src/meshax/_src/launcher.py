@@ -9,6 +9,7 @@ get a grace period and are then terminated, and no child outlives the launcher.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import secrets
 import signal
@@ -151,6 +152,18 @@ def _message(text: str) -> None:
 # --------------------------------------------------------------------------
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_launcher() -> None:
+    """In a child, before it runs the program: be sent SIGTERM when the launcher dies, even by SIGKILL, so
+    that no child outlives it (Linux; elsewhere the launcher's own handlers are all there is)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
 class _Job:
     """N running children plus the policy for stopping them together."""
 
@@ -184,6 +197,7 @@ class _Job:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                preexec_fn=_die_with_launcher,
             )
             self.procs.append(proc)
             threading.Thread(target=self._watch, args=(proc,), daemon=True).start()
