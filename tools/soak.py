@@ -1,7 +1,7 @@
 """Soak test: a multi-process meshax job running random work for a while, checking every result against NumPy
 and watching its memory.
 
-    python tools/soak.py --minutes M [--processes 4] [--devices 2] [--seed S] [--check] [--specials]
+    python tools/soak.py --minutes M [--processes 4] [--devices 2] [--seed S] [--no-check] [--specials]
                          [--rss-growth 1.5]
 
 launches itself under `python -m meshax launch`. Every process draws the same random sequence (seeded), so all
@@ -19,8 +19,8 @@ Process 0 decides when the time is up and finally prints each process's RSS and 
 
 The job exits non-zero on any failure, or when a process's RSS at the end exceeds --rss-growth (default 1.5)
 times its 1-minute value (and meshax's own failure handling stops it if a process dies, raises or
-hangs: a collective watchdog of 120 s is set). --check runs with MESHAX_CHECK=1 (desync checks on every MPI
-call); --specials puts NaN, inf and -0.0 into float data.
+hangs: a collective watchdog of 120 s is set). The desync checks are on, as by default; --no-check runs with
+MESHAX_CHECK=0. --specials puts NaN, inf and -0.0 into float data.
 """
 from __future__ import annotations
 
@@ -56,10 +56,10 @@ def launch(args: argparse.Namespace) -> int:
         "--minutes", str(args.minutes), "--seed", str(args.seed), "--rss-growth", str(args.rss_growth),
     ] + (["--specials"] if args.specials else [])
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    if args.check:
-        env["MESHAX_CHECK"] = "1"
+    if args.no_check:
+        env["MESHAX_CHECK"] = "0"
     print(f"soak: {args.processes} processes x {args.devices} devices, {args.minutes:g} min, seed {args.seed}"
-          f"{', MESHAX_CHECK=1' if args.check else ''}{', NaN/inf data' if args.specials else ''}", flush=True)
+          f"{', MESHAX_CHECK=0' if args.no_check else ''}{', NaN/inf data' if args.specials else ''}", flush=True)
     code = subprocess.call(command, env=env)
     if code != 0:
         print(f"soak: FAILED (the job exited with code {code})", flush=True)
@@ -432,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=4, help="number of processes (default 4)")
     parser.add_argument("--devices", type=int, default=2, help="CPU devices per process (default 2)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--check", action="store_true", help="run with MESHAX_CHECK=1 (desync checks)")
+    parser.add_argument("--no-check", action="store_true", help="run with MESHAX_CHECK=0 (desync checks off)")
     parser.add_argument("--specials", action="store_true", help="put NaN, inf and -0.0 into float data")
     parser.add_argument("--rss-growth", type=float, default=1.5,
                         help="fail if a process's RSS at the end exceeds this times its 1-minute value (default 1.5)")
