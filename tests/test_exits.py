@@ -50,14 +50,15 @@ def ready_info(lines: list[str]) -> tuple[list[int], set[str]]:
 
 
 def assert_nothing_left(pids: list[int], segments: set[str]) -> None:
+    """Once every process of the job has ended (within 10 s), none of its MPICH segments is left."""
     assert segments, "the job should have created an MPICH segment"
-    left = [name for name in segments if os.path.exists(os.path.join("/dev/shm", name))]
-    assert not left, f"left in /dev/shm: {left}"
     deadline = time.monotonic() + 10
     for pid in pids:
         while _alive(pid):
             assert time.monotonic() < deadline, f"process {pid} is still running"
             time.sleep(0.05)
+    left = [name for name in segments if os.path.exists(os.path.join("/dev/shm", name))]
+    assert not left, f"left in /dev/shm: {left}"
 
 
 def _alive(pid: int) -> bool:
