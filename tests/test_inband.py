@@ -8,38 +8,50 @@ from meshax._src.runtime import inband, survey
 
 COMBINE = {"sum": np.add.reduce, "max": np.maximum.reduce, "min": np.minimum.reduce}
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.complex64, np.complex128]
+BUFFER_BYTES = 64
 
 
-def reduced_tail(chains, dtype, op):
-    """What a reduction over members with these history hashes leaves in the trailer."""
+def reduced_buffer(chains, dtype, op):
+    """What a reduction over members with these history hashes leaves in their buffers (zeros and a check), and
+    what each member's check predicted."""
     members = len(chains)
-    length = inband.trailer_length(np.dtype(dtype), op, members)
-    tails, expected = [], []
+    check = inband.trailer(np.dtype(dtype), op, members, BUFFER_BYTES)
+    buffers, expected = [], []
     for chain in chains:
-        tail = np.empty(length, dtype)
-        expected.append(inband.write_trailer(tail, chain, op, members))
-        tails.append(tail)
-    return COMBINE[op](np.stack(tails), axis=0).astype(dtype), expected  # NumPy widens int32 sums; MPI does not
+        buffer = np.zeros(BUFFER_BYTES // np.dtype(dtype).itemsize, dtype)
+        expected.append(check.write(buffer, chain))
+        buffers.append(buffer)
+    return check, COMBINE[op](np.stack(buffers), axis=0).astype(dtype), expected  # NumPy widens int32 sums
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", ["sum", "max", "min"])
 @pytest.mark.parametrize("members", [2, 3, 1000])
-def test_equal_histories_agree_and_one_different_history_is_caught(dtype, op, members):
+def test_equal_histories_agree_and_different_histories_are_caught(dtype, op, members):
     if op != "sum" and np.dtype(dtype).kind == "c":
-        assert inband.trailer_length(np.dtype(dtype), op, members) == 0
+        assert inband.trailer(np.dtype(dtype), op, members, BUFFER_BYTES) is None
         return
     rng = np.random.default_rng(members)
     for _ in range(30):
         chain = int(rng.integers(0, 2**32))
         same = [chain] * members
-        tail, expected = reduced_tail(same, dtype, op)
-        assert inband.trailer_agrees(tail, expected[0])
-        other = list(same)
-        other[int(rng.integers(0, members))] = int(rng.integers(0, 2**32))
-        if other != same:
-            tail, expected = reduced_tail(other, dtype, op)
-            assert not any(inband.trailer_agrees(tail, e) for e in expected)
+        check, total, expected = reduced_buffer(same, dtype, op)
+        assert check.agrees(total, expected[0])
+        for differing in (1, members // 2, members - 1):  # some members ran something else (all the same thing)
+            other = list(same)
+            changed = int(rng.integers(0, 2**32))
+            for index in rng.choice(members, differing, replace=False):
+                other[index] = changed
+            check, total, expected = reduced_buffer(other, dtype, op)
+            assert not any(check.agrees(total, e) for e in expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.complex64])
+def test_every_bit_of_the_hash_is_checked(dtype):
+    """Two histories whose hashes differ in a single bit are told apart, whichever bit it is."""
+    for bit in range(32):
+        check, total, expected = reduced_buffer([0x5A5A5A5A, 0x5A5A5A5A ^ (1 << bit), 0x5A5A5A5A], dtype, "sum")
+        assert not any(check.agrees(total, e) for e in expected), bit
 
 
 def test_a_member_reducing_another_dtype_is_caught():
@@ -48,20 +60,19 @@ def test_a_member_reducing_another_dtype_is_caught():
     chain, members = 123456789, 4
     buffers, expected = [], None
     for dtype in (np.float32, np.float32, np.int32, np.float32):
-        work = np.zeros(64 // np.dtype(dtype).itemsize, dtype)
-        length = inband.trailer_length(np.dtype(dtype), "sum", members)
-        predicted = inband.write_trailer(work[work.size - length:], chain, "sum", members)
+        buffer = np.zeros(BUFFER_BYTES // np.dtype(dtype).itemsize, dtype)
+        predicted = inband.trailer(np.dtype(dtype), "sum", members, BUFFER_BYTES).write(buffer, chain)
         expected = expected or predicted
-        buffers.append(work.view(np.float32))
+        buffers.append(buffer.view(np.float32))
     total = np.add.reduce(np.stack(buffers))
-    length = inband.trailer_length(np.dtype(np.float32), "sum", members)
-    assert not inband.trailer_agrees(total[total.size - length:], expected)
+    assert not inband.trailer(np.dtype(np.float32), "sum", members, BUFFER_BYTES).agrees(total, expected)
 
 
 def test_unsupported_reductions_use_the_separate_check():
-    assert inband.trailer_length(np.dtype(np.float32), "prod", 4) == 0
-    assert inband.trailer_length(np.dtype(np.uint8), "sum", 4) == 0
-    assert inband.trailer_length(np.dtype(np.float16), "max", 4) == 0
+    assert inband.trailer(np.dtype(np.float32), "prod", 4, BUFFER_BYTES) is None
+    assert inband.trailer(np.dtype(np.uint8), "sum", 4, BUFFER_BYTES) is None
+    assert inband.trailer(np.dtype(np.float16), "max", 4, BUFFER_BYTES) is None
+    assert inband.trailer(np.dtype(np.float32), "sum", 1 << 17, BUFFER_BYTES) is None  # digits would be too small
 
 
 def waiting(group, sequence, chain, what="MPI Allreduce"):

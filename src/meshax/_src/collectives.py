@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -59,8 +60,8 @@ def local_groups(mesh: Mesh, axes: tuple[str, ...], here: int, by_axes: bool = F
     return tuple(groups)
 
 
-def combine_all(values: list[np.ndarray], combine: Callable[..., np.ndarray]) -> np.ndarray:
-    """Combine `values` (in mesh order) into one new buffer.
+def combine_all(values: list[np.ndarray], combine: Callable[..., np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
+    """Combine `values` (in mesh order) into `out`, or one new buffer.
 
     Up to `TREE_UP_TO` elements: pairwise in a balanced tree, neighbours first
     (((v0+v1)+(v2+v3))+...), which is how XLA adds the seeds' partial sums. Larger values:
@@ -69,8 +70,8 @@ def combine_all(values: list[np.ndarray], combine: Callable[..., np.ndarray]) ->
     cache-sized chunks, split among the cores."""
     shapes = {np.shape(v) for v in values}
     same_shape = len(shapes) == 1
-    shape = next(iter(shapes)) if same_shape else np.broadcast_shapes(*shapes)
-    out = buffers.empty(shape, np.asarray(values[0]).dtype)
+    if out is None:
+        out = buffers.empty(next(iter(shapes)) if same_shape else np.broadcast_shapes(*shapes), np.asarray(values[0]).dtype)
     if out.size <= TREE_UP_TO:
         levels = max(0, (len(values) - 1).bit_length() - 1)
         _combine_into(values, out, combine, [np.empty_like(out) for _ in range(levels)])
@@ -136,44 +137,57 @@ def allreduce_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.n
     combine = NUMPY_COMBINE[op]
     groups = local_groups(mesh, tuple(axes), device_table.process_index())
     partial: dict[tuple[int, ...], np.ndarray] = {}
-    owned: set[tuple[int, ...]] = set()  # groups whose partial is a buffer of ours, not a caller's value
-    by_process_set: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+    by_process_set: dict[tuple[int, ...], list[Group]] = {}
     for group in groups:
         local = [values[d] for d in group.local]
-        if len(local) > 1:
-            partial[group.key] = combine_all(local, combine)
-            owned.add(group.key)
+        if len(group.processes) > 1:  # combined straight into the buffer MPI reduces
+            by_process_set.setdefault(group.processes, []).append(group)
         else:
-            partial[group.key] = local[0]
-        if len(group.processes) > 1:
-            by_process_set.setdefault(group.processes, []).append(group.key)
-    for processes, keys in sorted(by_process_set.items()):
-        _reduce_across(processes, keys, partial, op, owned)
+            partial[group.key] = combine_all(local, combine) if len(local) > 1 else local[0]
+    for processes, batch in sorted(by_process_set.items()):
+        partial.update(_reduce_across(processes, [[values[d] for d in g.local] for g in batch],
+                                      [g.key for g in batch], op))
     return {device: partial[group.key] for group in groups for device in group.local}
 
 
-def _reduce_across(processes: tuple[int, ...], keys: list[tuple[int, ...]], partial: dict, op: str,
-                   owned: set) -> None:
-    """One Allreduce among `processes` for all their groups' parts (concatenated)."""
+def _reduce_across(processes: tuple[int, ...], locals_: list[list[np.ndarray]], keys: list[tuple[int, ...]],
+                   op: str) -> dict[tuple[int, ...], np.ndarray]:
+    """One Allreduce among `processes` for all their groups (concatenated): each group's local values are
+    combined straight into its part of the buffer that is reduced."""
     from .runtime.distributed import runtime
 
     group = runtime().process_group(processes)
-    parts = [np.asarray(partial[k]) for k in keys]
-    as_bytes = parts[0].dtype == np.bool_
-    if len(parts) == 1 and not as_bytes and (keys[0] not in owned or parts[0].flags.c_contiguous):
-        flat, ours = parts[0].reshape(-1), keys[0] in owned
-    else:
-        flat, ours = buffers.empty((sum(p.size for p in parts),), np.uint8 if as_bytes else parts[0].dtype), True
-        np.concatenate([p.astype(np.uint8) if as_bytes else p for p in parts], axis=None, out=flat)
-    if ours:  # reduce our own buffer in place
-        reduced = group.allreduce_inplace(flat, op=_MPI_OP[op])
-    else:
-        reduced = group.allreduce(flat, op=_MPI_OP[op])
-    offset = 0
-    for key, part in zip(keys, parts):
-        chunk = reduced[offset:offset + part.size].reshape(part.shape)
-        partial[key] = chunk.astype(np.bool_) if as_bytes else chunk
-        offset += part.size
+    combine = NUMPY_COMBINE[op]
+    arrays = [[np.asarray(v) for v in local] for local in locals_]
+    shapes = [_common_shape(local) for local in arrays]
+    as_bytes = arrays[0][0].dtype == np.bool_  # MPI reduces bytes; logical or/and are max/min of 0s and 1s
+    if len(arrays) == 1 and len(arrays[0]) == 1 and not as_bytes:  # nothing to combine: MPI reads the value
+        return {keys[0]: group.allreduce(arrays[0][0].reshape(-1), _MPI_OP[op]).reshape(shapes[0])}
+    bounds = [0]
+    for shape in shapes:
+        bounds.append(bounds[-1] + math.prod(shape))
+
+    def fill(flat: np.ndarray) -> None:
+        for local, shape, lo, hi in zip(arrays, shapes, bounds, bounds[1:]):
+            part = flat[lo:hi].reshape(shape)
+            if len(local) > 1:
+                combine_all(local, combine, out=part)
+            else:
+                part[...] = local[0]
+
+    dtype = np.dtype(np.uint8) if as_bytes else arrays[0][0].dtype
+    reduced = group.allreduce_filled((bounds[-1],), dtype, _MPI_OP[op], fill)
+    parts = {}
+    for key, shape, lo, hi in zip(keys, shapes, bounds, bounds[1:]):
+        chunk = reduced[lo:hi].reshape(shape)
+        parts[key] = chunk.astype(np.bool_) if as_bytes else chunk
+    return parts
+
+
+def _common_shape(values: list[np.ndarray]) -> tuple[int, ...]:
+    """The shape `values` broadcast to (the shape of their combination)."""
+    first = values[0].shape
+    return first if all(v.shape == first for v in values) else np.broadcast_shapes(*(v.shape for v in values))
 
 
 def group_index(mesh: Mesh, axes: Sequence[str], device: Device) -> int:

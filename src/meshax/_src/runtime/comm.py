@@ -7,7 +7,8 @@ Buffers are NumPy arrays passed to MPI without pickling or extra copies.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Sequence
+import math
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -43,6 +44,7 @@ class ProcessGroup:
         # Decided from the job's host table, not collectively: members that run different operations must never
         # meet in different collectives before their check has caught it.
         self._reducer = SharedMemoryReducer(comm) if one_machine and self.size > 1 else None
+        self._bare_check = bytearray(CHECKED_BYTES)  # what _agree reduces: zeros and a check
 
     @contextlib.contextmanager
     def _operation(self, name: str, signature: Any, agree_first: bool = True) -> Iterator[Activity]:
@@ -63,24 +65,15 @@ class ProcessGroup:
             self._agree(activity)
 
     def _agree(self, activity: Activity) -> None:
-        """Check, in one small allreduce, that every member is at the same step of the same history."""
-        self._fixed_allreduce(None, "max", activity)
-
-    def _fixed_allreduce(self, payload: np.ndarray | None, op: str, activity: Activity) -> np.ndarray:
-        """Reduce the flat `payload` (or nothing: a bare check) in an Allreduce of exactly CHECKED_BYTES, whose
-        last elements are the in-band check. Every small reduction and every check has that one size, so members
-        that disagree never hand MPI different sizes (which MPICH cannot survive): their checks just differ."""
-        dtype = np.dtype(np.int64) if payload is None else payload.dtype
-        work = np.empty(CHECKED_BYTES // dtype.itemsize, dtype)
-        extra = inband.trailer_length(dtype, op, self.size)
-        used = 0 if payload is None else payload.size
-        work[:used] = payload if payload is not None else 0
-        work[used:work.size - extra] = 0  # not garbage: denormal or NaN bit patterns would slow the reduction
-        expected = inband.write_trailer(work[work.size - extra:], activity.chain, op, self.size)
-        self.comm.Allreduce(mpi_module().IN_PLACE, work, op=self._mpi_op(op))
-        if not inband.trailer_agrees(work[work.size - extra:], expected):
+        """Check, in one small allreduce of only a trailer, that every member is at the same step of the same
+        history."""
+        check = inband.trailer(np.dtype(np.int64), "max", self.size, CHECKED_BYTES)
+        assert check is not None
+        expected = check.write(self._bare_check, activity.chain)
+        self.comm.Allreduce(mpi_module().IN_PLACE, np.frombuffer(self._bare_check, np.int64), op=self._mpi_op("max"))
+        if not check.agrees(self._bare_check, expected):
+            self._bare_check[:] = bytes(CHECKED_BYTES)  # a member reducing something else may have left data
             self._desync(activity, "the members' histories differ")
-        return work[:used]
 
     def _desync(self, activity: Activity, detail: str) -> None:
         watch.desync(activity, self.ranks, detail)
@@ -94,35 +87,53 @@ class ProcessGroup:
     def allreduce(self, array: np.ndarray, op: str = "sum", out: np.ndarray | None = None) -> np.ndarray:
         """Reduce `array` elementwise over the group; every member gets the result (in `out` if given). NaN
         propagates through max and min, as in NumPy and XLA."""
-        result = self._allreduce(np.require(array, requirements="C"), op)
+        send = np.require(array, requirements="C")
+        result = self._allreduce(send.shape, send.dtype, op, send)
         if out is None:
             return result
         out[...] = result
         return out
 
-    def allreduce_inplace(self, array: np.ndarray, op: str = "sum") -> np.ndarray:
-        """Like allreduce for a contiguous `array` that the caller no longer needs: the result may reuse it."""
-        return self._allreduce(array, op)
+    def allreduce_filled(self, shape: tuple[int, ...], dtype: np.dtype, op: str,
+                         fill: Callable[[np.ndarray], None]) -> np.ndarray:
+        """Like allreduce, for an array that `fill(buffer)` writes into a C-contiguous `buffer` of `shape` and
+        `dtype` that this method provides, so that it is made where the reduction needs it (no copy)."""
+        return self._allreduce(shape, dtype, op, fill)
 
-    def _allreduce(self, send: np.ndarray, op: str) -> np.ndarray:
-        mpi_op = self._mpi_op(op)
-        extra = inband.trailer_length(send.dtype, op, self.size) if config.read("meshax_check") else 0
-        small = extra and send.nbytes + extra * send.dtype.itemsize <= CHECKED_BYTES
-        shared = self._reducer is not None and send.nbytes >= SHARED_MEMORY_FROM
-        with self._operation("Allreduce", (op, send.shape, send.dtype.str), agree_first=not small) as activity:
-            nans = np.isnan(send) if op in ("max", "min") and send.dtype.kind in "fc" else None
+    def _allreduce(self, shape: tuple[int, ...], dtype: np.dtype, op: str,
+                   source: np.ndarray | Callable[[np.ndarray], None]) -> np.ndarray:
+        """The reduction `op` over the group of `source`: an array, or how to fill one of `shape` and `dtype`."""
+        mpi_op, size = self._mpi_op(op), math.prod(shape)
+        check = inband.trailer(dtype, op, self.size, CHECKED_BYTES) if config.read("meshax_check") else None
+        small = check is not None and size * dtype.itemsize + check.nbytes <= CHECKED_BYTES
+        if small:  # the data and the check in one buffer of the one checked size; zeros between them
+            raw = bytearray(CHECKED_BYTES)  # zeros; struct writes the check into a bytearray faster than into NumPy
+            whole = np.frombuffer(raw, dtype)
+            send = result = whole[:size] if len(shape) == 1 else whole[:size].reshape(shape)
+        elif callable(source):
+            send = result = buffers.empty(shape, dtype)
+        else:
+            send, result = source, buffers.empty(shape, dtype)
+        if callable(source):
+            source(send)
+        elif send is not source:
+            send[...] = source
+        nans = np.isnan(send) if op in ("max", "min") and dtype.kind in "fc" else None
+        with self._operation("Allreduce", (op, shape, dtype.str), agree_first=not small) as activity:
             if small:
-                result = self._fixed_allreduce(send.reshape(-1), op, activity)
-            elif shared:  # NumPy combines the parts: NaN already propagates
-                assert self._reducer is not None
-                result, nans = buffers.empty((send.size,), send.dtype), None
-                self._reducer.allreduce(send.reshape(-1), result, _NUMPY_OPS[op])
+                assert check is not None
+                expected = check.write(raw, activity.chain)
+                self.comm.Allreduce(mpi_module().IN_PLACE, whole, op=mpi_op)
+                if not check.agrees(raw, expected):
+                    self._desync(activity, "the members' histories differ")
+            elif self._reducer is not None and send.nbytes >= SHARED_MEMORY_FROM:  # NumPy propagates NaN itself
+                self._reducer.allreduce(send.reshape(-1), result.reshape(-1), _NUMPY_OPS[op])
+                nans = None
             else:
-                result = buffers.empty((send.size,), send.dtype)
-                self.comm.Allreduce(send.reshape(-1), result, op=mpi_op)
+                self.comm.Allreduce(mpi_module().IN_PLACE if send is result else send, result, op=mpi_op)
             if nans is not None:
-                self._propagate_nans(nans.reshape(-1), result)
-        return result.reshape(send.shape)
+                self._propagate_nans(nans.reshape(-1), result.reshape(-1))
+        return result
 
     def _propagate_nans(self, nans: np.ndarray, result: np.ndarray) -> None:
         """Put NaN wherever any member had one: MPI's MAX and MIN may skip NaN, NumPy's propagate it."""
