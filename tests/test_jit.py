@@ -439,3 +439,23 @@ def test_uncommitted_inputs_stay_on_one_device():
     result = meshax.jit(lambda a: a * 2)(jnp.arange(4.0))
     assert isinstance(result.sharding, SingleDeviceSharding)
     np.testing.assert_array_equal(np.asarray(result), np.arange(4.0) * 2)
+
+
+def test_traces_kept_are_bounded(monkeypatch):
+    """A function called with ever new shapes keeps at most TRACES_KEPT traces, and retraces a forgotten one."""
+    from meshax._src import jit as jit_module
+
+    monkeypatch.setattr(jit_module, "TRACES_KEPT", 4)
+    traces = []
+
+    def double(v):
+        traces.append(v.shape)
+        return v * 2
+
+    f = meshax.jit(double)
+    for n in range(1, 11):
+        np.testing.assert_array_equal(np.asarray(f(np.arange(n, dtype=np.float32))), np.arange(n) * 2)
+    assert len(f._cache) == 4 and len(traces) == 10
+    f(np.arange(10, dtype=np.float32))  # still kept: no new trace
+    f(np.arange(1, dtype=np.float32))  # forgotten: traced again
+    assert len(traces) == 11 and len(f._cache) == 4

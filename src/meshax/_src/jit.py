@@ -47,8 +47,12 @@ def _signature_of(leaf: Any) -> Any:
     return (aval.shape, aval.dtype, aval.weak_type, sharding)
 
 
+TRACES_KEPT = 1024  # per jitted function: traced programs (a few KB each) for this many call signatures
+
+
 class Jitted:
-    """A function compiled (traced) once per signature of its arguments."""
+    """A function compiled (traced) once per signature of its arguments; at most TRACES_KEPT traces are kept,
+    the oldest forgotten first."""
 
     def __init__(self, fun: Callable[..., Any], in_shardings: Any, out_shardings: Any,
                  static_argnums: Sequence[int], static_argnames: Sequence[str], donate_argnums: Sequence[int]) -> None:
@@ -89,6 +93,8 @@ class Jitted:
             traced = self._trace(structure, leaves, static_positional, static_named)
             if any(isinstance(c, Tracer) for c in traced[1]):  # captured tracers of an enclosing trace
                 return (key, traced), leaves
+            if len(self._cache) >= TRACES_KEPT:  # forget the oldest signature: a program called with ever new
+                del self._cache[next(iter(self._cache))]  # shapes must not grow without bound
             self._cache[key] = traced
         return (key, self._cache[key]), leaves
 
@@ -124,6 +130,8 @@ class Jitted:
         if len(processes) > 1:
             entry = self._entries.get(signature)
             if entry is None:
+                if len(self._entries) >= TRACES_KEPT:
+                    del self._entries[next(iter(self._entries))]
                 shapes = ";".join(f"{leaf.shape}{leaf.dtype}" for leaf in leaves if isinstance(leaf, Array))
                 entry = self._entries[signature] = f"jit {getattr(self.fun, '__name__', 'fun')} {shapes}"
             history(sorted(processes)).note(entry)
