@@ -8,7 +8,7 @@ import numpy as np
 import meshax
 from meshax._src.runtime.distributed import runtime
 
-meshax.distributed.initialize(sys.argv[1], int(sys.argv[3]), int(sys.argv[2]), heartbeat_timeout_seconds=10)
+meshax.distributed.initialize(sys.argv[1], int(sys.argv[3]), int(sys.argv[2]), heartbeat_timeout_seconds=5)
 group = runtime().process_group(range(meshax.process_count()))
 print("READY", flush=True)
 if meshax.process_index() == int(sys.argv[5]):
