@@ -58,12 +58,19 @@ def sequences() -> dict[str, int]:
     return {h.key: h.sequence for h in _histories.values()}
 
 
+_basenames: dict[str, str] = {}
+
+
 def site_key(frame: Any) -> str:
     """The user's call site as hashed: file name (not its directory, which may differ between hosts) and line."""
     if frame is None:
         return "end"
     code = frame.f_code
-    return f"{os.path.basename(code.co_filename)}:{frame.f_lineno}:{code.co_name}"
+    path = code.co_filename
+    name = _basenames.get(path)
+    if name is None:
+        name = _basenames[path] = os.path.basename(path)
+    return f"{name}:{frame.f_lineno}:{code.co_name}"
 
 
 def reset() -> None:

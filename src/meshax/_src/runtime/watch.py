@@ -7,7 +7,6 @@ coordinator quote it, or, outside communication, the line the main thread is run
 """
 from __future__ import annotations
 
-import functools
 import itertools
 import os
 import sys
@@ -54,17 +53,23 @@ def _frame_site(frame) -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
 
 
-@functools.lru_cache(maxsize=4096)
-def _internal(code) -> bool:
-    """Whether `code` belongs to meshax or the threading module."""
-    return code.co_filename.startswith((_PACKAGE, _THREADING))
+_internal_files: dict[str, bool] = {}  # source file -> whether it is meshax's or the threading module's
 
 
 def _user_frame(frame):
-    """The innermost frame from `frame` outward that is outside meshax and the threading module."""
-    while frame is not None and _internal(frame.f_code):
+    """The innermost frame from `frame` outward that is outside meshax and the threading module. This runs on
+    every communication, through some twenty frames: files are looked up by name (hashing a code object would
+    cost ten times more)."""
+    internal = _internal_files
+    while frame is not None:
+        name = frame.f_code.co_filename
+        inside = internal.get(name)
+        if inside is None:
+            inside = internal[name] = name.startswith((_PACKAGE, _THREADING))
+        if not inside:
+            return frame
         frame = frame.f_back
-    return frame
+    return None
 
 
 def user_site(frame=None) -> str:
