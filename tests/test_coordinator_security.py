@@ -229,7 +229,7 @@ def test_fuzzing_the_coordinator_port_during_a_job_changes_nothing(tmp_path):
     job = launched_job(tmp_path, port, stop_file)
     try:
         job.wait_for("READY", 4, timeout=JOB_TIMEOUT)
-        connections, problems = fuzz(port, seed, duration=4.0)
+        connections, problems = fuzz(port, seed, duration=3.0)
         assert not problems, f"seed {seed} (rerun with MESHAX_FUZZ_SEED={seed}): {problems[:5]}"
         assert connections > 20, connections
         with socket.create_connection(("127.0.0.1", port), timeout=10):
