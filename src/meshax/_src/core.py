@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -69,7 +69,13 @@ class ShapedArray(HasShape):
         return f"ShapedArray({np.dtype(self.dtype).name}[{self._dims()}]{weak})"
 
     def update(self, **changes: Any) -> "ShapedArray":
-        return replace(self, **changes)
+        """A copy with some fields changed (without dataclasses.replace's checks: this runs on every operation in
+        shard_map, and the fields are already valid)."""
+        if not changes.keys() <= self.__dict__.keys():
+            raise TypeError(f"ShapedArray has no fields {sorted(changes.keys() - self.__dict__.keys())}")
+        copy = object.__new__(type(self))
+        copy.__dict__.update(self.__dict__, **changes)
+        return copy
 
 
 def _short_dtype(dtype: np.dtype) -> str:
@@ -145,7 +151,7 @@ def abstract_eval(primitive: Primitive, avals: Sequence[ShapedArray], params: di
     vma = frozenset().union(*(a.vma for a in avals)) if vma_rule is None else vma_rule(*avals, **params)
     if vma is None:  # the rule's own avals say (call-like primitives)
         return outs
-    return [o if o.vma == vma else replace(o, vma=vma) for o in outs]
+    return [o if o.vma == vma else o.update(vma=vma) for o in outs]
 
 
 def keeps_own_vma(*avals: Any, **params: Any) -> None:
