@@ -259,10 +259,41 @@ def read_records(directory: Path) -> list[dict[str, Any]]:
     return records
 
 
+SHARED_MEMORY = Path("/dev/shm")
+
+
+def _mpich_segments() -> set[str]:
+    return {path.name for path in SHARED_MEMORY.glob("mpich_shm_*")} if SHARED_MEMORY.is_dir() else set()
+
+
+def _mapped_segments() -> set[str]:
+    """Names of the /dev/shm files some live process still maps."""
+    mapped = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            mapped.update(line.rsplit("/", 1)[-1] for line in maps.read_text().splitlines() if "/dev/shm/" in line)
+        except OSError:
+            pass  # the process ended, or is not ours to read
+    return mapped
+
+
+def remove_orphaned_segments(before: set[str]) -> None:
+    """Remove the MPICH shared-memory files that appeared since `before` and that no process maps any more:
+    MPI ranks killed at a job's time limit cannot remove their own."""
+    new = _mpich_segments() - before
+    for name in new - (_mapped_segments() if new else set()):
+        try:
+            (SHARED_MEMORY / name).unlink()
+        except OSError:
+            pass
+
+
 def run_job(commands: Sequence[Sequence[str]], timeout: float, env: dict[str, str] | None = None) -> JobResult:
-    """Start `commands` at once, wait for all of them (at most `timeout` s), always clean up."""
+    """Start `commands` at once, wait for all of them (at most `timeout` s), always clean up (processes and
+    the shared memory of ranks that had to be killed)."""
     procs: list[subprocess.Popen] = []
     timed_out = False
+    segments_before = _mpich_segments()
     with tempfile.TemporaryDirectory(prefix="meshax-bench-") as tmp:
         record_dir = Path(tmp) / "records"
         record_dir.mkdir()
@@ -285,6 +316,7 @@ def run_job(commands: Sequence[Sequence[str]], timeout: float, env: dict[str, st
             exit_time = time.time()
         finally:
             stop_all(procs)
+            remove_orphaned_segments(segments_before)
         texts = []
         for out, err in files:
             out.seek(0)
