@@ -95,7 +95,8 @@ class CheckpointManager:
             step = self.latest_step()
             if step is None:
                 raise FileNotFoundError(f"{self.directory} holds no committed checkpoint to restore.")
-        path = os.path.join(self._step_path(step), ITEM)
+        folder = commit.committed(self._step_path(step)) or self._step_path(step)  # or the old copy of a crash
+        path = os.path.join(folder, ITEM)
         return restore_step(path, target, int(step), int(step))
 
     def close(self) -> None:
