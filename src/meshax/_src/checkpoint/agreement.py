@@ -107,7 +107,7 @@ def agree(proposal: Proposal, ranks: list[int] | None = None) -> str:
         details = "; ".join(f"process {rank}: {text}" for rank, text in failed)
         raise ValueError(f"the {where} cannot proceed because {_processes([r for r, _ in failed])} failed "
                          f"({details}); fix that and call it again on every process.")
-    for position, what, fix in ((0, "checkpoint path", "pass the same path"), (1, "step", "pass the same step"),
+    for position, what, fix in ((1, "step", "pass the same step"), (0, "checkpoint path", "pass the same path"),
                                 (2, "newest committed step in the directory",
                                  "every process must see the same directory (a shared file system)")):
         values = [theirs[position] for theirs in everyone]
