@@ -54,7 +54,8 @@ class CheckpointManager:
 
         `overwrite=True` saves such a step anyway, going back in time: it replaces the step if saved (the old
         one stays restorable until the new one is committed) and, once committed, deletes every step above it,
-        so that `step` is the latest."""
+        so that `step` is the latest (a job killed during those deletions leaves the rest: save again with
+        overwrite=True). Processes must pass the same step and tree and see the same steps, or all raise."""
         self.wait_until_finished()
         step = int(step)
         latest = self.latest_step()
@@ -97,7 +98,7 @@ class CheckpointManager:
                 raise FileNotFoundError(f"{self.directory} holds no committed checkpoint to restore.")
         folder = commit.committed(self._step_path(step)) or self._step_path(step)  # or the old copy of a crash
         path = os.path.join(folder, ITEM)
-        return restore_step(path, target, int(step), int(step))
+        return restore_step(path, target, int(step))
 
     def close(self) -> None:
         self.wait_until_finished()

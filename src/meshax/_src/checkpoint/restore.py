@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import devices as device_table
 from ..array import Array
-from ..sharding import Box, Sharding, unique_boxes
+from ..sharding import Sharding, unique_boxes
 from ..transfer import _array_from_boxes
 from . import agreement, checksums, commit, metadata, zarr_io
 from .metadata import LeafInfo
@@ -113,15 +113,15 @@ def restore(path: Any, target: Any = None) -> Any:
     checking each chunk whole against its checksums. Processes whose target arrays span other
     processes must restore the same path onto the same tree: otherwise all of them raise, naming
     the difference."""
-    return restore_step(path, target, None, None)
+    return restore_step(path, target, None)
 
 
-def restore_step(path: Any, target: Any, step: int | None, asked: Any) -> Any:
-    """`restore`, where `step` is the step the checkpoint must hold (CheckpointManager) and `asked` what the
-    processes must agree on as the step they asked for."""
+def restore_step(path: Any, target: Any, step: int | None) -> Any:
+    """`restore`, where `step` is the step the checkpoint must hold (CheckpointManager), which the processes
+    restoring together must all ask for."""
     path = os.path.abspath(os.fspath(path))
     ranks = _spanned_processes(target) if target is not None else []
-    proposal = agreement.Proposal("restore", path, asked)
+    proposal = agreement.Proposal("restore", path, step)
     try:
         folder, leaves, opener = _open(path, step)
         proposal.path = folder
