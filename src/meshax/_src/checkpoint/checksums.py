@@ -52,13 +52,14 @@ def write_process_file(folder: str, process: int, step: int | None, save_id: str
     return path
 
 
-def write_save_file(folder: str, step: int | None, save_id: str, processes: int) -> None:
-    """`_meshax/checkpoint.json`: which save this is and how many process files it has (process 0)."""
-    from .metadata import write_json
-
-    os.makedirs(os.path.join(folder, FOLDER), exist_ok=True)
-    write_json(os.path.join(folder, FOLDER, SAVE_FILE),
-               {"format": FORMAT, "step": step, "save_id": save_id, "processes": processes})
+def write_save_file(folder: str, step: int | None, save_id: str, processes: int) -> str:
+    """`_meshax/checkpoint.json`: which save this is and how many process files it has (process 0); returns the
+    file (not yet durable: the save fsyncs it with its chunks)."""
+    path = os.path.join(folder, FOLDER, SAVE_FILE)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"format": FORMAT, "step": step, "save_id": save_id, "processes": processes}, f)
+    return path
 
 
 def _read(path: str, what: str) -> dict[str, Any]:

@@ -120,12 +120,13 @@ class _Save:
                 crcs.setdefault(plan.info.name, {})[checksums.chunk_key(index)] = crc
             written.append((plan.info.name, plan.info.write_shape))
         files.append(checksums.write_process_file(self.folder, here, self.step, self.save_id, crcs))
+        if here == 0:
+            files.append(checksums.write_save_file(self.folder, self.step, self.save_id, device_table.process_count()))
         zarr_io.sync(files, self.tmp)  # every shard of this process is on disk before it says so
         metadata.write_array_metadatas(self.folder, here, written)
         self.agreement.wait("written")
         if here == 0:
             metadata.write_pytree_metadata(self.folder, [p.info for p in self.plans], self.start_ns)
-            checksums.write_save_file(self.folder, self.step, self.save_id, device_table.process_count())
             if self.item is not None:
                 metadata.write_checkpoint_metadata(self.tmp, self.start_ns, {self.item: metadata.HANDLER})
             commit.commit(self.tmp, self.path)
