@@ -216,8 +216,8 @@ def test_a_step_directory_renamed_is_refused(tmp_path, mesh):
 def test_bad_paths_are_clear_errors(tmp_path, mesh):
     tree = tree_of(mesh, 1.0)
     (tmp_path / "file").write_text("x")
-    with pytest.raises(NotADirectoryError, match=r"cannot save a checkpoint to .*file/deeper/ckpt: .*file is a file, not a "
-                                                  r"directory; choose a path inside a directory"):
+    with pytest.raises(NotADirectoryError, match=r"cannot save a checkpoint to .*file/deeper/ckpt: .*file is a file, "
+                                                  r"not a directory; choose a path inside a directory"):
         ckpt.save(tmp_path / "file" / "deeper" / "ckpt", tree)
     with pytest.raises(FileExistsError, match=r"cannot save a checkpoint to .*file: it is a file"):
         ckpt.save(tmp_path / "file", tree, force=True)

@@ -84,7 +84,7 @@ class ChunkChecksums:
             self.step, self.save_id, processes = save["step"], str(save["save_id"]), int(save["processes"])
         except (KeyError, TypeError, ValueError):
             raise CorruptCheckpointError(
-                f"the save record {os.path.join(folder, FOLDER, SAVE_FILE)} is damaged; restore an earlier one.") from None
+                f"the save record {os.path.join(self.folder, SAVE_FILE)} is damaged; restore an earlier one.") from None
         if expected_step is not None and self.step != expected_step:
             raise CorruptCheckpointError(
                 f"{folder} holds step {self.step}, not step {expected_step}: the step directory was renamed or "

@@ -6,8 +6,9 @@ their CRC32C. Such chunks are written with one `write` per block and read straig
 destination buffer (runs of whole rows with `preadv`; other regions, and chunks that several
 boxes need, through one staging buffer of large reads, each needed row read once). Every chunk read
 is verified whole: its CRC32C, and meshax's checksum of its position (checksums.py); a read of part
-of a chunk also reads the rest for that, once per unchanged file (a cache of verified files). Arrays with any other layout or codecs
-(Orbax's ``sharding_indexed`` + zstd, Zarr 2) are read through zarr-python.
+of a chunk also reads the rest for that, once per unchanged file (a cache of verified files).
+Arrays with any other layout or codecs (Orbax's ``sharding_indexed`` + zstd, Zarr 2) are read
+through zarr-python.
 """
 from __future__ import annotations
 
