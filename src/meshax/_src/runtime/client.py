@@ -25,6 +25,7 @@ PROBE_AFTER = 2.0  # a communication waiting this long makes the coordinator sur
 PROBE_EVERY = 2.5  # and again this often while it lasts
 STILL_WAITING_EVERY = float(os.environ.get("MESHAX_STILL_WAITING_SECONDS", 10))  # between "still waiting" lines
 DESYNC_REPORT_WAIT = 10.0  # how long a process that found a desync waits for the coordinator's verdict
+SUSPENDED_AFTER = 5.0  # seconds between two watch ticks that mean this process itself was suspended
 PEER_FAILURE_EXIT_CODE = 70  # this process stopped because the job failed elsewhere (the report says where)
 
 
@@ -174,8 +175,9 @@ class CoordinatorClient:
             elif event == "waiting_for":
                 self._busy_peers = message.get("busy", "")
             elif event == "still_registering":
+                notes = "; ".join(str(note) for note in message.get("notes") or ())
                 self._say(f"still waiting for processes {message.get('missing')} to start and connect to the "
-                          f"coordinator at {self.address}")
+                          f"coordinator at {self.address}" + (f" ({notes})" if notes else ""))
             elif event is None:
                 with self._cond:
                     if message.get("rid") in self._pending:
@@ -185,11 +187,15 @@ class CoordinatorClient:
     def _heartbeat_loop(self) -> None:
         """Every tick: watch the current communication; every heartbeat interval: tell the coordinator we live."""
         next_beat = time.monotonic() + self.heartbeat_interval
+        last_tick = time.monotonic()
         while not self._closing:
             time.sleep(WATCH_TICK)
             if self._closing or self._conn is None:
                 return
             now = time.monotonic()
+            if now - last_tick > SUSPENDED_AFTER:
+                self._resumed(now - last_tick)
+            last_tick = now
             self._watch_communication(now)
             if now < next_beat:
                 continue
@@ -202,6 +208,13 @@ class CoordinatorClient:
                     f"{silent:.0f} s (heartbeat_timeout_seconds={self.heartbeat_timeout:g})."
                 )
                 return
+
+    def _resumed(self, suspended: float) -> None:
+        """This process itself was suspended (SIGSTOP, a frozen VM) for `suspended` s: the coordinator's silence
+        meanwhile is not its fault. Let the reader take what arrived meanwhile (a failure naming this process,
+        if the job gave up on it) before judging the coordinator again."""
+        self._last_heard = time.monotonic()
+        self._say(f"was suspended for {suspended:.0f} s (SIGSTOP, or a frozen machine) and resumes")
 
     def _watch_communication(self, now: float) -> None:
         """The collective watchdog. A communication that waits PROBE_AFTER s makes the coordinator survey every

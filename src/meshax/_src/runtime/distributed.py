@@ -19,10 +19,11 @@ from .. import device_pool
 from .. import devices as device_table
 from ..config import config
 from . import detection, exits, history, job_token, mpi, progress, watch
+from . import auth
 from .auth import AuthenticationError
 from .client import PEER_FAILURE_EXIT_CODE, CoordinatorClient, CoordinatorError, exit_with_failure
 from .coordinator import CoordinatorServer
-from .wire import parse_address
+from .wire import LineSocket, parse_address
 
 if TYPE_CHECKING:  # the data plane needs NumPy, which initialize() does not
     from .comm import ProcessGroup
@@ -64,6 +65,7 @@ class Runtime:
 _lock = threading.Lock()
 _runtime: Runtime | None = None
 SIGNAL_GRACE = 0.1  # seconds a process told of a failure waits for a signal sent to the whole job
+REPORT_TIMEOUT = 5.0  # seconds a process that cannot join tries to tell the job why
 
 
 def runtime() -> Runtime | None:
@@ -116,9 +118,13 @@ def initialize(
             config.update("meshax_collective_timeout", float(collective_timeout_seconds))
         if isinstance(local_device_ids, int):
             local_device_ids = [local_device_ids]
-        spec = detection.resolve(coordinator_address, num_processes, process_id,
-                                 None if local_device_ids is None else list(local_device_ids),
-                                 cluster_detection_method)
+        try:
+            spec = detection.resolve(coordinator_address, num_processes, process_id,
+                                     None if local_device_ids is None else list(local_device_ids),
+                                     cluster_detection_method)
+        except detection.ProcessIdOutOfRange as error:
+            _report_cannot_join(error.coordinator_address, str(error))
+            raise ValueError(str(error)) from None
         logger.log(logging.DEBUG if spec.method == "explicit" else logging.INFO, spec.description)
         exits.install(spec.process_id)
         try:
@@ -130,6 +136,23 @@ def initialize(
         exits.attach(_runtime.process_id, _runtime.client, _runtime.server)
         atexit.register(shutdown)
         _install_excepthook()
+
+
+def _report_cannot_join(address: str | None, reason: str) -> None:
+    """Tell the job this process meant to join why it cannot, so that the others stop now instead of waiting
+    for it until the initialization timeout. Only a process knowing the job token can (an outsider must not
+    stop a job); best effort, for at most REPORT_TIMEOUT s."""
+    if address is None:
+        return
+    try:
+        sock = auth.connect(address, job_token.job_token(), "report", 0, REPORT_TIMEOUT)
+    except Exception:  # noqa: BLE001 - no coordinator, another token, a bad address: the error says enough
+        return
+    conn = LineSocket(sock)
+    sock.settimeout(REPORT_TIMEOUT)
+    conn.write_message({"op": "cannot_join", "reason": reason, "hostname": socket.gethostname(), "pid": os.getpid()})
+    conn.read_line()  # the coordinator's acknowledgement: it has told the others
+    conn.close()
 
 
 def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: float,
