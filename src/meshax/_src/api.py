@@ -38,8 +38,9 @@ def _put_one(x: Any, target: Any) -> Any:
     except TypeError:
         from .runtime.watch import user_site
 
-        raise TypeError(f"Argument {x!r:.100} of type {type(x)} is not a valid JAX type: device_put (called at "
-                        f"{user_site()}) places arrays, numbers and pytrees of them.") from None
+        dtype = f" with {x.dtype!r}, not a numeric dtype," if hasattr(x, "dtype") else ""
+        raise TypeError(f"Argument {x!r:.100} of type {type(x)}{dtype} is not a valid JAX type: device_put (called "
+                        f"at {user_site()}) places arrays, numbers and pytrees of them.") from None
     _check_host_data_agrees(value, sharding)
     return from_host(value, sharding, weak)
 
