@@ -140,14 +140,14 @@ class CoordinatorServer:
 
     def _on_refused(self, refusal: WrongToken, address: str) -> None:
         """Remember a connection refused for a wrong token that claimed to be one of this job's processes."""
-        if 0 <= refusal.process_id < self.num_processes:
+        if 0 <= refusal.process_id < self.num_processes:  # one entry per id: bounded whatever outsiders send
             when = time.strftime("%H:%M:%S UTC", time.gmtime())
-            with self._cond:
-                self._refusals[refusal.process_id] = (
-                    f"process {refusal.process_id}: a connection claiming to be it was refused at {when} from "
-                    f"{address} for a wrong job token; was it started with another MESHAX_JOB_TOKEN or "
-                    "~/.meshax/job_token?"
-                )
+            # no lock: the listener's handshake thread must never wait for the coordinator (one assignment is atomic)
+            self._refusals[refusal.process_id] = (
+                f"process {refusal.process_id}: a connection claiming to be it was refused at {when} from "
+                f"{address} for a wrong job token; was it started with another MESHAX_JOB_TOKEN or "
+                "~/.meshax/job_token?"
+            )
 
     def _serve_control(self, conn: LineSocket, peer_id: int) -> None:
         with self._cond:
