@@ -33,6 +33,22 @@ class CoordinatorError(RuntimeError):
     """A request to the coordinator failed; the message says why and who is missing."""
 
 
+def report_cannot_join(address: str, token: bytes, report: dict[str, Any], timeout: float) -> bool:
+    """Tell the coordinator at `address` that a process cannot join the job (`report`: its `reason`, and `who`
+    or `hostname` and `pid`); the coordinator then ends the start-up of every process. Only a process knowing
+    the job `token` can. Best effort, within about `timeout` s: whether the coordinator acknowledged it."""
+    try:
+        sock = auth.connect(address, token, "report", 0, timeout)
+    except Exception:  # noqa: BLE001 - no coordinator, another token, a bad address: nobody to tell
+        return False
+    conn = LineSocket(sock)
+    sock.settimeout(timeout)
+    conn.write_message({"op": "cannot_join", **report})
+    acknowledged = conn.read_line() is not None
+    conn.close()
+    return acknowledged
+
+
 def exit_with_failure(message: str, code: int = FAILURE_EXIT_CODE) -> None:
     """Print `message` as one line on stderr and end the process immediately with exit code `code`."""
     try:
@@ -67,6 +83,7 @@ class CoordinatorClient:
         self._cond = threading.Condition()
         self._last_heard = time.monotonic()
         self._closing = False
+        self._joined = False  # whether every process has registered
 
     # ---- connecting -------------------------------------------------------------------
 
@@ -115,6 +132,7 @@ class CoordinatorClient:
             "register", wait=timeout + 30, num_processes=num_processes, hostname=socket.gethostname(),
             pid=os.getpid(), info=info, timeout=timeout,
         )
+        self._joined = True
         return reply["processes"]
 
     def barrier(self, name: str, timeout: float, participants: list[int] | None = None, what: str = "") -> None:
@@ -251,7 +269,10 @@ class CoordinatorClient:
             time.sleep(0.05)
 
     def _lost_coordinator(self) -> None:
-        if not self._closing:
-            self._on_failure(
-                f"lost the connection to the coordinator at {self.address}: process 0 died or was killed."
-            )
+        if self._closing:
+            return
+        if not self._joined:
+            self._on_failure(f"the coordinator at {self.address} closed the connection during start-up: process 0 "
+                             "ended the start-up (its output says why) or died.")
+        else:
+            self._on_failure(f"lost the connection to the coordinator at {self.address}: process 0 died or was killed.")

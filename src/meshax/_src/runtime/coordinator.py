@@ -119,7 +119,9 @@ class CoordinatorServer:
             self._serve_control(conn, peer.process_id)
 
     def _serve_report(self, conn: LineSocket) -> None:
-        """A process of this job (it knows the token) that cannot join says why: the start-up fails."""
+        """A process of this job (it knows the token) that cannot join says why, or `meshax launch` says that
+        one of its children exited: the start-up fails, naming it. A running job ignores such reports (it
+        notices a death itself)."""
         try:
             line = conn.read_line(time.monotonic() + REPORT_WAIT)
             message = json.loads(line) if line is not None else None
@@ -128,14 +130,14 @@ class CoordinatorServer:
         if not isinstance(message, dict) or message.get("op") != "cannot_join":
             logger.warning("meshax coordinator: dropped a malformed report of a process that cannot join.")
             return
-        who = f"a process (pid {message.get('pid')!s:.12} on {message.get('hostname')!s:.100})"
-        error = f"{who} could not join the job: {message.get('reason')!s:.1000}"
+        who = message.get("who") or f"a process (pid {message.get('pid')!s:.12} on {message.get('hostname')!s:.100})"
+        error = f"{who!s:.200} could not join the job: {message.get('reason')!s:.1000}"
         with self._cond:
-            if self._started:
+            if not self._started:
+                self._fail_locked(error, exclude=None)
+            elif self._failure is None and message.get("source") != "launcher":
                 logger.warning("meshax coordinator: ignored a report of a process that cannot join the running job: "
                                "%s", error)
-            else:
-                self._fail_locked(error, exclude=None)
         conn.write_message({"ok": True})
 
     def _on_refused(self, refusal: WrongToken, address: str) -> None:

@@ -20,11 +20,11 @@ from .. import device_pool
 from .. import devices as device_table
 from ..config import config
 from . import detection, exits, history, job_token, mpi, progress, watch
-from . import auth
 from .auth import AuthenticationError
-from .client import PEER_FAILURE_EXIT_CODE, CoordinatorClient, CoordinatorError, exit_with_failure
+from .client import (PEER_FAILURE_EXIT_CODE, CoordinatorClient, CoordinatorError, exit_with_failure,
+                     report_cannot_join)
 from .coordinator import CoordinatorServer
-from .wire import LineSocket, parse_address
+from .wire import parse_address
 
 if TYPE_CHECKING:  # the data plane needs NumPy, which initialize() does not
     from .comm import ProcessGroup
@@ -141,19 +141,14 @@ def initialize(
 
 def _report_cannot_join(address: str | None, reason: str) -> None:
     """Tell the job this process meant to join why it cannot, so that the others stop now instead of waiting
-    for it until the initialization timeout. Only a process knowing the job token can (an outsider must not
-    stop a job); best effort, for at most REPORT_TIMEOUT s."""
-    if address is None:
-        return
-    try:
-        sock = auth.connect(address, job_token.job_token(), "report", 0, REPORT_TIMEOUT)
-    except Exception:  # noqa: BLE001 - no coordinator, another token, a bad address: the error says enough
-        return
-    conn = LineSocket(sock)
-    sock.settimeout(REPORT_TIMEOUT)
-    conn.write_message({"op": "cannot_join", "reason": reason, "hostname": socket.gethostname(), "pid": os.getpid()})
-    conn.read_line()  # the coordinator's acknowledgement: it has told the others
-    conn.close()
+    for it until the initialization timeout (an outsider cannot: it takes the job token)."""
+    if address is not None:
+        try:
+            token = job_token.job_token()
+        except (OSError, RuntimeError, ValueError):
+            return
+        report_cannot_join(address, token, {"reason": reason, "hostname": socket.gethostname(), "pid": os.getpid()},
+                           REPORT_TIMEOUT)
 
 
 def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: float,
