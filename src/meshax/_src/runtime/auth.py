@@ -19,7 +19,7 @@ from .job_token import FIX
 from .wire import LineSocket, parse_address
 
 PROTOCOL = "meshax-auth-1"
-KINDS = ("control", "pmi", "report")  # report: a process that cannot join says why (its id is 0)
+KINDS = ("control", "pmi", "report")  # report: why a process cannot join (its id: 0, unused)
 HANDSHAKE_TIMEOUT = 5.0  # seconds a new connection has to authenticate
 MAX_HANDSHAKE_LINE = 512  # bytes: a handshake line is about 250
 
