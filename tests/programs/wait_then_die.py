@@ -1,5 +1,6 @@
-"""Args: address id n mode victim [heartbeat_timeout, default 5]. Every process initialises and prints READY; then all but the victim
-block in an MPI barrier (mode=barrier) or a 4 MB allreduce (mode=allreduce); the test kills the victim."""
+"""Args: address id n mode victim [heartbeat_timeout, default 5]. Every process initialises and prints READY;
+then all but the victim block in an MPI barrier (mode=barrier) or a 4 MB allreduce (mode=allreduce); the test
+kills the victim."""
 import sys
 import time
 
