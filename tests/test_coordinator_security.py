@@ -15,7 +15,7 @@ import time
 import pytest
 
 from attacks import WORKLOAD, IdleFlood, Job, children, expected_checksum, fuzz, listeners, run_attacks
-from multiprocess import PYTHON, child_env, collect, free_port, start
+from multiprocess import PYTHON, child_env, collect, free_port, kill_group, start
 from meshax._src.runtime import auth, job_token, listener
 from meshax._src.runtime.coordinator import CoordinatorServer
 from meshax._src.runtime.wire import LineSocket
@@ -289,16 +289,22 @@ def test_a_process_with_another_token_is_named_while_the_others_wait(tmp_path):
     """A process refused for a wrong token cannot end the job (an outsider could then do it too); it fails at
     once, and the others name it, with when and from where, while they wait and when their timeout fires."""
     port = free_port()
-    procs = [start([PYTHON, "tests/programs/init_only.py", f"localhost:{port}", str(i), "4", "8"],
-                   home_env(tmp_path, 1, MESHAX_STILL_WAITING_SECONDS="2",
-                            **({job_token.ENV_VAR: "another"} if i == 2 else {}))) for i in range(4)]
-    results = collect(procs, timeout=60)
+    script = "tests/programs/init_only.py"
+    intruder = start([PYTHON, script, f"localhost:{port}", "2", "4", "30"],
+                     home_env(tmp_path, 1, MESHAX_LOG="debug", **{job_token.ENV_VAR: "another"}))
+    try:  # it is about to connect (it retries until the coordinator is up): start the job
+        while "configured by initialize() arguments" not in intruder.stderr.readline():
+            assert intruder.poll() is None, "the intruder exited before connecting"
+        procs = [start([PYTHON, script, f"localhost:{port}", str(i), "4", "8"],
+                       home_env(tmp_path, 1, MESHAX_STILL_WAITING_SECONDS="3")) for i in (0, 1, 3)]
+        results = collect([intruder, *procs], timeout=60)
+    finally:
+        kill_group(intruder)
     assert all(r.returncode != 0 for r in results), [r.stderr[-2000:] for r in results]
-    assert "process 2 could not authenticate to the coordinator" in results[2].stderr
-    for i in (0, 1, 3):
-        err = results[i].stderr
-        refused = ("process 2: a connection claiming to be it was refused at ", " from 127.0.0.1 for a wrong job token")
-        waiting = [line for line in err.splitlines() if "still waiting for processes [2]" in line]
-        assert waiting and all(all(part in line for part in refused) for line in waiting), err
-        assert "processes [2] of 4 never connected" in err and all(part in err.split("never connected")[1]
-                                                                   for part in refused), err
+    assert "process 2 could not authenticate to the coordinator" in results[0].stderr
+    refused = ("process 2: a connection claiming to be it was refused at ", " from 127.0.0.1 for a wrong job token")
+    for result in results[1:]:
+        waiting = [line for line in result.stderr.splitlines() if "still waiting for processes [2]" in line]
+        assert waiting and all(all(part in line for part in refused) for line in waiting), result.stderr
+        timeout = result.stderr.split("processes [2] of 4 never connected")
+        assert len(timeout) == 2 and all(part in timeout[1] for part in refused), result.stderr

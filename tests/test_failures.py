@@ -75,22 +75,22 @@ def test_a_stopped_process_is_named_while_the_others_wait_and_blames_itself_when
     """SIGSTOP one of four while the others wait in a barrier: every "still waiting" line names it; after the
     heartbeat timeout the others stop naming it; resumed, it does not blame process 0 for its own silence."""
     address = f"localhost:{free_port()}"
-    env = child_env(2, MESHAX_STILL_WAITING_SECONDS="8")
-    procs = [start([PYTHON, WAIT_THEN_DIE, address, str(i), "4", "barrier", "3", "30"], env) for i in range(4)]
+    env = child_env(2, MESHAX_STILL_WAITING_SECONDS="10")  # the first line comes after a survey found it silent
+    procs = [start([PYTHON, WAIT_THEN_DIE, address, str(i), "4", "barrier", "3", "40"], env) for i in range(4)]
     try:
         for proc in procs:
             wait_for_line(proc, "READY", timeout=60)
         time.sleep(0.5)
         os.kill(procs[3].pid, signal.SIGSTOP)
         hit_at = time.monotonic()
-        results = collect(procs[:3], timeout=90)
+        results = collect(procs[:3], timeout=120)
         elapsed = time.monotonic() - hit_at
         os.kill(procs[3].pid, signal.SIGCONT)
         stopped = collect(procs[3:], timeout=30)[0]
     finally:
         for proc in procs:
             kill_group(proc)
-    assert elapsed < 75  # heartbeat_timeout_seconds=30
+    assert elapsed < 100  # heartbeat_timeout_seconds=40
     for result in results:
         assert result.returncode != 0
         waiting = [line for line in result.stderr.splitlines() if "still waiting" in line]
@@ -100,7 +100,6 @@ def test_a_stopped_process_is_named_while_the_others_wait_and_blames_itself_when
     assert stopped.returncode != 0
     assert "process 3 (pid" in stopped.stderr and "stopped answering" in stopped.stderr, stopped.stderr
     assert "process 0 (the coordinator" not in stopped.stderr and "lost the connection" not in stopped.stderr
-    assert "process 3 was suspended for" in stopped.stderr, stopped.stderr
 
 
 def test_process_id_out_of_range():
@@ -272,17 +271,22 @@ def test_a_process_with_a_negative_id_ends_the_start_up_of_every_process():
     """process_id=-1 knows the job token, so it tells the coordinator why it cannot join: the others stop at
     once (they would wait 120 s), naming it and the reason."""
     address = f"localhost:{free_port()}"
-    env = child_env(1)
+    env = child_env(1, MESHAX_STILL_WAITING_SECONDS="1")
     procs = [start([PYTHON, INIT_ONLY, address, str(i), "4", "120"], env) for i in (0, 1, 3)]
-    misfit = start([PYTHON, INIT_ONLY, address, "-1", "4", "120"], env)
+    misfit = None
     try:
+        deadline = time.monotonic() + 60
+        while "still waiting for processes" not in procs[0].stderr.readline():  # the coordinator is up
+            assert time.monotonic() < deadline and procs[0].poll() is None
+        misfit = start([PYTHON, INIT_ONLY, address, "-1", "4", "120"], env)
         misfit_result = collect([misfit], timeout=60)[0]
         misfit_ended = time.monotonic()
         results = collect(procs, timeout=60)
         elapsed = time.monotonic() - misfit_ended
     finally:
-        for proc in procs:
-            kill_group(proc)
+        for proc in [*procs, misfit]:
+            if proc is not None:
+                kill_group(proc)
     assert elapsed < 15
     assert misfit_result.returncode != 0
     assert "ValueError: process_id=-1 is out of range for num_processes=4" in misfit_result.stderr
