@@ -24,8 +24,10 @@ WATCH_TICK = 0.25  # seconds between looks at the current communication
 PROBE_AFTER = 2.0  # a communication waiting this long makes the coordinator survey every process
 PROBE_EVERY = 2.5  # and again this often while it lasts
 STILL_WAITING_EVERY = float(os.environ.get("MESHAX_STILL_WAITING_SECONDS", 10))  # between "still waiting" lines
+COORDINATOR_QUIET = 5.0  # seconds without a ping after which a "still waiting" line names the coordinator
 DESYNC_REPORT_WAIT = 10.0  # how long a process that found a desync waits for the coordinator's verdict
-SUSPENDED_AFTER = 5.0  # seconds between two watch ticks that mean this process itself was suspended
+SUSPENDED_AFTER = 10.0  # seconds between two watch ticks that mean this process itself was suspended (or half
+# the heartbeat timeout, if shorter: it must be noticed before the coordinator is blamed)
 PEER_FAILURE_EXIT_CODE = 70  # this process stopped because the job failed elsewhere (the report says where)
 
 
@@ -206,12 +208,13 @@ class CoordinatorClient:
         """Every tick: watch the current communication; every heartbeat interval: tell the coordinator we live."""
         next_beat = time.monotonic() + self.heartbeat_interval
         last_tick = time.monotonic()
+        suspended_after = min(SUSPENDED_AFTER, self.heartbeat_timeout / 2)
         while not self._closing:
             time.sleep(WATCH_TICK)
             if self._closing or self._conn is None:
                 return
             now = time.monotonic()
-            if now - last_tick > SUSPENDED_AFTER:
+            if now - last_tick > suspended_after:
                 self._resumed(now - last_tick)
             last_tick = now
             self._watch_communication(now)
@@ -253,7 +256,11 @@ class CoordinatorClient:
             self.send("probe", state=watch.state(now))
         if waited >= STILL_WAITING_EVERY and now - self._printed >= STILL_WAITING_EVERY:
             self._printed = now
-            peers = f" for {self._busy_peers}" if self._busy_peers else ""
+            quiet = now - self._last_heard  # the coordinator pings several times a second
+            if quiet > COORDINATOR_QUIET:
+                peers = f" for process 0 (the coordinator), which has not answered for {quiet:.0f} s (stopped?),"
+            else:
+                peers = f" for {self._busy_peers}" if self._busy_peers else ""
             self._say(f"still waiting{peers} {activity.describe(now)}")
 
     def _say(self, text: str) -> None:

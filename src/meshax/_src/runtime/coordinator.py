@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from . import survey
-from .client import STILL_WAITING_EVERY
+from .client import STILL_WAITING_EVERY, SUSPENDED_AFTER
 from .auth import Peer, WrongToken, preview
 from .listener import Listener
 from .pmi import PmiService
@@ -363,10 +363,16 @@ class CoordinatorServer:
     # ---- deadlines, heartbeats and failures -----------------------------------------------
 
     def _monitor_loop(self) -> None:
+        last_tick = time.monotonic()
+        suspended_after = min(SUSPENDED_AFTER, self.heartbeat_timeout / 2)
         while not self._stopping:
             time.sleep(min(0.25, self.ping_interval))
             now = time.monotonic()
             with self._cond:
+                if now - last_tick > suspended_after:  # process 0 itself was suspended: the others were not silent
+                    for process in self._processes.values():
+                        process.last_seen = now
+                last_tick = now
                 self._expire_registration(now)
                 self._remind_registration(now)
                 self._expire_barriers(now)
