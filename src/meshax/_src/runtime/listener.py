@@ -107,10 +107,13 @@ class Listener:
                 oldest = next(iter(self._pending.values()), None)
                 wait = 1.0 if oldest is None else max(0.0, min(1.0, oldest.deadline - time.monotonic()))
                 for key, _ in self._selector.select(wait):
-                    if key.data == "listen":
-                        self._accept(key.fileobj)
-                    elif isinstance(key.data, _Handshake) and key.data.sock in self._pending:
-                        self._receive(key.data)
+                    try:
+                        if key.data == "listen":
+                            self._accept(key.fileobj)
+                        elif isinstance(key.data, _Handshake) and key.data.sock in self._pending:
+                            self._receive(key.data)
+                    except Exception as error:  # noqa: BLE001 - one bad connection must not stop the front door
+                        logger.warning("meshax coordinator: error while handling a new connection: %r", error)
                 self._expire(time.monotonic())
         finally:
             for handshake in list(self._pending.values()):
