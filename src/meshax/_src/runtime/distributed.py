@@ -201,8 +201,14 @@ def _launcher_start_timed_out(spec: detection.ClusterSpec, timeout: float) -> st
 
 @contextlib.contextmanager
 def _deadline(timeout: float, message: str) -> Iterator[None]:
-    """End the process with `message` if the block takes longer than `timeout` s (it may be stuck in C)."""
-    timer = threading.Timer(timeout, exit_with_failure, args=(message,))
+    """End the process with `message` if the block takes longer than `timeout` s (it may be stuck in C, in
+    MPI_Init, which may have made the job's shared-memory segment already: it is removed)."""
+
+    def give_up() -> None:
+        mpi.remove_shared_memory()
+        exit_with_failure(message)
+
+    timer = threading.Timer(timeout, give_up)
     timer.daemon = True
     timer.start()
     try:
