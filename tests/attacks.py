@@ -245,6 +245,7 @@ def run_attacks(port: int) -> dict[str, str]:
     attacks["silent connection"] = simple(b"", hold=0.5)
     attacks["forged control handshake as process 1"] = forged("control", 1)
     attacks["forged PMI handshake as process 0"] = forged("pmi", 0)
+    attacks["forged report that a process cannot join"] = forged("report", 0)
     attacks["a 100 MB line"] = hundred_megabytes
     threads = [threading.Thread(target=check, args=item) for item in attacks.items()]
     for thread in threads:

@@ -265,15 +265,17 @@ def start_up_delay(results) -> float:
     return max(joined) - max(called)
 
 
-def test_idle_unauthenticated_connections_do_not_delay_start_up(tmp_path):
-    """An outsider holds 500 connections open (reopening each one the coordinator drops) while the job starts:
-    the processes still join at once (each handshake takes one round trip; idle ones are pushed out)."""
+def test_outsiders_cannot_delay_or_stop_a_start_up(tmp_path):
+    """While the job starts, an outsider holds 500 connections open (reopening each one the coordinator drops)
+    and runs every attack (forged handshakes claiming the processes still missing, forged reports, ...): the
+    processes still join at once (each handshake takes one round trip; idle ones are pushed out) and run."""
     port = free_port()
     env = home_env(tmp_path, 1)
     procs = [start([PYTHON, TIMED_INIT, f"localhost:{port}", "0", "3"], env)]
     try:
         wait_until_listening(port, timeout=60)
         with IdleFlood(port, 500) as flood:
+            failures = run_attacks(port)
             procs += [start([PYTHON, TIMED_INIT, f"localhost:{port}", str(i), "3"], env) for i in (1, 2)]
             results = collect(procs, timeout=120)
     finally:
@@ -281,7 +283,7 @@ def test_idle_unauthenticated_connections_do_not_delay_start_up(tmp_path):
             proc.kill()
     assert [r.returncode for r in results] == [0, 0, 0], [r.stderr[-2000:] for r in results]
     assert all(f"OK {i} 3" in r.stdout for i, r in enumerate(results))
-    assert flood.opened >= 500
+    assert flood.opened >= 500 and not failures, failures
     assert start_up_delay(results) < 10  # 35 s when idle connections blocked the handshakes of the job's
 
 
