@@ -33,7 +33,14 @@ def _put_one(x: Any, target: Any) -> Any:
         sharding = to_sharding(target)
     if isinstance(x, Array):
         return reshard(x, sharding)
-    value, weak = host_value(x)
+    try:
+        value, weak = host_value(x)
+    except TypeError:
+        from .runtime.watch import user_site
+
+        dtype = f" with {x.dtype!r}, not a numeric dtype," if hasattr(x, "dtype") else ""
+        raise TypeError(f"Argument {x!r:.100} of type {type(x)}{dtype} is not a valid JAX type: device_put (called "
+                        f"at {user_site()}) places arrays, numbers and pytrees of them.") from None
     _check_host_data_agrees(value, sharding)
     return from_host(value, sharding, weak)
 
