@@ -11,6 +11,8 @@ import numpy as np
 
 from .. import devices as device_table
 from ..array import Array
+from ..runtime.channels import Channel
+from ..runtime.distributed import side_channel
 from ..sharding import Box, unique_boxes
 from . import commit, metadata, zarr_io
 from .metadata import LeafInfo
@@ -128,12 +130,16 @@ class AsyncSave:
     def __init__(self, job: _Save) -> None:
         self.path = job.path
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(job,), name="meshax-checkpoint-save")
+        # Its barriers interleave with the training's collectives differently on each process: they go in a
+        # history (and communicators) of their own.
+        channel = side_channel("checkpoint-save")
+        self._thread = threading.Thread(target=self._run, args=(job, channel), name="meshax-checkpoint-save")
         self._thread.start()
 
-    def _run(self, job: _Save) -> None:
+    def _run(self, job: _Save, channel: Channel) -> None:
         try:
-            job.run()
+            with channel.active():
+                job.run()
         except BaseException as error:  # reported by wait()
             self._error = error
 

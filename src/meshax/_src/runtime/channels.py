@@ -1,0 +1,72 @@
+"""Side channels: communication of background threads, apart from the main thread's.
+
+A thread that communicates while the main thread goes on (an asynchronous checkpoint save,
+a prefetching loader) interleaves its operations with the main thread's in a different
+order on each process. Mixed into one history (history.py) or one MPI communicator, that
+order would look like a desync, or mismatch messages. A Channel gives such a thread its
+own histories and its own MPI communicators (duplicated from the world when the channel
+opens), so that only operations every process issues in the same order ever share a
+history or a communicator:
+
+    channel = side_channel("checkpoint-save")   # distributed.py; on the main thread of every process
+    ...in the thread: with channel.active(): ...  # its communication stays in the channel
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Iterator
+
+from . import history
+from .mpi import CommunicatorCache
+
+_lock = threading.Lock()
+_open: dict[str, "Channel"] = {}
+_active: dict[int, "Channel"] = {}  # thread ident -> the channel it runs in
+
+
+class Channel:
+    """The histories, communicators and process groups of one side channel."""
+
+    def __init__(self, name: str, world: Any) -> None:
+        self.name = name
+        self.histories: history.Table = {}
+        self.groups: dict[tuple[int, ...], Any] = {}  # ProcessGroups over this channel's communicators
+        self.communicators: CommunicatorCache | None = None
+        self.p2p = None
+        if world is not None:
+            self.communicators = CommunicatorCache(world.Dup())
+            self.p2p = world.Dup()
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator["Channel"]:
+        """Run the block's communication (in this thread) in this channel."""
+        ident = threading.get_ident()
+        if ident in _active:
+            raise RuntimeError(f"this thread already runs in channel {_active[ident].name!r}.")
+        _active[ident] = self
+        history.enter_channel(self.histories, self.name)
+        try:
+            yield self
+        finally:
+            history.leave_channel()
+            del _active[ident]
+
+
+
+def open_channel(name: str, world: Any) -> Channel:
+    """The side channel `name`, created the first time with communicators duplicated from `world` (None: a
+    job of one process). Call it on the main thread of every process, in the same order as their other
+    operations: duplicating a communicator is collective."""
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError(f"open the side channel {name!r} on the main thread (opening it is collective).")
+    with _lock:
+        channel = _open.get(name)
+        if channel is None:
+            channel = _open[name] = Channel(name, world)
+        return channel
+
+
+def current() -> Channel | None:
+    """The side channel this thread runs in, or None (the main channel)."""
+    return _active.get(threading.get_ident()) if _active else None
