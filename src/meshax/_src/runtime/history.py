@@ -34,7 +34,7 @@ class History:
         self.channel = channel  # None: the main channel
         self.sequence = 0
         self.chain = 0
-        self.calls = 0  # calls noted (jit calls, placements)
+        self.calls = 0  # jit calls noted
         self.recent: collections.deque[str] = collections.deque(maxlen=RECENT)
 
     def advance(self, entry: str) -> None:
@@ -43,9 +43,10 @@ class History:
         self.chain = zlib.crc32(entry.encode(), self.chain)
         self.recent.append(entry)
 
-    def note(self, entry: str) -> None:
-        """Record a call every member makes without communicating (e.g. a jit call): it changes the hash only."""
-        self.calls += 1
+    def note(self, entry: str, jit_call: bool = True) -> None:
+        """Record a call every member makes without communicating (a jit call, or a placement): it changes the
+        hash only."""
+        self.calls += jit_call
         self.chain = zlib.crc32(entry.encode(), self.chain)
         self.recent.append(entry)
 
@@ -54,6 +55,7 @@ Table = dict[tuple[int, ...], History]
 _main: Table = {}
 _by_thread: dict[int, tuple[Table, str]] = {}  # threads running in a side channel: its histories and name
 _get_ident = threading.get_ident
+_main_ident = threading.main_thread().ident
 
 
 def history(ranks: Iterable[int]) -> History:
@@ -65,6 +67,22 @@ def history(ranks: Iterable[int]) -> History:
     if found is None:
         found = table[key] = History(key, None if side is None else side[1])
     return found
+
+
+def ordered() -> bool:
+    """Whether this thread's calls come in program order on every process: the main thread's and a side
+    channel's do; a user's own thread (a prefetching loader) interleaves with the main thread differently on each
+    process, so its calls that need no communication (placements, jit calls) enter no history."""
+    ident = _get_ident()
+    return ident == _main_ident or ident in _by_thread
+
+
+def note(ranks: Iterable[int], entry: str, jit_call: bool = True) -> None:
+    """Record, in this thread's channel, a call that every process of `ranks` makes in the same order without
+    communicating (a jit call or a placement on arrays spanning them): the next communication among them
+    compares it. Calls of threads outside the program order (`ordered`) are not recorded."""
+    if ordered():
+        history(ranks).note(entry, jit_call)
 
 
 def enter_channel(table: Table, name: str) -> None:

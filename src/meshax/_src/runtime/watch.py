@@ -77,6 +77,11 @@ def _user_frame(frame):
     return None
 
 
+def user_site_key() -> str:
+    """The caller's user call site as histories record it (history.site_key)."""
+    return site_key(_user_frame(sys._getframe(1)))
+
+
 def user_site(frame=None) -> str:
     """Where the user's code is: file:line of the innermost frame outside meshax."""
     found = _user_frame(frame or sys._getframe(1))
