@@ -53,7 +53,7 @@ def _check_host_data_agrees(value: np.ndarray, sharding: Sharding) -> None:
             or not ordered():
         return
     rt.process_group(processes).check_same("device_put of host data",
-                                           (value.shape, value.dtype.str, placement(sharding)))
+                                           f"{(value.shape, value.dtype.str)} onto {placement(sharding)}")
 
 
 def _note_placement(what: str, shape: tuple[int, ...], dtype: np.dtype, sharding: Sharding) -> None:
