@@ -187,3 +187,27 @@ def test_a_side_channel_thread_has_its_own_history_and_the_state_names_both_thre
         assert watch.current() is mine
     assert watch.current() is None
     assert "is in barrier" not in watch.state()["text"]
+
+
+def test_a_side_channel_thread_communicates_alongside_the_main_thread():
+    """MPI reductions and reshards of a thread in a side channel (its own communicators and history) interleave
+    with the main thread's psums in any order on each process: no check fires and every value is right."""
+    result = run_launcher(CORRECT, 4, 2, "side_channel", timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    main = 8 * sum(range(60))  # psum over 8 devices of k
+    thread = sum(4 * k + 6 for k in range(40)) + sum((n := 16 * (k % 3 + 1)) * (n - 1) // 2 for k in range(40))
+    by_process = lines_by_process(result.stdout)
+    for index in range(4):
+        found = [line.split() for line in by_process.get(index, []) if line.startswith("SIDE ")]
+        assert len(found) == 1 and [float(v) for v in found[0][2:]] == [main, thread], by_process.get(index)
+
+
+def test_a_prefetching_thread_that_places_host_data_is_never_stopped():
+    """A user's own loader thread places batches (device_put of host data, make_array_from_process_local_data)
+    while the main thread's collectives run: placements need no communication, so that thread's are neither
+    checked nor recorded (they would interleave with the main thread's differently on each process)."""
+    result = run_launcher(CORRECT, 4, 2, "prefetch", timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    by_process = lines_by_process(result.stdout)
+    for index in range(4):
+        assert f"PREFETCH {index} {32.0 * sum(range(30))}" in by_process.get(index, []), by_process.get(index)

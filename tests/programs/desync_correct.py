@@ -5,6 +5,10 @@ remat            grad of f and of jax.checkpoint(f) with f closing over an array
                  (every process moves the gradient to its own device): prints `GRADS <process> <g1> <g2>`
 async_training   50 training steps, an async save every 5 (training goes on meanwhile), then every checkpoint
                  restores exactly what was saved: prints `RESTORED <process> <checkpoints> <loss>`
+side_channel     a background thread in a side channel runs MPI reductions and a reshard while the main thread
+                 runs its own: prints `SIDE <process> <main total> <thread total>`
+prefetch         a user's own thread places host batches on the mesh (device_put, make_array_from_process_local_data)
+                 while the main thread trains on them: prints `PREFETCH <process> <total>`
 order-host / order-callback / order-reshard
                  process 1 builds its mesh from the devices in reverse order, then places an array on it
                  (device_put of host data, make_array_from_callback, device_put of an array); must fail
@@ -62,6 +66,58 @@ elif program == "async_training":
         for name in expected:
             np.testing.assert_array_equal(np.asarray(restored[name]), expected[name])
     print("RESTORED", here, len(saved), float(value), flush=True)
+
+elif program == "side_channel":
+    import threading
+
+    from meshax._src.runtime.distributed import runtime, side_channel
+
+    channel = side_channel("test-prefetch")
+    everyone = list(range(jax.process_count()))
+    line = jax.make_mesh((jax.device_count(),), ("i",))
+    rows = NamedSharding(line, P("i"))
+    totals = {}
+
+    def background():
+        with channel.active():
+            total = 0.0
+            for k in range(40):
+                total += float(runtime().process_group(everyone).allreduce(np.full(3, k + here, np.float64))[0])
+                moved = jax.device_put(jax.device_put(np.arange(16.0 * (k % 3 + 1)), rows), NamedSharding(line, P()))
+                total += float(np.asarray(moved.addressable_data(0)).sum())
+            totals["thread"] = total
+
+    thread = threading.Thread(target=background)
+    thread.start()
+    psum = jax.jit(jax.shard_map(lambda v: jax.lax.psum(v, "i"), mesh=line, in_specs=P("i"), out_specs=P()))
+    main_total = sum(float(psum(jax.device_put(np.full(jax.device_count(), k, np.float32), rows))[0])
+                     for k in range(60))
+    thread.join()
+    print("SIDE", here, main_total, totals["thread"], flush=True)
+
+elif program == "prefetch":
+    import queue
+    import threading
+
+    line = jax.make_mesh((jax.device_count(),), ("i",))
+    rows = NamedSharding(line, P("i"))
+    batches: queue.Queue = queue.Queue(maxsize=4)
+    local_rows = jax.local_device_count()
+
+    def loader():  # a typical prefetching loader: it places data, it does not communicate
+        for k in range(30):
+            if k % 2:
+                batch = jax.device_put(np.full((jax.device_count(), 4), k, np.float32), rows)
+            else:
+                local = np.full((local_rows, 4), k, np.float32)
+                batch = jax.make_array_from_process_local_data(rows, local, (jax.device_count(), 4))
+            batches.put(batch)
+
+    threading.Thread(target=loader, daemon=True).start()
+    total = 0.0
+    for _ in range(30):
+        total += float(jnp.sum(batches.get()))  # a collective on the main thread per batch
+    print("PREFETCH", here, total, flush=True)
 
 elif program.startswith("order-"):
     devices = jax.devices()

@@ -40,26 +40,29 @@ class Channel:
 
     @contextlib.contextmanager
     def active(self) -> Iterator["Channel"]:
-        """Run the block's communication (in this thread) in this channel."""
+        """Run the block's communication (in this thread) in this channel; one thread at a time, since its
+        operations must come in the same order on every process."""
         ident = threading.get_ident()
-        if ident in _active:
-            raise RuntimeError(f"this thread already runs in channel {_active[ident].name!r}.")
-        _active[ident] = self
+        with _lock:
+            if ident in _active:
+                raise RuntimeError(f"this thread already runs in the side channel {_active[ident].name!r}.")
+            if self in _active.values():
+                raise RuntimeError(f"another thread runs in the side channel {self.name!r}; its operations would "
+                                   "interleave differently on each process (open one channel per thread).")
+            _active[ident] = self
         history.enter_channel(self.histories, self.name)
         try:
             yield self
         finally:
             history.leave_channel()
-            del _active[ident]
-
+            with _lock:
+                del _active[ident]
 
 
 def open_channel(name: str, world: Any) -> Channel:
     """The side channel `name`, created the first time with communicators duplicated from `world` (None: a
-    job of one process). Call it on the main thread of every process, in the same order as their other
-    operations: duplicating a communicator is collective."""
-    if threading.current_thread() is not threading.main_thread():
-        raise RuntimeError(f"open the side channel {name!r} on the main thread (opening it is collective).")
+    job of one process). Call it where the program issues its collectives (the main thread) on every process,
+    in the same order as their other operations: duplicating a communicator is collective."""
     with _lock:
         channel = _open.get(name)
         if channel is None:
