@@ -4,8 +4,8 @@ Run by tests/test_no_false_positives.py as `meshax launch -n 4 --cpu-devices 2 n
 --cpu-devices 4), DIR a fresh directory for its checkpoints.
 The programs come from the single-process test suites (their case tables, imported): every NumPy differential
 case on its sharded inputs over the job's 8 devices, derivatives of the autodiff cases (eagerly and jit of
-grad) on inputs placed on the whole mesh, sharded gradients, vmap and control-flow cases inside a shard_map over
-all devices (eagerly and under jit), and whole programs (remat, async checkpointing while training, multihost
+grad) on inputs placed on the whole mesh, sharded gradients, vmap, control-flow and lax cases inside a shard_map
+over all devices (eagerly and under jit), and whole programs (remat, async checkpointing while training, multihost
 utilities, reshards). Each program's result is gathered and compared with the same program run on this
 process alone (one local device: no communication), whose values the single-process suites compare with JAX.
 
@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import test_autodiff as autodiff  # noqa: E402
 import test_control_flow as control_flow  # noqa: E402
+import test_lax_more as lax_cases  # noqa: E402
 import test_numpy_differential as differential  # noqa: E402
 import test_vmap as vmap_cases  # noqa: E402
 
@@ -262,7 +263,8 @@ def async_training() -> str:
 started = time.monotonic()
 for part in (whole_programs, numpy_cases, derivative_cases, sharded_gradients,
              lambda: replicated_cases("vmap", vmap_cases.CASES),
-             lambda: replicated_cases("control_flow", control_flow.CASES)):
+             lambda: replicated_cases("control_flow", control_flow.CASES),
+             lambda: replicated_cases("lax", {**lax_cases.CASES, **lax_cases.GATHER_CASES})):
     part()
 print(f"KINDS {HERE} {dict(sorted(kinds.items()))}", flush=True)
 print(f"SUMMARY {HERE} programs={results['programs']} ok={results['ok']} "
