@@ -17,8 +17,9 @@ import contextlib
 import threading
 from typing import Any, Iterator
 
-from . import history
+from . import history, watch
 from .mpi import CommunicatorCache
+from .progress import wait_all
 
 _lock = threading.Lock()
 _open: dict[str, "Channel"] = {}
@@ -35,8 +36,11 @@ class Channel:
         self.communicators: CommunicatorCache | None = None
         self.p2p = None
         if world is not None:
-            self.communicators = CommunicatorCache(world.Dup())
-            self.p2p = world.Dup()
+            with watch.communicating(f"opening the side channel {name!r} (duplicating MPI_COMM_WORLD)"):
+                (base, first), (p2p, second) = world.Idup(), world.Idup()
+                wait_all([first, second])
+            self.communicators = CommunicatorCache(base)
+            self.p2p = p2p
 
     @contextlib.contextmanager
     def active(self) -> Iterator["Channel"]:
