@@ -85,6 +85,12 @@ def note(ranks: Iterable[int], entry: str, jit_call: bool = True) -> None:
         history(ranks).note(entry, jit_call)
 
 
+def channel_name() -> str | None:
+    """The side channel this thread runs in, or None (the main channel)."""
+    side = _by_thread.get(_get_ident()) if _by_thread else None
+    return None if side is None else side[1]
+
+
 def enter_channel(table: Table, name: str) -> None:
     """From now on this thread records its operations in `table` (side channel `name`), not the main histories."""
     _by_thread[_get_ident()] = (table, name)

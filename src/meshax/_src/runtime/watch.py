@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, Callable, Iterable
 
-from .history import calls, history, recent, sequences, site_key
+from .history import calls, channel_name, history, recent, sequences, site_key
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _THREADING = os.path.dirname(os.path.abspath(threading.__file__))
@@ -103,6 +103,8 @@ class communicating:
             record.advance(f"{entry or what}|{site_key(frame)}")
             activity.group, activity.group_sequence, activity.chain = record.key, record.sequence, record.chain
             activity.channel = record.channel
+        else:
+            activity.channel = channel_name()
 
     def __enter__(self) -> Activity:
         activity = self.activity
