@@ -18,7 +18,7 @@ import numpy as np
 from . import devices as device_table
 from .array import Array, read_only
 from .runtime.peers import Exchange
-from .sharding import Box, Sharding, unique_boxes
+from .sharding import Box, NamedSharding, Sharding, unique_boxes
 
 Region = tuple[slice, ...]
 
@@ -155,10 +155,18 @@ def _entry(shape: tuple[int, ...], dtype: np.dtype, source: Sharding, target: Sh
 
 @functools.lru_cache(maxsize=1024)
 def placement(sharding: Sharding) -> str:
-    """The sharding as processes compare it: its layout and its devices' ids in order."""
+    """The sharding as processes compare it: its layout, canonical (equal shardings read the same however their
+    spec was spelled), and its devices' ids in order."""
     ids = [device.id for device in sharding._device_list]
     listed = ",".join(map(str, ids)) if len(ids) <= 16 else f"{len(ids)} devices, crc {zlib.crc32(str(ids).encode()):08x}"
-    return f"{sharding!r} on devices [{listed}]"
+    if isinstance(sharding, NamedSharding):
+        mesh = sharding.mesh
+        axes = ", ".join(f"{name!r}: {size} {str(kind).rsplit('.', 1)[-1]}" for name, size, kind in
+                         zip(mesh.axis_names, mesh.axis_sizes, mesh.axis_types))
+        layout = f"NamedSharding(mesh=({axes}), split={sharding.spec.normalized()})"
+    else:
+        layout = repr(sharding)
+    return f"{layout} on devices [{listed}]"
 
 
 @functools.lru_cache(maxsize=1024)
