@@ -28,6 +28,9 @@ from meshax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 meshax.distributed.initialize()
 HERE = meshax.process_index()
+from meshax._src.config import config  # noqa: E402
+
+assert config.read("meshax_check"), "the corpus runs with the desync check on (its default)"
 # The suites' modules build JAX meshes of 8 CPU devices when imported (their oracle side, unused here); meshax
 # has read its own device count already.
 os.environ.pop("JAX_NUM_CPU_DEVICES", None)
