@@ -12,7 +12,6 @@ import numpy as np
 from .. import devices as device_table
 from ..array import Array
 from ..runtime.channels import Channel
-from ..runtime.distributed import side_channel
 from ..sharding import Box, unique_boxes
 from . import commit, metadata, zarr_io
 from .metadata import LeafInfo
@@ -131,8 +130,8 @@ class AsyncSave:
         self.path = job.path
         self._error: BaseException | None = None
         # Its barriers interleave with the training's collectives differently on each process: they go in a
-        # history (and communicators) of their own.
-        channel = side_channel("checkpoint-save")
+        # history of their own (the thread uses no MPI).
+        channel = Channel("checkpoint-save")
         self._thread = threading.Thread(target=self._run, args=(job, channel), name="meshax-checkpoint-save")
         self._thread.start()
 

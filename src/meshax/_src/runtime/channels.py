@@ -4,11 +4,13 @@ A thread that communicates while the main thread goes on (an asynchronous checkp
 a prefetching loader) interleaves its operations with the main thread's in a different
 order on each process. Mixed into one history (history.py) or one MPI communicator, that
 order would look like a desync, or mismatch messages. A Channel gives such a thread its
-own histories and its own MPI communicators (duplicated from the world when the channel
-opens), so that only operations every process issues in the same order ever share a
-history or a communicator:
+own histories and, if it uses MPI, its own communicators (duplicated from the world when
+the channel opens), so that only operations every process issues in the same order ever
+share a history or a communicator:
 
-    channel = side_channel("checkpoint-save")   # distributed.py; on the main thread of every process
+    channel = Channel("checkpoint-save")        # histories only: the thread uses coordinator barriers
+    channel = side_channel("prefetch")          # distributed.py, with MPI communicators: open it on the
+                                                # main thread of every process, in program order
     ...in the thread: with channel.active(): ...  # its communication stays in the channel
 """
 from __future__ import annotations
@@ -27,9 +29,11 @@ _active: dict[int, "Channel"] = {}  # thread ident -> the channel it runs in
 
 
 class Channel:
-    """The histories, communicators and process groups of one side channel."""
+    """The histories, communicators and process groups of one side channel. Without `world` it has histories
+    only (its thread may use the coordinator's barriers, not MPI); with `world`, MPI communicators duplicated
+    from it (collective: create it where every process creates it, in program order)."""
 
-    def __init__(self, name: str, world: Any) -> None:
+    def __init__(self, name: str, world: Any = None) -> None:
         self.name = name
         self.histories: history.Table = {}
         self.groups: dict[tuple[int, ...], Any] = {}  # ProcessGroups over this channel's communicators
@@ -64,9 +68,9 @@ class Channel:
 
 
 def open_channel(name: str, world: Any) -> Channel:
-    """The side channel `name`, created the first time with communicators duplicated from `world` (None: a
-    job of one process). Call it where the program issues its collectives (the main thread) on every process,
-    in the same order as their other operations: duplicating a communicator is collective."""
+    """The side channel `name` with MPI communicators, created the first time with communicators duplicated
+    from `world` (None: a job of one process). Call it where the program issues its collectives (the main
+    thread) on every process, in the same order as their other operations: duplicating is collective."""
     with _lock:
         channel = _open.get(name)
         if channel is None:

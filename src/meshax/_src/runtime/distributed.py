@@ -56,6 +56,8 @@ class Runtime:
         group = groups.get(key)
         if group is None:
             communicators = self.communicators if channel is None else channel.communicators
+            if communicators is None and channel is not None:
+                raise _without_mpi(channel)
             assert communicators is not None, "no MPI in a single-process job"
             from .comm import ProcessGroup
 
@@ -67,12 +69,19 @@ class Runtime:
     def p2p_comm(self) -> Any:
         """The communicator of point-to-point exchanges in this thread's channel."""
         channel = channels.current()
+        if channel is not None and channel.p2p is None and self.p2p is not None:
+            raise _without_mpi(channel)
         return self.p2p if channel is None else channel.p2p
 
 
+def _without_mpi(channel: channels.Channel) -> RuntimeError:
+    return RuntimeError(f"the side channel {channel.name!r} has no MPI communicators; open it with side_channel() "
+                        "on the main thread of every process to communicate over MPI from its thread.")
+
+
 def side_channel(name: str) -> channels.Channel:
-    """The side channel `name` (channels.py) for a background thread's communication; call it on the main
-    thread of every process, in the same order as their other operations."""
+    """The side channel `name` (channels.py) with MPI communicators of its own, for a background thread's
+    communication; call it on the main thread of every process, in the same order as their other operations."""
     rt = _runtime
     multi = rt is not None and rt.num_processes > 1 and rt.world is not None
     return channels.open_channel(name, rt.world if multi else None)
