@@ -211,3 +211,12 @@ def test_a_prefetching_thread_that_places_host_data_is_never_stopped():
     by_process = lines_by_process(result.stdout)
     for index in range(4):
         assert f"PREFETCH {index} {32.0 * sum(range(30))}" in by_process.get(index, []), by_process.get(index)
+
+
+def test_a_program_that_ends_while_its_async_save_runs_waits_for_the_commit(tmp_path):
+    """The save threads of the processes that end first still sync their files (the interpreter's exit waits
+    for them before it shuts thread pools down) and the checkpoint commits everywhere."""
+    result = run_launcher(CORRECT, 3, 1, "end_during_save", str(tmp_path), timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ended"], list(tmp_path.iterdir())
+    assert (tmp_path / "ended" / "x" / "zarr.json").exists()

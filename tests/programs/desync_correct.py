@@ -5,6 +5,8 @@ remat            grad of f and of jax.checkpoint(f) with f closing over an array
                  (every process moves the gradient to its own device): prints `GRADS <process> <g1> <g2>`
 async_training   50 training steps, an async save every 5 (training goes on meanwhile), then every checkpoint
                  restores exactly what was saved: prints `RESTORED <process> <checkpoints> <loss>`
+end_during_save  every process starts an async save and ends at once, process 1 three seconds later than the
+                 others (whose saves wait for it while their interpreters exit): the checkpoint commits
 side_channel     a background thread in a side channel runs MPI reductions and a reshard while the main thread
                  runs its own: prints `SIDE <process> <main total> <thread total>`
 prefetch         a user's own thread places host batches on the mesh (device_put, make_array_from_process_local_data)
@@ -66,6 +68,16 @@ elif program == "async_training":
         for name in expected:
             np.testing.assert_array_equal(np.asarray(restored[name]), expected[name])
     print("RESTORED", here, len(saved), float(value), flush=True)
+
+elif program == "end_during_save":
+    import time
+
+    mesh = jax.make_mesh((jax.device_count(),), ("i",))
+    x = jax.device_put(np.arange(4.0 * jax.device_count(), dtype=np.float32), NamedSharding(mesh, P("i")))
+    if here == 1:
+        time.sleep(3)
+    jax.checkpoint.async_save(os.path.join(sys.argv[2], "ended"), {"x": x})
+    print("ENDING", here, flush=True)
 
 elif program == "side_channel":
     import threading

@@ -134,6 +134,9 @@ class AsyncSave:
         channel = Channel("checkpoint-save")
         self._thread = threading.Thread(target=self._run, args=(job, channel), name="meshax-checkpoint-save")
         self._thread.start()
+        # A program that ends meanwhile waits for the commit before the interpreter's exit shuts the thread
+        # pools down (which the save's file syncing uses), not after.
+        threading._register_atexit(self._thread.join)  # type: ignore[attr-defined]
 
     def _run(self, job: _Save, channel: Channel) -> None:
         try:

@@ -2,9 +2,9 @@
 
 Every cross-process communication runs inside `communicating(...)`, which records, for the
 thread that runs it, the operation, a sequence number and the user's source line. The
-watchdog (client.py) reads the longest wait to notice one that lasts too long; state
-reports sent to the coordinator quote the main thread's communication (or, outside
-communication, the line it is running) and those of other threads (an asynchronous save).
+watchdog (client.py) reads the main thread's to notice a wait that lasts too long; state
+reports sent to the coordinator quote it (or, outside communication, the line the main
+thread is running) and name those of other threads (an asynchronous save).
 """
 from __future__ import annotations
 
@@ -121,14 +121,10 @@ class communicating:
 
 
 def current() -> Activity | None:
-    """The communication the watchdog watches: the one waiting longest, in any thread."""
-    activities = list(_current.values())
-    return min(activities, key=lambda a: a.started) if activities else None
-
-
-def _judged() -> Activity | None:
-    """The communication the coordinator's survey compares with the other processes': the main thread's, or the
-    longest waiting main-channel one of another thread (side channels keep histories of their own)."""
+    """The communication the watchdog watches and the coordinator's survey compares with the other processes':
+    the main thread's, or the longest waiting main-channel one of another thread. A side channel's waits (an
+    async save's barriers) are bounded by their own timeouts and only named in the state's text: they keep
+    histories of their own, and may rightly outlast the collective timeout while training goes on."""
     main = _current.get(_main_thread_id)
     if main is not None and main.channel is None:
         return main
@@ -138,7 +134,7 @@ def _judged() -> Activity | None:
 
 def state(now: float | None = None) -> dict[str, Any]:
     """What this process is doing, for the coordinator's survey of a stalled communication."""
-    activity, now = _judged(), now or time.monotonic()
+    activity, now = current(), now or time.monotonic()
     found: dict[str, Any] = {"text": describe_process(now), "sequences": sequences()}
     if activity is not None and activity.group is not None and calls(activity.group):
         found["text"] += f" (after {calls(activity.group)} jit calls on these processes)"
