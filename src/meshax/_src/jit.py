@@ -24,7 +24,7 @@ from .jaxpr import Jaxpr, eval_jaxpr
 from .mesh import Mesh
 from . import devices as device_table
 from .partition import choose_mesh, sharding_for
-from .runtime.history import history
+from .runtime.history import note as note_call
 from .rules import replicated
 from .sharding import PartitionSpec, Sharding
 from .transfer import from_host
@@ -134,7 +134,7 @@ class Jitted:
                     del self._entries[next(iter(self._entries))]
                 shapes = ";".join(f"{leaf.shape}{leaf.dtype}" for leaf in leaves if isinstance(leaf, Array))
                 entry = self._entries[signature] = f"jit {getattr(self.fun, '__name__', 'fun')} {shapes}"
-            history(sorted(processes)).note(entry)
+            note_call(sorted(processes), entry)
 
     def _trace(self, structure: Any, leaves: list[Any], static_positional: tuple, static_named: tuple) -> tuple:
         out_structure = []

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import devices as device_table
 from ..array import Array
+from ..runtime.channels import Channel
 from ..sharding import Box, unique_boxes
 from . import agreement, checksums, commit, metadata, zarr_io
 from .metadata import LeafInfo
@@ -155,12 +156,19 @@ class AsyncSave:
     def __init__(self, job: _Save) -> None:
         self.path = job.path
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(job,), name="meshax-checkpoint-save")
+        # Its barriers interleave with the training's collectives differently on each process: they go in a
+        # history of their own (the thread uses no MPI).
+        channel = Channel("checkpoint-save")
+        self._thread = threading.Thread(target=self._run, args=(job, channel), name="meshax-checkpoint-save")
         self._thread.start()
+        # A program that ends meanwhile waits for the commit before the interpreter's exit shuts the thread
+        # pools down (which the save's file syncing uses), not after.
+        threading._register_atexit(self._thread.join)  # type: ignore[attr-defined]
 
-    def _run(self, job: _Save) -> None:
+    def _run(self, job: _Save, channel: Channel) -> None:
         try:
-            job.run()
+            with channel.active():
+                job.run()
         except BaseException as error:  # reported by wait()
             self._error = error
 

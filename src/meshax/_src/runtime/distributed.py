@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 from .. import device_pool
 from .. import devices as device_table
 from ..config import config
-from . import detection, exits, history, job_token, mpi, progress, watch
+from . import channels, detection, exits, history, job_token, mpi, progress, watch
 from .auth import AuthenticationError
 from .client import (PEER_FAILURE_EXIT_CODE, CoordinatorClient, CoordinatorError, exit_with_failure,
                      report_cannot_join)
@@ -50,17 +50,43 @@ class Runtime:
     hosts: list[str | None] = field(default_factory=list)  # each process's machine
 
     def process_group(self, ranks: Sequence[int]) -> ProcessGroup:
-        """The data-plane group of `ranks` (cached); call it on exactly those processes."""
+        """The data-plane group of `ranks` in this thread's channel (cached); call it on exactly those
+        processes."""
         key = tuple(ranks)
-        group = self.groups.get(key)
+        channel = channels.current()
+        groups = self.groups if channel is None else channel.groups
+        group = groups.get(key)
         if group is None:
-            assert self.communicators is not None, "no MPI in a single-process job"
+            communicators = self.communicators if channel is None else channel.communicators
+            if communicators is None and channel is not None:
+                raise _without_mpi(channel)
+            assert communicators is not None, "no MPI in a single-process job"
             from .comm import ProcessGroup
 
             one_machine = len({self.hosts[rank] for rank in key}) == 1 and None not in self.hosts
-            group = ProcessGroup(progress.patient(self.communicators.get(key)), key, one_machine)
-            self.groups[key] = group
+            group = ProcessGroup(progress.patient(communicators.get(key)), key, one_machine)
+            groups[key] = group
         return group
+
+    def p2p_comm(self) -> Any:
+        """The communicator of point-to-point exchanges in this thread's channel."""
+        channel = channels.current()
+        if channel is not None and channel.p2p is None and self.p2p is not None:
+            raise _without_mpi(channel)
+        return self.p2p if channel is None else channel.p2p
+
+
+def _without_mpi(channel: channels.Channel) -> RuntimeError:
+    return RuntimeError(f"the side channel {channel.name!r} has no MPI communicators; open it with side_channel() "
+                        "on the main thread of every process to communicate over MPI from its thread.")
+
+
+def side_channel(name: str) -> channels.Channel:
+    """The side channel `name` (channels.py) with MPI communicators of its own, for a background thread's
+    communication; call it on the main thread of every process, in the same order as their other operations."""
+    rt = _runtime
+    multi = rt is not None and rt.num_processes > 1 and rt.world is not None
+    return channels.open_channel(name, rt.world if multi else None)
 
 
 _lock = threading.Lock()

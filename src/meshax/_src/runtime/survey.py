@@ -59,8 +59,21 @@ def disagreement(states: dict[int, State]) -> str | None:
                 f"#{n}" for n in numbers)
             return (f"processes {sorted(steps)} ran different operations: they are at {where} among processes "
                     f"[{group}] with different histories (a skipped or extra step, or a different operation, "
-                    "shape or dtype)")
+                    f"shape, dtype or layout){_last_difference({p: states[p] for p in steps})}")
     return None
+
+
+def _last_difference(states: dict[int, State]) -> str:
+    """The latest of their recent operations (history.py) in which the processes differ, if they remember it."""
+    recent = {p: s["recent"] for p, s in states.items() if s.get("recent")}
+    for back in range(1, min(map(len, recent.values()), default=0) + 1):
+        by_entry: dict[str, list[int]] = {}
+        for process_id, entries in sorted(recent.items()):
+            by_entry.setdefault(entries[-back], []).append(process_id)
+        if len(by_entry) > 1:
+            return "; the last operation in which they differ: " + "; ".join(
+                f"processes {ps} ran {entry.replace('|', ' at ')}" for entry, ps in by_entry.items())
+    return ""
 
 
 class Judge:
