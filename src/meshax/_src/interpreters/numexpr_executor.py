@@ -1,0 +1,234 @@
+"""The CPU executor of fused clusters: a cluster becomes one numexpr expression, evaluated in one pass.
+
+numexpr runs an expression block by block (a few thousand elements at a time, every operation of the
+expression on the block while it is in cache), over a pool of threads that releases the GIL. Only
+operations whose numexpr result is bit for bit NumPy's are translated: IEEE-exact arithmetic
+(+ - * /, sqrt, abs), comparisons, logic on booleans, select, max/min written as NumPy defines them
+(NaN-propagating, `x1 >= x2 ? x1 : x2`), and the conversions numexpr makes exactly; on bool, int32,
+int64, float32 and float64 (numexpr has no float16, bfloat16, small integers or complex64).
+Transcendentals (exp, log, tanh...) stay with NumPy: its SIMD kernels and numexpr's libm calls round
+differently. Constants are passed as typed scalars (a Python float would widen float32 to float64).
+numexpr is imported, and its threads sized (`compute_threads()`), on the first fused call.
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..jaxpr import Equation, Jaxpr, Literal, Var
+
+_SUPPORTED = frozenset(np.dtype(t) for t in (np.bool_, np.int32, np.int64, np.float32, np.float64))
+_BINARY = {"add": "+", "add_any": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "lt": "<",
+           "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|"}
+_NUMBERS = ("add", "add_any", "sub", "mul", "neg", "max", "min", "square")  # int and float, not bool
+_FLOATS = ("div", "abs", "sqrt", "reciprocal")
+_COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+_LOGIC = ("and", "or", "not")  # bool only
+# conversions numexpr makes exactly as NumPy's astype (from dtype, to dtype); any dtype to bool is x != 0
+_CONVERSIONS = {("int32", "int64"), ("int32", "float32"), ("int32", "float64"), ("int64", "float64"),
+                ("float32", "float64")}
+MAX_OPERANDS = 24  # arrays and constants of one expression (numexpr's limit is NumPy's, 32 or 64)
+
+
+class NumexprExecutor:
+    """Runs clusters on this controller's CPU threads through numexpr."""
+
+    kind = "cpu"
+    # below this many output elements a cluster runs as separate NumPy calls (numexpr's start-up dominates)
+    min_elements = 32768
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # numexpr's virtual machine is not re-entrant across Python threads
+        self._numexpr: Any = None
+
+    def supports(self, eq: Equation) -> bool:
+        """Whether `eq` can be part of an expression with NumPy's exact results."""
+        if eq.primitive.multiple_results or len(eq.outputs) != 1:
+            return False
+        dtypes = [x.aval.dtype for x in eq.inputs] + [eq.outputs[0].aval.dtype]
+        if any(np.dtype(d) not in _SUPPORTED for d in dtypes):
+            return False
+        name, first = eq.primitive.name, np.dtype(dtypes[0])
+        if name == "broadcast_in_dim":
+            return True
+        if name == "convert_element_type":
+            out = np.dtype(dtypes[-1])
+            return out == first or out == np.bool_ or first == np.bool_ or (first.name, out.name) in _CONVERSIONS
+        if len(set(dtypes[:-1] if name != "select" else dtypes[1:-1])) != 1:
+            return False  # operands of one dtype (as the primitives take them)
+        if name == "select":
+            return dtypes[0] == np.bool_
+        if name in _NUMBERS:
+            return first != np.bool_
+        if name in _FLOATS:
+            return first.kind == "f"
+        return name in _COMPARISONS or (name in _LOGIC and first == np.bool_)
+
+    def compile(self, cluster: Jaxpr) -> "_Kernel | None":
+        """The numexpr program of `cluster` (its invars as arguments), or None if numexpr cannot run it."""
+        writer = _Writer()
+        for var in cluster.invars:
+            writer.leaf(var)
+        for eq in cluster.equations:
+            writer.equation(eq)
+        out = cluster.outvars[0]
+        text = writer.expressions[out.id]
+        used = set(re.findall(r"[a-z]\d+", text))
+        writer.arguments = [(name, value) for name, value in writer.arguments if name in used]
+        if len(writer.arguments) > MAX_OPERANDS or not any(isinstance(v, Var) for v in cluster.invars):
+            return None
+        numexpr = self._module()
+        dtypes = [value.dtype if isinstance(value, np.ndarray) else value.aval.dtype for _, value in writer.arguments]
+        signature = [(name, numexpr.necompiler.getType(np.empty(0, dtype)))
+                     for (name, _), dtype in zip(writer.arguments, dtypes)]
+        try:
+            program = numexpr.NumExpr(text, signature=signature)
+            trial = [np.ones(1, dtype) for dtype in dtypes]
+            with self._lock:
+                result = program(*trial, ex_uses_vml=False)
+        except Exception:  # an expression numexpr does not take: the cluster runs unfused
+            return None
+        if result.dtype != out.aval.dtype:
+            return None
+        constants = {name: value for name, value in writer.arguments if isinstance(value, np.ndarray)}
+        return _Kernel(program, [name for name, _ in writer.arguments], writer.leaf_names, constants,
+                       writer.broadcasts)
+
+    def run(self, kernel: "_Kernel", inputs: Sequence[np.ndarray], out_shape: tuple[int, ...],
+            out_dtype: np.dtype) -> np.ndarray:
+        """The cluster's output (local shape `out_shape`) from its inputs."""
+        values: dict[str, Any] = dict(kernel.constants)
+        for name, value in zip(kernel.leaf_names, inputs):
+            values[name] = value
+        for name, (source, dims) in kernel.broadcasts.items():
+            values[name] = _broadcast_view(values[source], dims, out_shape)
+        arrays = [values[name] for name in kernel.order]
+        full = [a for a in arrays if a.shape == out_shape]
+        if not full:  # numexpr's result has the operands' common shape: make one of them the output's
+            index = next(i for i, a in enumerate(arrays) if a.ndim)
+            arrays[index] = np.broadcast_to(arrays[index], out_shape)
+        out = np.empty(out_shape, out_dtype)
+        with self._lock:
+            kernel.program(*arrays, out=out, ex_uses_vml=False)
+        return out
+
+    def _module(self) -> Any:
+        if self._numexpr is None:
+            from ..runtime.cpu_budget import compute_threads
+
+            threads = max(1, compute_threads())
+            os.environ.setdefault("NUMEXPR_MAX_THREADS", str(threads))  # read once, at numexpr's import
+            import numexpr
+
+            numexpr.set_num_threads(min(threads, numexpr.MAX_THREADS))
+            self._numexpr = numexpr
+        return self._numexpr
+
+
+class _Kernel:
+    def __init__(self, program: Any, order: list[str], leaf_names: list[str], constants: dict[str, np.ndarray],
+                 broadcasts: dict[str, tuple[str, tuple[int, ...]]]) -> None:
+        self.program = program
+        self.order = order  # argument names in the program's order
+        self.leaf_names = leaf_names  # the names of the cluster's inputs
+        self.constants = constants
+        self.broadcasts = broadcasts  # argument name -> (the input it broadcasts, broadcast_dimensions)
+
+
+def _broadcast_view(x: np.ndarray, dims: tuple[int, ...], out_shape: tuple[int, ...]) -> np.ndarray:
+    expanded = [1] * len(out_shape)
+    for i, dim in enumerate(dims):
+        expanded[dim] = x.shape[i]
+    return np.broadcast_to(x.reshape(expanded), out_shape)
+
+
+class _Writer:
+    """Builds the expression text of each value of a cluster."""
+
+    def __init__(self) -> None:
+        self.expressions: dict[int, str] = {}
+        self.arguments: list[tuple[str, Any]] = []  # (name, Var of an input or a constant's 0-d array)
+        self.leaf_names: list[str] = []
+        self.broadcasts: dict[str, tuple[str, tuple[int, ...]]] = {}
+        self._constants: dict[tuple, str] = {}
+
+    def leaf(self, var: Var) -> None:
+        name = f"x{len(self.leaf_names)}"
+        self.leaf_names.append(name)
+        self.arguments.append((name, var))
+        self.expressions[var.id] = name
+
+    def constant(self, value: Any, dtype: np.dtype) -> str:
+        array = np.asarray(value, dtype=dtype)
+        key = (array.dtype.str, array.tobytes())
+        if key not in self._constants:
+            name = self._constants[key] = f"c{len(self._constants)}"
+            self.arguments.append((name, array))
+        return self._constants[key]
+
+    def operand(self, x: Any) -> str:
+        if isinstance(x, Literal):
+            return self.constant(x.value, x.aval.dtype)
+        return self.expressions[x.id]
+
+    def equation(self, eq: Equation) -> None:
+        name, out = eq.primitive.name, eq.outputs[0]
+        args = [self.operand(x) for x in eq.inputs]
+        if name == "broadcast_in_dim":
+            source = eq.inputs[0]
+            if isinstance(source, Literal):
+                text = args[0]
+            else:
+                text = f"b{len(self.broadcasts)}"
+                self.broadcasts[text] = (args[0], tuple(eq.params["broadcast_dimensions"]))
+                self.arguments.append((text, out))
+            self.expressions[out.id] = text
+            return
+        self.expressions[out.id] = self._text(name, args, eq)
+
+    def _text(self, name: str, args: list[str], eq: Equation) -> str:
+        dtype = np.dtype(eq.inputs[0].aval.dtype)
+        if name in _BINARY:
+            return f"({args[0]} {_BINARY[name]} {args[1]})"
+        if name == "neg":
+            return f"(-{args[0]})"
+        if name == "not":
+            return f"(~{args[0]})"
+        if name in ("abs", "sqrt"):
+            return f"{name}({args[0]})"
+        if name == "square":
+            return f"({args[0]} * {args[0]})"
+        if name == "reciprocal":
+            return f"({self.constant(1, dtype)} / {args[0]})"
+        if name == "select":
+            return f"where({args[0]}, {args[1]}, {args[2]})"
+        if name in ("max", "min"):
+            second = eq.inputs[1]
+            plain = dtype.kind != "f" or (isinstance(second, Literal) and not np.isnan(second.value))
+            return _extremum(name, args[0], args[1], plain)
+        if name == "convert_element_type":
+            return self._conversion(args[0], dtype, np.dtype(eq.outputs[0].aval.dtype))
+        raise AssertionError(f"no numexpr form for {name}")  # supports() admitted only the names above
+
+    def _conversion(self, x: str, source: np.dtype, target: np.dtype) -> str:
+        if source == target:
+            return x
+        if target == np.bool_:
+            return f"({x} != {self.constant(0, source)})"
+        if source == np.bool_:
+            return f"where({x}, {self.constant(1, target)}, {self.constant(0, target)})"
+        zero = self.constant(-0.0 if target.kind == "f" else 0, target)  # x + (-0.0) is x, and has the target type
+        return f"({x} + {zero})"
+
+
+def _extremum(name: str, a: str, b: str, plain: bool) -> str:
+    """NumPy's maximum / minimum: `a >= b ? a : b` (`<=` for minimum), a NaN operand wins (the first if both);
+    `plain`: b is never NaN (an integer, a constant)."""
+    wins = f"({a} < {b})" if name == "max" else f"({b} < {a})"
+    if plain:
+        return f"where({wins}, {b}, {a})"
+    return f"where({wins}, {b}, where({b} == {b}, {a}, where({a} == {a}, {b}, {a})))"
