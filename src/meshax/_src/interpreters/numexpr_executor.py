@@ -4,7 +4,7 @@ numexpr runs an expression block by block (a few thousand elements at a time, ev
 expression on the block while it is in cache), over a pool of threads that releases the GIL. Only
 operations whose numexpr result is bit for bit NumPy's are translated: IEEE-exact arithmetic
 (+ - * /, sqrt, abs), comparisons, logic on booleans, select, max/min written as NumPy defines them
-(NaN-propagating, `x1 >= x2 ? x1 : x2`), and the conversions numexpr makes exactly; on bool, int32,
+(NaN-propagating, else `x1 > x2 ? x1 : x2`), and the conversions numexpr makes exactly; on bool, int32,
 int64, float32 and float64 (numexpr has no float16, bfloat16, small integers or complex64).
 Transcendentals (exp, log, tanh...) stay with NumPy: its SIMD kernels and numexpr's libm calls round
 differently. Constants are passed as typed scalars (a Python float would widen float32 to float64).
@@ -208,7 +208,9 @@ class _Writer:
             return f"where({args[0]}, {args[1]}, {args[2]})"
         if name in ("max", "min"):
             second = eq.inputs[1]
-            plain = dtype.kind != "f" or (isinstance(second, Literal) and not np.isnan(second.value))
+            plain = isinstance(second, Literal) and not np.isnan(second.value)
+            if dtype.kind != "f":
+                return f"where({args[0]} {'>' if name == 'max' else '<'} {args[1]}, {args[0]}, {args[1]})"
             return _extremum(name, args[0], args[1], plain)
         if name == "convert_element_type":
             return self._conversion(args[0], dtype, np.dtype(eq.outputs[0].aval.dtype))
@@ -226,9 +228,9 @@ class _Writer:
 
 
 def _extremum(name: str, a: str, b: str, plain: bool) -> str:
-    """NumPy's maximum / minimum: `a >= b ? a : b` (`<=` for minimum), a NaN operand wins (the first if both);
-    `plain`: b is never NaN (an integer, a constant)."""
-    wins = f"({a} < {b})" if name == "max" else f"({b} < {a})"
-    if plain:
-        return f"where({wins}, {b}, {a})"
-    return f"where({wins}, {b}, where({b} == {b}, {a}, where({a} == {a}, {b}, {a})))"
+    """NumPy's maximum / minimum: a NaN operand wins (the first if both), else `a > b ? a : b` (`<` for
+    minimum: of equal values, -0.0 and 0.0, the second); `plain`: b is never NaN (an integer, a constant)."""
+    if plain:  # a appears once: a NaN a fails the comparison and is kept
+        return f"where({a} <= {b}, {b}, {a})" if name == "max" else f"where({a} >= {b}, {b}, {a})"
+    wins = f"({a} > {b})" if name == "max" else f"({a} < {b})"
+    return f"where({wins}, {a}, where({a} == {a}, {b}, {a}))"
