@@ -24,6 +24,12 @@ from oracle import assert_same_tree
 N = 40_000  # elements: above the executor's threshold, so that clusters really run through numexpr
 assert N >= fusion.EXECUTORS["cpu"].min_elements
 
+
+@pytest.fixture(autouse=True)
+def numexpr_on_any_machine(monkeypatch):
+    """Clusters run through numexpr whatever the number of cores (it pays from `min_threads` on)."""
+    monkeypatch.setattr(fusion.EXECUTORS["cpu"], "min_threads", 1)
+
 FLOAT_EDGES = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, 3.0, 1e-30, -1e-30, 1e30, -2.5]
 INT_EDGES = {np.int32: [np.iinfo(np.int32).max, np.iinfo(np.int32).min, -1, 0, 1, 7, -7, 65536],
              np.int64: [np.iinfo(np.int64).max, np.iinfo(np.int64).min, -1, 0, 1, 7, -7, 2 ** 40]}
@@ -109,7 +115,8 @@ def test_binary_op_fused_equals_numpy_bit_for_bit(name, dtype):
                      lambda a, b: op(np.asarray(-0.0 if np.dtype(dtype).kind == "f" else -2, dtype), b),
                      lambda a, b: lax.select(lax.gt(a, b), op(a, b), op(b, a)))):
         fused, expected, count = fused_and_reference(function, x, y)
-        assert count >= 1 or (variant == 2 and name == "add")  # -0.0 + b is b: simplified away
+        # -0.0 + b is b (simplified away); max and min stay NumPy's (numexpr's where branches)
+        assert count >= 1 or (variant == 2 and name == "add") or (variant < 3 and name in ("max", "min"))
         assert_bitwise_equal(fused, expected)
 
 
@@ -144,7 +151,7 @@ def test_logic_and_select_fused_equal_numpy():
     fused, expected, count = fused_and_reference(
         lambda p, q, x, y: lax.select(lax.bitwise_or(lax.bitwise_and(p, lax.bitwise_not(q)), lax.lt(x, y)), x, y),
         p, q, x, y)
-    assert count == 1
+    assert count >= 1
     assert_bitwise_equal(fused, expected)
 
 
@@ -209,8 +216,8 @@ def member_names(cluster):
 def test_a_chain_is_one_cluster_with_its_inputs_as_leaves():
     x, b = np.ones((8, 4), np.float32), np.ones(4, np.float32)
     program, found = clusters(lambda x, b: mnp.maximum(x * 2.0 + b, 0.0) - x, x, b)
-    assert len(program.equations) == 1 and len(found) == 1
-    assert member_names(found[0]) == ["mul", "add", "max", "sub"]  # b broadcasts inside the expression
+    assert [eq.primitive.name for eq in program.equations] == ["fused", "max", "fused"]
+    assert member_names(found[0]) == ["mul", "add"]  # b broadcasts inside the expression
     assert [v.aval.shape for v in found[0].jaxpr.invars] == [(8, 4), (4,)]
 
 
@@ -224,7 +231,7 @@ def test_values_read_outside_a_cluster_end_it():
 def test_a_cheap_value_is_recomputed_by_its_few_users_and_a_costly_one_is_not():
     x = np.ones((8, 4), np.float32)
     # z = x + 1 (one operation) feeds two outputs: each output's cluster computes it
-    program, found = clusters(lambda x: (mnp.maximum(x + 1.0, 0.0), (x + 1.0) > 0), x)
+    program, found = clusters(lambda x: ((x + 1.0) * 2.0, (x + 1.0) > 0), x)
     assert len(found) == 2 and all(member_names(c)[0] == "add" for c in found)
     # a longer chain used twice is computed once, by its own cluster
     program, found = clusters(lambda x: (lambda z: (z * 2.0, z * 3.0))(((x + 1.0) * x - 2.0) * x), x)

@@ -133,7 +133,7 @@ def test_mlp_step_runs_fewer_equations():
 
     jaxpr = traced(step(meshax, mnp), params, x, labels)
     assert len(simplify(jaxpr).equations) < len(jaxpr.equations)
-    assert len(executable(jaxpr).equations) < len(jaxpr.equations) * 2 // 3
+    assert len(executable(jaxpr).equations) < len(jaxpr.equations) * 3 // 4
     ours = meshax.jit(step(meshax, mnp))(params, x, labels)
     theirs = jax.jit(step(jax, jjnp))(params, x, labels)
     assert_same_tree(ours, theirs)

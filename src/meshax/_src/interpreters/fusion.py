@@ -2,15 +2,15 @@
 
 `executable(jaxpr)` is the program that actually runs for a traced jaxpr (made once, kept on it): the
 jaxpr simplified (simplify.py), then its eligible equations grouped into clusters, each replaced by one
-`fused` equation. A cluster is a tree of elementwise operations, selects, conversions and broadcasts
-(those the executor supports) with one output: a value is folded into the operation that uses it when
+`fused` equation. A cluster is a tree of elementwise operations, conversions and broadcasts (those
+the executor supports) with one output: a value is folded into the operation that uses it when
 that is its only use (or when it is cheap to recompute for its few uses), all of them elementwise of the
 same shape; a broadcast only ever reads an input of the cluster (it becomes a zero-copy view). Values
 read by anything else (a matmul, a reduction, the program's outputs) are computed by their own cluster.
 
 The `fused` primitive runs a cluster on one device's arrays: through the executor (numexpr on CPU,
-numexpr_executor.py) when the output is large enough, else as the separate NumPy calls it replaces
-(the same values either way). Eagerly over a mesh it is placed by composing its equations' sharding
+numexpr_executor.py) when the executor finds it worthwhile (a large enough output, enough threads), else
+as the separate NumPy calls it replaces (the same values either way). Eagerly over a mesh it is placed by composing its equations' sharding
 rules; when they do not compose (an intermediate would have to move), its equations run one by one.
 """
 from __future__ import annotations
@@ -141,7 +141,7 @@ def _leaves(members: list[Equation]) -> list[Var]:
 def _fused_impl(*inputs: np.ndarray, cluster: Cluster, local_shapes: list[tuple[int, ...]]) -> np.ndarray:
     out_shape = tuple(local_shapes[0])
     aval = cluster.out_aval
-    if int(np.prod(out_shape)) >= cluster.executor.min_elements:
+    if cluster.executor.worthwhile(int(np.prod(out_shape))):
         kernel = cluster.kernel()
         if kernel is not None:
             return cluster.executor.run(kernel, inputs, out_shape, aval.dtype)

@@ -3,12 +3,19 @@
 numexpr runs an expression block by block (a few thousand elements at a time, every operation of the
 expression on the block while it is in cache), over a pool of threads that releases the GIL. Only
 operations whose numexpr result is bit for bit NumPy's are translated: IEEE-exact arithmetic
-(+ - * /, sqrt, abs), comparisons, logic on booleans, select, max/min written as NumPy defines them
-(NaN-propagating, else `x1 > x2 ? x1 : x2`), and the conversions numexpr makes exactly; on bool, int32,
-int64, float32 and float64 (numexpr has no float16, bfloat16, small integers or complex64).
-Transcendentals (exp, log, tanh...) stay with NumPy: its SIMD kernels and numexpr's libm calls round
-differently. Constants are passed as typed scalars (a Python float would widen float32 to float64).
-numexpr is imported, and its threads sized (`compute_threads()`), on the first fused call.
+(+ - * /, sqrt, abs), comparisons, logic on booleans and the conversions numexpr makes exactly; on bool,
+int32, int64, float32 and float64 (numexpr has no float16, bfloat16, small integers or complex64).
+Not translated: transcendentals (exp, log, tanh...: NumPy's SIMD kernels and numexpr's libm calls round
+differently), and select, max and min: numexpr's `where` branches per element (15-50 ms for 2M elements
+of a random mask, measured, against 1-3 ms for NumPy's maximum and meshax's branchless select), and its
+`maximum` widens float32 to float64. Constants are passed as typed scalars (a Python float would widen
+float32 to float64).
+
+When it pays: numexpr's loops are compiled for baseline x86-64, NumPy's dispatch to AVX2/AVX-512, so per
+thread numexpr is about half as fast on data in cache (w - 0.3 * g over 1M float32: 0.74 ms, NumPy's two
+passes 0.38 ms); it wins by its threads (NumPy's ufuncs use one) and by reading memory once. Clusters run
+through it when this controller has `min_threads` compute threads or more (`compute_threads()`), else as
+the separate NumPy calls. numexpr is imported, and its threads sized, on the first fused call.
 """
 from __future__ import annotations
 
@@ -20,11 +27,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..jaxpr import Equation, Jaxpr, Literal, Var
+from ..runtime.cpu_budget import compute_threads
 
 _SUPPORTED = frozenset(np.dtype(t) for t in (np.bool_, np.int32, np.int64, np.float32, np.float64))
 _BINARY = {"add": "+", "add_any": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "lt": "<",
            "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|"}
-_NUMBERS = ("add", "add_any", "sub", "mul", "neg", "max", "min", "square")  # int and float, not bool
+_NUMBERS = ("add", "add_any", "sub", "mul", "neg", "square")  # int and float, not bool
 _FLOATS = ("div", "abs", "sqrt", "reciprocal")
 _COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 _LOGIC = ("and", "or", "not")  # bool only
@@ -40,10 +48,16 @@ class NumexprExecutor:
     kind = "cpu"
     # below this many output elements a cluster runs as separate NumPy calls (numexpr's start-up dominates)
     min_elements = 32768
+    min_threads = 4  # with fewer compute threads, NumPy's SIMD loops beat numexpr's (see the module's notes)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # numexpr's virtual machine is not re-entrant across Python threads
         self._numexpr: Any = None
+        self._threads = 0  # numexpr's thread count as last set
+
+    def worthwhile(self, elements: int) -> bool:
+        """Whether a cluster with this many output elements runs faster here than as separate NumPy calls."""
+        return elements >= self.min_elements and compute_threads() >= self.min_threads
 
     def supports(self, eq: Equation) -> bool:
         """Whether `eq` can be part of an expression with NumPy's exact results."""
@@ -58,10 +72,8 @@ class NumexprExecutor:
         if name == "convert_element_type":
             out = np.dtype(dtypes[-1])
             return out == first or out == np.bool_ or first == np.bool_ or (first.name, out.name) in _CONVERSIONS
-        if len(set(dtypes[:-1] if name != "select" else dtypes[1:-1])) != 1:
+        if len(set(dtypes[:-1])) != 1:
             return False  # operands of one dtype (as the primitives take them)
-        if name == "select":
-            return dtypes[0] == np.bool_
         if name in _NUMBERS:
             return first != np.bool_
         if name in _FLOATS:
@@ -81,7 +93,10 @@ class NumexprExecutor:
         writer.arguments = [(name, value) for name, value in writer.arguments if name in used]
         if len(writer.arguments) > MAX_OPERANDS or not any(isinstance(v, Var) for v in cluster.invars):
             return None
-        numexpr = self._module()
+        try:
+            numexpr = self._module()
+        except ImportError:  # numexpr missing from this environment: clusters run as separate NumPy calls
+            return None
         dtypes = [value.dtype if isinstance(value, np.ndarray) else value.aval.dtype for _, value in writer.arguments]
         signature = [(name, numexpr.necompiler.getType(np.empty(0, dtype)))
                      for (name, _), dtype in zip(writer.arguments, dtypes)]
@@ -113,20 +128,24 @@ class NumexprExecutor:
             arrays[index] = np.broadcast_to(arrays[index], out_shape)
         out = np.empty(out_shape, out_dtype)
         with self._lock:
+            self._size_threads()
             kernel.program(*arrays, out=out, ex_uses_vml=False)
         return out
 
     def _module(self) -> Any:
         if self._numexpr is None:
-            from ..runtime.cpu_budget import compute_threads
-
-            threads = max(1, compute_threads())
-            os.environ.setdefault("NUMEXPR_MAX_THREADS", str(threads))  # read once, at numexpr's import
+            os.environ.setdefault("NUMEXPR_MAX_THREADS", str(max(1, os.cpu_count() or 1)))  # read at its import
             import numexpr
 
-            numexpr.set_num_threads(min(threads, numexpr.MAX_THREADS))
             self._numexpr = numexpr
         return self._numexpr
+
+    def _size_threads(self) -> None:
+        """numexpr's pool sized to this controller's compute threads (their number can change at run time)."""
+        threads = max(1, min(compute_threads(), self._numexpr.MAX_THREADS))
+        if threads != self._threads:
+            self._numexpr.set_num_threads(threads)
+            self._threads = threads
 
 
 class _Kernel:
@@ -204,14 +223,6 @@ class _Writer:
             return f"({args[0]} * {args[0]})"
         if name == "reciprocal":
             return f"({self.constant(1, dtype)} / {args[0]})"
-        if name == "select":
-            return f"where({args[0]}, {args[1]}, {args[2]})"
-        if name in ("max", "min"):
-            second = eq.inputs[1]
-            plain = isinstance(second, Literal) and not np.isnan(second.value)
-            if dtype.kind != "f":
-                return f"where({args[0]} {'>' if name == 'max' else '<'} {args[1]}, {args[0]}, {args[1]})"
-            return _extremum(name, args[0], args[1], plain)
         if name == "convert_element_type":
             return self._conversion(args[0], dtype, np.dtype(eq.outputs[0].aval.dtype))
         raise AssertionError(f"no numexpr form for {name}")  # supports() admitted only the names above
@@ -222,15 +233,7 @@ class _Writer:
         if target == np.bool_:
             return f"({x} != {self.constant(0, source)})"
         if source == np.bool_:
-            return f"where({x}, {self.constant(1, target)}, {self.constant(0, target)})"
+            return f"({x} * {self.constant(1, target)})"  # False * 1 is 0, True * 1 is 1
         zero = self.constant(-0.0 if target.kind == "f" else 0, target)  # x + (-0.0) is x, and has the target type
         return f"({x} + {zero})"
 
-
-def _extremum(name: str, a: str, b: str, plain: bool) -> str:
-    """NumPy's maximum / minimum: a NaN operand wins (the first if both), else `a > b ? a : b` (`<` for
-    minimum: of equal values, -0.0 and 0.0, the second); `plain`: b is never NaN (an integer, a constant)."""
-    if plain:  # a appears once: a NaN a fails the comparison and is kept
-        return f"where({a} <= {b}, {b}, {a})" if name == "max" else f"where({a} >= {b}, {b}, {a})"
-    wins = f"({a} > {b})" if name == "max" else f"({a} < {b})"
-    return f"where({wins}, {a}, where({a} == {a}, {b}, {a}))"
