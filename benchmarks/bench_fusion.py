@@ -1,17 +1,20 @@
-"""Elementwise chains of the MLP training step: one NumPy pass per operation vs one fused numexpr pass.
+"""Elementwise chains of the MLP training step: NumPy passes vs one fused numexpr (or numba) pass.
 
     python benchmarks/bench_fusion.py [--repeats 30] [--threads 1,2] [--numba]
 
 The chains are those of bench_train.py's step (batch 2048, width 1024, float32): the forward bias + ReLU,
-ReLU's backward select, and the SGD update of the 1024x1024 weight. Each is traced with meshax, made into its
-executable program (interpreters/fusion.py) and its cluster run both ways through meshax's own code: unfused
-(the separate NumPy calls, as every chain ran before fusion) and fused (numexpr, 1 and 2 threads). With
---numba (numba importable), the same chains as numba loops, and the time of their first call (compilation).
-Times are the minimum over --repeats runs (the machine may be shared), in milliseconds.
+ReLU's backward select, and the SGD update of a 1024x1024 weight. Columns: the NumPy calls meshax made
+before fusion (one pass per operation, np.where for a select); meshax now (its executable program on one
+device: simplified, select branchless, clusters through numexpr when the executor finds it worthwhile);
+the chain as one numexpr expression on 1 and 2 threads (`where`/`maximum` included, which meshax does not
+hand to numexpr); with --numba (numba importable), a numba loop on one thread and its first call
+(compilation). Each cell checks its result against NumPy's. Times: the minimum over --repeats runs (the
+machine may be shared), milliseconds.
 """
 from __future__ import annotations
 
 import argparse
+import re
 import time
 from typing import Any, Callable
 
@@ -19,24 +22,30 @@ import numpy as np
 
 import meshax
 import meshax.numpy as mnp
-from meshax._src.interpreters import fusion, numexpr_executor
-from meshax._src.interpreters.fusion import executable, fused_p, run_unfused
+from meshax._src.interpreters import numpy_eval
 
 BATCH, WIDTH = 2048, 1024
+F32 = np.float32
 
 
-def chains() -> dict[str, tuple[Callable[..., Any], list[np.ndarray]]]:
+def inputs() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(0)
-    h = rng.standard_normal((BATCH, WIDTH)).astype(np.float32)
-    b = rng.standard_normal(WIDTH).astype(np.float32)
-    g = rng.standard_normal((BATCH, WIDTH)).astype(np.float32)
-    w = rng.standard_normal((WIDTH, WIDTH)).astype(np.float32)
-    gw = rng.standard_normal((WIDTH, WIDTH)).astype(np.float32)
-    return {
-        "bias + relu, (2048, 1024)": (lambda h, b: meshax.nn.relu(h + b), [h, b]),
-        "relu backward: where(h + b > 0, g, 0), (2048, 1024)": (lambda h, b, g: mnp.where(h + b > 0, g, 0.0), [h, b, g]),
-        "SGD update w - 0.3 * g, (1024, 1024)": (lambda w, g: w - 0.3 * g, [w, gw]),
-    }
+    return {"h": rng.standard_normal((BATCH, WIDTH)).astype(F32), "b": rng.standard_normal(WIDTH).astype(F32),
+            "g": rng.standard_normal((BATCH, WIDTH)).astype(F32),
+            "w": rng.standard_normal((WIDTH, WIDTH)).astype(F32),
+            "gw": rng.standard_normal((WIDTH, WIDTH)).astype(F32)}
+
+
+# name: (arguments, meshax function, NumPy as before, numexpr expression)
+CHAINS: dict[str, tuple[tuple[str, ...], Callable[..., Any], Callable[..., Any], str]] = {
+    "bias + ReLU: max(h + b, 0)": (("h", "b"), lambda h, b: mnp.maximum(h + b, 0.0),
+                                   lambda h, b: np.maximum(np.add(h, b), F32(0)), "maximum(h + b, zero)"),
+    "ReLU backward: where(h + b > 0, g, 0)": (("h", "b", "g"), lambda h, b, g: mnp.where(h + b > 0, g, 0.0),
+                                              lambda h, b, g: np.where(np.greater(np.add(h, b), F32(0)), g, F32(0)),
+                                              "where(h + b > zero, g, zero)"),
+    "SGD update: w - 0.3 * g (1024x1024)": (("w", "gw"), lambda w, g: w - 0.3 * g,
+                                            lambda w, g: np.subtract(w, np.multiply(F32(0.3), g)), "w - rate * gw"),
+}
 
 
 def best(call: Callable[[], Any], repeats: int) -> float:
@@ -48,31 +57,31 @@ def best(call: Callable[[], Any], repeats: int) -> float:
     return min(times) * 1e3
 
 
-def numba_versions() -> dict[str, Callable[..., Any]]:
+def numba_chains() -> dict[str, Callable[..., Any]]:
     import numba
 
-    @numba.njit(fastmath=False)
+    @numba.njit
     def bias_relu(h, b):
         out = np.empty_like(h)
         for i in range(h.shape[0]):
             for j in range(h.shape[1]):
                 z = h[i, j] + b[j]
-                out[i, j] = z if not z <= 0 else np.float32(0.0)
+                out[i, j] = max(z, F32(0.0))
         return out
 
-    @numba.njit(fastmath=False)
+    @numba.njit
     def relu_backward(h, b, g):
         out = np.empty_like(g)
         for i in range(h.shape[0]):
             for j in range(h.shape[1]):
-                out[i, j] = g[i, j] if h[i, j] + b[j] > 0 else np.float32(0.0)
+                out[i, j] = g[i, j] if h[i, j] + b[j] > 0 else F32(0.0)
         return out
 
-    @numba.njit(fastmath=False)
+    @numba.njit
     def sgd(w, g):
-        return w - np.float32(0.3) * g
+        return w - F32(0.3) * g
 
-    return dict(zip(chains(), (bias_relu, relu_backward, sgd)))
+    return dict(zip(CHAINS, (bias_relu, relu_backward, sgd)))
 
 
 def main() -> None:
@@ -81,33 +90,44 @@ def main() -> None:
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--numba", action="store_true")
     args = parser.parse_args()
+    import numexpr
+    from numexpr.necompiler import getType
+
     threads = [int(t) for t in args.threads.split(",")]
-    executor = fusion.EXECUTORS["cpu"]
-    jitted = numba_versions() if args.numba else {}
-    header = ["chain", "NumPy, a pass per op"] + [f"numexpr fused, {t} thread(s)" for t in threads]
+    data = inputs()
+    constants = {"zero": np.zeros((), F32), "rate": np.asarray(0.3, F32)}
+    jitted = numba_chains() if args.numba else {}
+    header = ["chain", "NumPy, a pass per op (before)", "meshax now"] + \
+        [f"numexpr, {t} thread{'s' * (t > 1)}" for t in threads]
     if jitted:
-        header += ["numba (1 thread)", "numba first call"]
+        header += ["numba, 1 thread", "numba first call"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
-    for name, (function, inputs) in chains().items():
-        program = executable(meshax.make_jaxpr(function)(*inputs).jaxpr)
-        (eq,) = [e for e in program.equations if e.primitive is fused_p]
-        cluster = eq.params["cluster"]
-        shape, dtype = cluster.out_aval.shape, cluster.out_aval.dtype
-        kernel = cluster.kernel()
-        assert kernel is not None, name
-        row = [name, f"{best(lambda: run_unfused(cluster.jaxpr, inputs, shape), args.repeats):.2f}"]
+    for name, (names, function, before, expression) in CHAINS.items():
+        values = [data[n] for n in names]
+        expected = before(*values)
+        jaxpr = meshax.make_jaxpr(function)(*values).jaxpr
+        now = numpy_eval.run(jaxpr, [], values)[0]
+        assert now.tobytes() == expected.tobytes(), name
+        row = [name, f"{best(lambda: before(*values), args.repeats):.2f}",
+               f"{best(lambda: numpy_eval.run(jaxpr, [], values), args.repeats):.2f}"]
+        operands = {**data, **constants}
+        used = [n for n in dict.fromkeys(re.findall(r"[a-z]+", expression)) if n in operands]
+        kernel = numexpr.NumExpr(expression, signature=[(n, getType(operands[n])) for n in used])
+        out = np.empty_like(expected)
         for t in threads:
-            numexpr_executor.compute_threads = lambda: t  # the executor sizes numexpr's pool from this
-            fused = executor.run(kernel, inputs, shape, dtype)
-            assert fused.tobytes() == run_unfused(cluster.jaxpr, inputs, shape).tobytes()
-            row.append(f"{best(lambda: executor.run(kernel, inputs, shape, dtype), args.repeats):.2f}")
+            numexpr.set_num_threads(t)
+            kernel(*[operands[n] for n in used], out=out, casting="unsafe", ex_uses_vml=False)
+            assert np.array_equal(out, expected, equal_nan=True), name
+            fused = lambda: kernel(*[operands[n] for n in used], out=out, casting="unsafe", ex_uses_vml=False)
+            row.append(f"{best(fused, args.repeats):.2f}")
         if jitted:
             start = time.perf_counter()
-            jitted[name](*inputs)
-            first = (time.perf_counter() - start) * 1e3
-            row += [f"{best(lambda: jitted[name](*inputs), args.repeats):.2f}", f"{first:.0f}"]
-        print("| " + " | ".join(row) + " |")
+            first = jitted[name](*values)
+            compiled = (time.perf_counter() - start) * 1e3
+            assert np.array_equal(first, expected, equal_nan=True), name
+            row += [f"{best(lambda: jitted[name](*values), args.repeats):.2f}", f"{compiled:.0f}"]
+        print("| " + " | ".join(row) + " |", flush=True)
 
 
 if __name__ == "__main__":
