@@ -15,7 +15,7 @@ from jax.sharding import PartitionSpec as JP
 
 import meshax
 import meshax.numpy as mnp
-from meshax._src.interpreters import fusion, numpy_eval
+from meshax._src.interpreters import cpu_executor, fusion, numpy_eval
 from meshax._src.interpreters.fusion import executable, fused_p
 from meshax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
@@ -25,10 +25,15 @@ N = 40_000  # elements: above the executor's threshold, so that clusters really 
 assert N >= fusion.EXECUTORS["cpu"].min_elements
 
 
-@pytest.fixture(autouse=True)
-def numexpr_on_any_machine(monkeypatch):
-    """Clusters run through numexpr whatever the number of cores (it pays from `min_threads` on)."""
-    monkeypatch.setattr(fusion.EXECUTORS["cpu"], "min_threads", 1)
+@pytest.fixture(autouse=True, params=["numexpr", "blocks"])
+def path(request, monkeypatch):
+    """Each test twice: clusters through numexpr (whatever the number of cores; it pays from `min_threads`
+    on), and through NumPy on small blocks of rows over two threads."""
+    executor = fusion.EXECUTORS["cpu"]
+    monkeypatch.setattr(executor.numexpr, "min_threads", 1 if request.param == "numexpr" else 10 ** 6)
+    monkeypatch.setattr(cpu_executor, "compute_threads", lambda: 2)
+    monkeypatch.setattr(executor, "block_elements", 3000)  # many blocks, the last one shorter
+    return request.param
 
 FLOAT_EDGES = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, 3.0, 1e-30, -1e-30, 1e30, -2.5]
 INT_EDGES = {np.int32: [np.iinfo(np.int32).max, np.iinfo(np.int32).min, -1, 0, 1, 7, -7, 65536],
@@ -115,8 +120,7 @@ def test_binary_op_fused_equals_numpy_bit_for_bit(name, dtype):
                      lambda a, b: op(np.asarray(-0.0 if np.dtype(dtype).kind == "f" else -2, dtype), b),
                      lambda a, b: lax.select(lax.gt(a, b), op(a, b), op(b, a)))):
         fused, expected, count = fused_and_reference(function, x, y)
-        # -0.0 + b is b (simplified away); max and min stay NumPy's (numexpr's where branches)
-        assert count >= 1 or (variant == 2 and name == "add") or (variant < 3 and name in ("max", "min"))
+        assert count >= 1 or (variant == 2 and name == "add")  # -0.0 + b is b: simplified away
         assert_bitwise_equal(fused, expected)
 
 
@@ -176,10 +180,14 @@ def test_mlp_chains_fused_equal_numpy():
 
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.int8, np.uint32, np.complex64],
                          ids=lambda d: np.dtype(d).name)
-def test_dtypes_numexpr_lacks_run_unfused(dtype):
+def test_dtypes_numexpr_lacks_run_in_numpy_blocks(dtype, monkeypatch):
     x = np.arange(N).astype(dtype)
-    fused, expected, count = fused_and_reference(lambda a: lax.mul(lax.add(a, a), a), x)
-    assert count == 0
+    x[:4] = np.array([0, 1, 100, 3]).astype(dtype)
+    numexpr_runs = []
+    original = fusion.EXECUTORS["cpu"].numexpr.run
+    monkeypatch.setattr(fusion.EXECUTORS["cpu"].numexpr, "run", lambda *a: numexpr_runs.append(1) or original(*a))
+    fused, expected, count = fused_and_reference(lambda a: lax.max(lax.mul(lax.add(a, a), a), a), x)
+    assert count == 1 and not numexpr_runs
     assert_bitwise_equal(fused, expected)
 
 
@@ -195,7 +203,8 @@ def test_transcendentals_are_not_fused():
 def test_small_arrays_take_the_numpy_path(monkeypatch):
     calls = []
     executor = fusion.EXECUTORS["cpu"]
-    monkeypatch.setattr(executor, "run", lambda *a, **k: calls.append(1))
+    monkeypatch.setattr(executor.numexpr, "run", lambda *a, **k: calls.append(1))
+    monkeypatch.setattr(cpu_executor, "_run_in_blocks", lambda *a, **k: calls.append(1))
     x = np.ones(100, np.float32)
     out = numpy_eval.run(meshax.make_jaxpr(lambda a: a * 2 + 1)(x).jaxpr, [], [x])
     assert not calls and (out[0] == 3).all()
@@ -216,8 +225,8 @@ def member_names(cluster):
 def test_a_chain_is_one_cluster_with_its_inputs_as_leaves():
     x, b = np.ones((8, 4), np.float32), np.ones(4, np.float32)
     program, found = clusters(lambda x, b: mnp.maximum(x * 2.0 + b, 0.0) - x, x, b)
-    assert [eq.primitive.name for eq in program.equations] == ["fused", "max", "fused"]
-    assert member_names(found[0]) == ["mul", "add"]  # b broadcasts inside the expression
+    assert len(program.equations) == 1 and len(found) == 1
+    assert member_names(found[0]) == ["mul", "add", "max", "sub"]  # b broadcasts inside the expression
     assert [v.aval.shape for v in found[0].jaxpr.invars] == [(8, 4), (4,)]
 
 
@@ -231,7 +240,7 @@ def test_values_read_outside_a_cluster_end_it():
 def test_a_cheap_value_is_recomputed_by_its_few_users_and_a_costly_one_is_not():
     x = np.ones((8, 4), np.float32)
     # z = x + 1 (one operation) feeds two outputs: each output's cluster computes it
-    program, found = clusters(lambda x: ((x + 1.0) * 2.0, (x + 1.0) > 0), x)
+    program, found = clusters(lambda x: (mnp.maximum(x + 1.0, 0.0), (x + 1.0) > 0), x)
     assert len(found) == 2 and all(member_names(c)[0] == "add" for c in found)
     # a longer chain used twice is computed once, by its own cluster
     program, found = clusters(lambda x: (lambda z: (z * 2.0, z * 3.0))(((x + 1.0) * x - 2.0) * x), x)
@@ -318,3 +327,14 @@ def test_fused_chain_in_shard_map_matches_jax_sharded():
     theirs = jax.jit(jax.shard_map(body(jax, jjnp), mesh=jmesh, in_specs=JP("d"), out_specs=JP()))(x)
     ours = meshax.jit(meshax.shard_map(body(meshax, mnp), mesh=mesh, in_specs=P("d"), out_specs=P()))(x)
     assert_same_tree(ours, theirs, atol=1e-4)  # sums of 1024 terms of either sign, in another order
+
+
+def test_each_path_is_taken(path, monkeypatch):
+    taken = []
+    for owner, name in ((fusion.EXECUTORS["cpu"].numexpr, "run"), (cpu_executor, "_run_in_blocks")):
+        original = getattr(owner, name)
+        monkeypatch.setattr(owner, name, (lambda n, f: lambda *a: taken.append(n) or f(*a))(name, original))
+    x = edge_array(np.float32, 0).reshape(400, 100)
+    fused, expected, _ = fused_and_reference(lambda a: a * 2.0 + 1.0, x)
+    assert taken == ["run" if path == "numexpr" else "_run_in_blocks"]
+    assert_bitwise_equal(fused, expected)

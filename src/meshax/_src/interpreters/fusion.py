@@ -8,9 +8,9 @@ that is its only use (or when it is cheap to recompute for its few uses), all of
 same shape; a broadcast only ever reads an input of the cluster (it becomes a zero-copy view). Values
 read by anything else (a matmul, a reduction, the program's outputs) are computed by their own cluster.
 
-The `fused` primitive runs a cluster on one device's arrays: through the executor (numexpr on CPU,
-numexpr_executor.py) when the executor finds it worthwhile (a large enough output, enough threads), else
-as the separate NumPy calls it replaces (the same values either way). Eagerly over a mesh it is placed by composing its equations' sharding
+The `fused` primitive runs a cluster on one device's arrays through the executor of the device kind: on
+CPU (cpu_executor.py) numexpr where it pays, else NumPy's kernels on cache-sized blocks over the
+controller's threads, else the separate NumPy calls it replaces (the same values in every case). Eagerly over a mesh it is placed by composing its equations' sharding
 rules; when they do not compose (an intermediate would have to move), its equations run one by one.
 """
 from __future__ import annotations
@@ -23,10 +23,10 @@ from ..core import ShapedArray, aval_of, define_primitive, impl_rules, keeps_own
 from ..jaxpr import Equation, Jaxpr, Literal, Var, eval_jaxpr
 from ..partition import choose_mesh, current_specs
 from ..rules import Layout, Spec, replicated
-from .numexpr_executor import NumexprExecutor
+from .cpu_executor import CpuExecutor
 from .simplify import simplify
 
-EXECUTORS = {"cpu": NumexprExecutor()}  # device kind -> the executor of its clusters
+EXECUTORS = {"cpu": CpuExecutor()}  # device kind -> the executor of its clusters
 DEVICE_KIND = "cpu"
 MAX_CLUSTER_EQUATIONS = 64
 _RECOMPUTED_USES = 3  # a value used this many times or fewer may be recomputed in each use...
@@ -34,8 +34,8 @@ _RECOMPUTED_COST = 2  # ...when it costs this many operations or fewer
 
 
 class Cluster:
-    """One fused group: a single-output jaxpr of supported equations, and its compiled kernel (made on first
-    large use)."""
+    """One fused group: a single-output jaxpr of supported equations, and what its executor compiled for it
+    (made on first large use)."""
 
     def __init__(self, jaxpr: Jaxpr, executor: Any) -> None:
         self.jaxpr = jaxpr
@@ -139,25 +139,7 @@ def _leaves(members: list[Equation]) -> list[Var]:
 
 
 def _fused_impl(*inputs: np.ndarray, cluster: Cluster, local_shapes: list[tuple[int, ...]]) -> np.ndarray:
-    out_shape = tuple(local_shapes[0])
-    aval = cluster.out_aval
-    if cluster.executor.worthwhile(int(np.prod(out_shape))):
-        kernel = cluster.kernel()
-        if kernel is not None:
-            return cluster.executor.run(kernel, inputs, out_shape, aval.dtype)
-    return run_unfused(cluster.jaxpr, inputs, out_shape)
-
-
-def run_unfused(jaxpr: Jaxpr, inputs: Sequence[np.ndarray], out_shape: tuple[int, ...]) -> np.ndarray:
-    """A cluster as the NumPy calls it stands for (every value of a cluster has the output's shape)."""
-    env: dict[int, Any] = {v.id: x for v, x in zip(jaxpr.invars, inputs)}
-    for eq in jaxpr.equations:
-        args = [np.asarray(x.value, dtype=x.aval.dtype) if isinstance(x, Literal) else env[x.id] for x in eq.inputs]
-        extra = {"local_shapes": [out_shape]} if eq.primitive.needs_local_shape else {}
-        value = np.asarray(impl_rules[eq.primitive](*args, **eq.params, **extra))
-        dtype = eq.outputs[0].aval.dtype
-        env[eq.outputs[0].id] = value if value.dtype == dtype else value.astype(dtype)
-    return env[jaxpr.outvars[0].id]
+    return cluster.executor.execute(cluster, inputs, tuple(local_shapes[0]))
 
 
 def cluster_layout(specs: Sequence[Spec], avals: Sequence[ShapedArray], *, mesh_shape: dict[str, int],

@@ -45,7 +45,6 @@ MAX_OPERANDS = 24  # arrays and constants of one expression (numexpr's limit is 
 class NumexprExecutor:
     """Runs clusters on this controller's CPU threads through numexpr."""
 
-    kind = "cpu"
     # below this many output elements a cluster runs as separate NumPy calls (numexpr's start-up dominates)
     min_elements = 32768
     min_threads = 4  # with fewer compute threads, NumPy's SIMD loops beat numexpr's (see the module's notes)
