@@ -32,6 +32,7 @@ def path(request, monkeypatch):
     executor = fusion.EXECUTORS["cpu"]
     monkeypatch.setattr(executor.numexpr, "min_threads", 1 if request.param == "numexpr" else 10 ** 6)
     monkeypatch.setattr(cpu_executor, "compute_threads", lambda: 2)
+    monkeypatch.setattr(executor, "min_threads", 2)
     monkeypatch.setattr(executor, "block_elements", 3000)  # many blocks, the last one shorter
     return request.param
 
