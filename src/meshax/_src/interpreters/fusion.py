@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core import ShapedArray, aval_of, define_primitive, impl_rules, keeps_own_vma, sharding_rules, vma_rules
+from ..core import ShapedArray, aval_of, define_primitive, keeps_own_vma, sharding_rules, vma_rules
 from ..jaxpr import Equation, Jaxpr, Literal, Var, eval_jaxpr
 from ..partition import choose_mesh, current_specs
 from ..rules import Layout, Spec, replicated
