@@ -128,15 +128,15 @@ def _select_impl(pred: Any, on_true: Any, on_false: Any) -> np.ndarray:
         return np.where(pred, on_true, on_false)
     bits = np.dtype(f"u{dtype.itemsize}")
     mask = np.negative(pred.view(np.uint8), dtype=bits)  # 0 or all ones
+    if mask.shape != shape:
+        mask = np.broadcast_to(mask, shape).copy()  # the result's buffer too
     t, f = on_true.view(bits), on_false.view(bits)
     if f.size == 1 and not f.any():
-        out = np.bitwise_and(t, mask)
+        out = np.bitwise_and(t, mask, out=mask)
     elif t.size == 1 and not t.any():
-        out = np.bitwise_and(f, np.invert(mask))
+        out = np.bitwise_and(f, np.invert(mask, out=mask), out=mask)
     else:
-        out = np.bitwise_xor(f, np.bitwise_and(np.bitwise_xor(t, f), mask))
-    if out.shape != shape:
-        out = np.broadcast_to(out, shape)
+        out = np.bitwise_xor(f, np.bitwise_and(np.bitwise_xor(t, f), mask, out=mask), out=mask)
     return out.view(dtype)
 
 
