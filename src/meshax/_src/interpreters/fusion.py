@@ -26,7 +26,10 @@ from ..rules import Layout, Spec, replicated
 from .cpu_executor import CpuExecutor
 from .simplify import simplify
 
-EXECUTORS = {"cpu": CpuExecutor()}  # device kind -> the executor of its clusters
+# device kind -> the executor of its clusters. An executor has `supports(eq) -> bool` (may `eq` be in a
+# cluster), `compile(cluster_jaxpr)` (whatever it keeps per cluster, made once, on first large use) and
+# `execute(cluster, inputs, out_shape) -> array` (one device's output from its input blocks).
+EXECUTORS = {"cpu": CpuExecutor()}
 DEVICE_KIND = "cpu"
 MAX_CLUSTER_EQUATIONS = 64
 _RECOMPUTED_USES = 3  # a value used this many times or fewer may be recomputed in each use...
