@@ -6,7 +6,7 @@ A cluster (fusion.py) is a tree of elementwise equations with one output. It run
   controller has enough compute threads for numexpr to beat NumPy (`NumexprExecutor.worthwhile`);
 - else, for a large output and a controller of `min_threads` compute threads or more, as NumPy calls on
   blocks of rows of the output (about `block_elements` each, so that intermediates stay in cache), the
-  blocks shared among the controller's threads (NumPy releases the GIL in its loops); this takes every
+  blocks shared among device_pool's threads (NumPy releases the GIL in its loops); this takes every
   elementwise operation NumPy runs the same on any block: also select (branchless), max, min and all
   dtypes;
 - else as the NumPy calls on the whole arrays.
