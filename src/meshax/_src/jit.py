@@ -18,6 +18,8 @@ from .api import device_put, host_value
 from .api_misc import jit_disabled
 from .array import Array
 from .core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
+from .interpreters.eager import eager_rules
+from .interpreters.fusion import run_eagerly
 from .interpreters.numpy_eval import structured_rules
 from .interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
 from .jaxpr import Jaxpr, eval_jaxpr
@@ -210,6 +212,7 @@ abstract_eval_rules[jit_p] = lambda *avals, jaxpr, name: [v.aval for v in jaxpr.
 inline_rules[jit_p] = lambda *args, jaxpr, name: eval_jaxpr(jaxpr, (), args)
 vma_rules[jit_p] = keeps_own_vma
 structured_rules[jit_p] = lambda run, *args, jaxpr, name: run(jaxpr, (), args)
+eager_rules[jit_p] = lambda *args, jaxpr, name: run_eagerly(jaxpr, args)  # the simplified, fused program
 
 
 def _describe(structure: Any, signature: tuple) -> str:

@@ -116,7 +116,32 @@ def _select_aval(pred: ShapedArray, on_true: ShapedArray, on_false: ShapedArray)
                        on_true.weak_type and on_false.weak_type)
 
 
-select = _define("select", _plain(np.where), lambda p, t, f, **_: _select_aval(p, t, f), rules.elementwise)
+def _select_impl(pred: Any, on_true: Any, on_false: Any) -> np.ndarray:
+    """np.where(pred, on_true, on_false), without branches for large arrays: the chosen bit patterns are blended
+    with a mask (all ones where pred holds). np.where branches per element, which costs a misprediction on
+    half the elements of a random mask (~10x slower); the bits are the same."""
+    pred, on_true, on_false = np.asarray(pred), np.asarray(on_true), np.asarray(on_false)
+    dtype = on_true.dtype
+    shape = np.broadcast_shapes(pred.shape, on_true.shape, on_false.shape)
+    if (pred.dtype != np.bool_ or on_false.dtype != dtype or dtype.itemsize not in (1, 2, 4, 8) or
+            dtype.hasobject or math.prod(shape) < _BLEND_MIN_ELEMENTS):
+        return np.where(pred, on_true, on_false)
+    bits = np.dtype(f"u{dtype.itemsize}")
+    mask = np.negative(pred.view(np.uint8), dtype=bits)  # 0 or all ones
+    if mask.shape != shape:
+        mask = np.broadcast_to(mask, shape).copy()  # the result's buffer too
+    t, f = on_true.view(bits), on_false.view(bits)
+    if f.size == 1 and not f.any():
+        out = np.bitwise_and(t, mask, out=mask)
+    elif t.size == 1 and not t.any():
+        out = np.bitwise_and(f, np.invert(mask, out=mask), out=mask)
+    else:
+        out = np.bitwise_xor(f, np.bitwise_and(np.bitwise_xor(t, f), mask, out=mask), out=mask)
+    return out.view(dtype)
+
+
+_BLEND_MIN_ELEMENTS = 4096  # below this, np.where's own cost is smaller than the blend's passes
+select = _define("select", _select_impl, lambda p, t, f, **_: _select_aval(p, t, f), rules.elementwise)
 
 
 def _convert_impl(x: np.ndarray, *, new_dtype: np.dtype, weak_type: bool = False) -> np.ndarray:

@@ -24,6 +24,7 @@ from .interpreters.eager import eager_rules
 from .collectives import gather_devices, group_index
 from .interpreters.shard_map import DeviceTrace, device_rules
 from .interpreters.staging import consts_as_inputs, trace_to_jaxpr
+from .interpreters.fusion import executable
 from .jaxpr import Jaxpr, eval_jaxpr
 from .mesh import Mesh, current_mesh
 from .partition import place, spec_of
@@ -122,7 +123,7 @@ def _run(*args: Any, jaxpr: Jaxpr, mesh: Mesh, in_specs: tuple, out_specs: tuple
         buffers = place(arg, mesh, spec, aval).local_buffers()
         inputs.append(trace.new(local_aval, {d: buffers[d] for d in trace.devices}))
     with set_current_trace(trace, finish=True), extend_axis_env(AxisFrame(mesh, manual_axes, check_vma)):
-        outputs = [trace.lift(o) for o in eval_jaxpr(jaxpr, (), inputs)]
+        outputs = [trace.lift(o) for o in eval_jaxpr(executable(jaxpr), (), inputs)]
     return [Array(aval.shape, aval.dtype, sharding, _read_only_values(out.payload, aval.dtype), aval.weak_type)
             for out, sharding, aval in zip(outputs, plan.out_shardings, out_avals)]
 
@@ -153,7 +154,7 @@ def _run_nested(trace: DeviceTrace, *args: Any, jaxpr: Jaxpr, mesh: Mesh, in_spe
         x = trace.lift(arg)
         inputs.append(inner.new(var.aval, {d: _block(x.payload[d], mesh, spec, d) for d in trace.devices}))
     with set_current_trace(inner, finish=True), extend_axis_env(AxisFrame(mesh, manual_axes, check_vma)):
-        outputs = [inner.lift(o) for o in eval_jaxpr(jaxpr, (), inputs)]
+        outputs = [inner.lift(o) for o in eval_jaxpr(executable(jaxpr), (), inputs)]
     return [trace.new(aval, _assembled(out.payload, mesh, spec)) for out, spec, aval in
             zip(outputs, out_specs, out_avals)]
 
