@@ -1,36 +1,45 @@
 """The per-process pool that runs heavy per-device kernels side by side."""
 from __future__ import annotations
 
-import os
 import threading
 
 import pytest
 from threadpoolctl import threadpool_info
 
 from meshax._src import device_pool
+from meshax._src.runtime import cpu_budget
 
 
 @pytest.fixture
 def controllers_here():
-    yield device_pool.share_machine
-    device_pool.share_machine(1)
+    yield lambda count: cpu_budget.share_host(count, 0)
+    cpu_budget.share_host(1, 0)
 
 
 def blas_threads() -> list[int]:
     return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
 
 
-def test_each_controller_gets_its_share_of_the_cores(controllers_here):
-    cores = len(os.sched_getaffinity(0))
+def test_each_controller_gets_its_share_of_the_cores_and_blas_is_set_to_it(controllers_here, monkeypatch):
+    monkeypatch.delenv("MESHAX_CPU_THREADS", raising=False)
+    cores = cpu_budget.host_cores()
     assert device_pool.workers() == cores
+    assert set(blas_threads()) == {cores}
     controllers_here(cores * 2)
     assert device_pool.workers() == 1
+    assert set(blas_threads()) == {1}
+    monkeypatch.setenv("MESHAX_CPU_THREADS", "3")
+    assert device_pool.workers() == 3
+    assert set(blas_threads()) == {3}
 
 
 @pytest.mark.parametrize("controllers", [1, 64])
-def test_results_keep_their_order_and_blas_runs_one_thread_per_call(controllers_here, controllers):
+def test_results_keep_their_order_and_blas_runs_its_part_of_the_share_per_call(controllers_here, controllers):
     controllers_here(controllers)
+    share = device_pool.workers()
     before = blas_threads()
+    assert set(before) == {share}
+    per_call = cpu_budget.split(share, 6)[1]
     seen = []
 
     def call(i):
@@ -38,15 +47,15 @@ def test_results_keep_their_order_and_blas_runs_one_thread_per_call(controllers_
         return i * i
 
     assert device_pool.run_each([lambda i=i: call(i) for i in range(6)]) == [i * i for i in range(6)]
-    assert all(threads == [1] * len(before) for _, threads in seen)
-    assert blas_threads() == before  # the limit is lifted afterwards
+    assert all(threads == [per_call] * len(before) for _, threads in seen)
+    assert blas_threads() == before  # back to the whole share afterwards
     if controllers > 1:  # one core for this controller: the calls run here, one after the other
         assert {name for name, _ in seen} == {threading.current_thread().name}
 
 
-def test_a_single_call_runs_here_with_blas_untouched():
-    before = blas_threads()
-    assert device_pool.run_each([blas_threads]) == [before]
+def test_a_single_call_runs_here_with_the_whole_share():
+    share = device_pool.workers()
+    assert device_pool.run_each([blas_threads]) == [[share] * len(blas_threads())]
 
 
 def test_calls_without_blas_leave_its_threads_alone_and_this_thread_takes_its_turn(controllers_here):

@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import rules
+from . import device_pool, rules
 from .config import config
 from .core import Primitive, ShapedArray, define_primitive
 from .interpreters.eager import eager_rules
@@ -214,22 +214,21 @@ CUMULATIVE = {
 
 def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
                       preferred_element_type: Any = None, out_sharding: Any = None) -> np.ndarray:
+    """A (batched) matrix product on BLAS: each operand viewed as (batch, free, contracted) matrices, transposed
+    and reshaped (views where the strides allow), then one np.matmul (an outer product contracts nothing: k = 1)."""
     (lc, rc), (lb, rb) = dimension_numbers
-    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-    lhs_sub = [next(letters) for _ in range(lhs.ndim)]
-    rhs_sub = [None] * rhs.ndim
-    for l, r in zip(lc, rc):
-        rhs_sub[r] = lhs_sub[l]
-    for l, r in zip(lb, rb):
-        rhs_sub[r] = lhs_sub[l]
-    rhs_sub = [s or next(letters) for s in rhs_sub]
-    out = [lhs_sub[d] for d in lb] + [lhs_sub[d] for d in range(lhs.ndim) if d not in lc and d not in lb] + \
-          [rhs_sub[d] for d in range(rhs.ndim) if d not in rc and d not in rb]
-    if not lc and not lb and lhs.ndim == 2 and rhs.ndim == 2:
-        return np.multiply.outer(lhs, rhs).reshape(lhs.shape + rhs.shape)
-    if lc == (lhs.ndim - 1,) and rc == (0,) and not lb and rhs.ndim <= 2:
-        return np.matmul(lhs, rhs) if lhs.ndim >= 1 and rhs.ndim >= 1 else lhs * rhs
-    return np.einsum(f"{''.join(lhs_sub)},{''.join(rhs_sub)}->{''.join(out)}", lhs, rhs, optimize=True)
+    lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
+    rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
+    batch = [lhs.shape[d] for d in lb]
+    out_shape = tuple(batch) + tuple(lhs.shape[d] for d in lf) + tuple(rhs.shape[d] for d in rf)
+    device_pool.hold_budget()
+    m = math.prod(lhs.shape[d] for d in lf)
+    k = math.prod(lhs.shape[d] for d in lc)
+    n = math.prod(rhs.shape[d] for d in rf)
+    b = (math.prod(batch),) if batch else ()
+    left = lhs.transpose(*lb, *lf, *lc).reshape(*b, m, k)
+    right = rhs.transpose(*rb, *rc, *rf).reshape(*b, k, n)
+    return np.matmul(left, right).reshape(out_shape)
 
 
 def _dot_general_aval(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers: Any,
