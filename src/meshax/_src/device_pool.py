@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
@@ -43,6 +44,10 @@ def _apply(key: tuple[Any, ...]) -> None:
         threads = cpu_budget.compute_threads()
         _blas_controller().limit(limits=threads, user_api="blas")  # kept: the limit stays until changed
         _threads, _applied_for = threads, key
+    if not logger.handlers and os.environ.get("MESHAX_LOG"):  # a single process that never called initialize()
+        from .runtime.distributed import _configure_logging
+
+        _configure_logging()
     logger.info("meshax compute threads: %s", cpu_budget.describe())
 
 

@@ -167,10 +167,10 @@ def compute_threads() -> int:
 
 def describe() -> str:
     """One line: this controller's threads and where the number comes from."""
-    override = os.environ.get(OVERRIDE_VARIABLE)
+    override = override_text()
     if override is not None and override.strip():
-        return f"{compute_threads()} ({OVERRIDE_VARIABLE}={override})"
+        return f"{compute_threads()} thread(s) per controller ({OVERRIDE_VARIABLE}={override})"
     quota = _quota[0] if _quota else cgroup_quota()
     capped = f", cgroup CPU quota {quota:g}" if quota is not None else ""
-    return (f"{compute_threads()} (usable cores {host_cores()}: affinity {affinity_cores()}{capped}; "
-            f"{_host_controllers} controller(s) of the job on this host)")
+    return (f"{compute_threads()} thread(s) per controller (usable cores {host_cores()}: affinity {affinity_cores()}"
+            f"{capped}; shared by {_host_controllers} controller(s) on this host)")
