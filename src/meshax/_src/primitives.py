@@ -226,9 +226,25 @@ def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: An
     k = math.prod(lhs.shape[d] for d in lc)
     n = math.prod(rhs.shape[d] for d in rf)
     b = (math.prod(batch),) if batch else ()
-    left = lhs.transpose(*lb, *lf, *lc).reshape(*b, m, k)
-    right = rhs.transpose(*rb, *rc, *rf).reshape(*b, k, n)
+    left = _blas_ready(lhs.transpose(*lb, *lf, *lc).reshape(*b, m, k))
+    right = _blas_ready(rhs.transpose(*rb, *rc, *rf).reshape(*b, k, n))
     return np.matmul(left, right).reshape(out_shape)
+
+
+_BLAS_TYPES = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
+
+
+def _blas_ready(matrices: np.ndarray) -> np.ndarray:
+    """`matrices` as BLAS can take them (unit stride along rows or columns; np.matmul would otherwise use its
+    slow loop): the view itself when it is, else a contiguous copy."""
+    if matrices.dtype not in _BLAS_TYPES or matrices.size == 0:
+        return matrices
+    item = matrices.itemsize
+    (rows, cols), (row_stride, col_stride) = matrices.shape[-2:], matrices.strides[-2:]
+    if (col_stride == item and row_stride >= item * max(cols, 1)) or \
+            (row_stride == item and col_stride >= item * max(rows, 1)):
+        return matrices
+    return np.ascontiguousarray(matrices)
 
 
 def _dot_general_aval(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers: Any,
