@@ -1,9 +1,11 @@
 """The CPU budget policy: each controller's share of its host's usable cores, with faked hosts and cgroups."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from meshax._src.runtime import cpu_budget
@@ -120,3 +122,46 @@ def test_importing_meshax_starts_no_threads():
             "print(threading.active_count())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "1"
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    """`python -c code` (or `python -m ...`) with no MESHAX_ variables but `env`."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MESHAX_")}
+    argv = code.split() if code.startswith("-m ") else ["-c", code]
+    return subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=120,
+                          env=dict(environment, **env))
+
+
+def test_meshax_info_shows_the_compute_threads():
+    out = run_python("-m meshax info", MESHAX_CPU_THREADS="3")
+    assert "compute:     3 thread(s) per controller (MESHAX_CPU_THREADS=3)" in out.stdout
+    cores = cpu_budget.host_cores()
+    out = run_python("-m meshax info")
+    assert f"compute:     {cores} thread(s) per controller (usable cores {cores}" in out.stdout
+
+
+def test_the_first_computation_sets_blas_to_the_share_and_logs_it_at_info():
+    code = ("import meshax.numpy as jnp, threadpoolctl\n"
+            "print(float((jnp.ones((64, 64)) @ jnp.ones((64, 64))).sum()))\n"
+            "print(sorted({i['num_threads'] for i in threadpoolctl.threadpool_info() if i['user_api'] == 'blas'}))")
+    out = run_python(code, MESHAX_CPU_THREADS="1", MESHAX_LOG="info")
+    assert out.stdout.split() == ["262144.0", "[1]"], out.stderr
+    assert "meshax compute threads: 1 thread(s) per controller (MESHAX_CPU_THREADS=1)" in out.stderr
+
+
+@pytest.mark.parametrize("processes", [2, 3])
+def test_the_controllers_of_one_host_share_its_cores(processes):
+    from multiprocess import REPO, lines_by_process, run_launcher
+
+    result = run_launcher(str(REPO / "tests" / "programs" / "cpu_budget_job.py"), processes, 2, timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    x = np.arange(16 * 8, dtype=np.float32).reshape(16, 8) / 100
+    cores = cpu_budget.host_cores()
+    reports = {i: next(line for line in lines if line.startswith("budget ")).split()[1:]
+               for i, lines in lines_by_process(result.stdout).items()}
+    assert sorted(reports) == list(range(processes))
+    for i, (rank, threads, controllers, index, blas, total) in reports.items():
+        expected = share(cores, processes, i)
+        assert (int(rank), int(threads), int(controllers), int(index)) == (i, expected, processes, i)
+        assert blas == str(expected)
+        assert float(total) == pytest.approx(float(np.sum(x @ x.T)), rel=1e-5)
