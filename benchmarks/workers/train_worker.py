@@ -16,8 +16,9 @@ warm-up steps and S timed steps, each after a barrier (meshax: the runtime's MPI
 multihost_utils.sync_global_devices), timed on every process from the call until the new
 parameters and the loss are ready. Every step's loss is kept (a check that both libraries train
 alike). With --floor-steps (meshax jobs), the same processes then time the hand-written NumPy step of
-train_floor.py (one warm-up step, then that many timed steps, each after a barrier). The record goes to $BENCH_RECORD_DIR/<rank>.json, rewritten after every step; the process
-exits with status 3 if it runs longer than --budget seconds.
+train_floor.py (one warm-up step, then that many timed steps, each after a barrier). The record goes to
+$BENCH_RECORD_DIR/<rank>.json, rewritten after every step; the process exits with status 3 if it runs
+longer than --budget seconds.
 """
 from __future__ import annotations
 

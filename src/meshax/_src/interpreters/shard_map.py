@@ -41,8 +41,8 @@ class DeviceTrace(Trace):
         extra = {"local_shapes": [a.shape for a in out_avals]} if primitive.needs_local_shape else {}
         impl = impl_rules[primitive]
         results: list[dict] = [dict() for _ in out_avals]
-        calls = [functools.partial(impl, *[a.payload[device] if mine else c for a, mine, c in zip(args, own, constants)],
-                                   **params, **extra) for device in self.devices]
+        calls = [functools.partial(impl, *[a.payload[d] if mine else c for a, mine, c in zip(args, own, constants)],
+                                   **params, **extra) for d in self.devices]
         values = device_pool.run_each(calls) if primitive.parallel_devices else [call() for call in calls]
         for device, value in zip(self.devices, values):
             for slot, v in zip(results, value if primitive.multiple_results else [value]):

@@ -170,7 +170,8 @@ def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: 
 
 def _share_host(tables: list[dict[str, Any]], process_id: int) -> None:
     """Tell the CPU budget how many of the job's controllers run on this host, and which one this is."""
-    here = [table.get("process_id", i) for i, table in enumerate(tables) if table.get("hostname") == socket.gethostname()]
+    host = socket.gethostname()
+    here = [table.get("process_id", i) for i, table in enumerate(tables) if table.get("hostname") == host]
     cpu_budget.share_host(len(here), here.index(process_id) if process_id in here else 0)
 
 
