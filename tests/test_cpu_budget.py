@@ -23,7 +23,7 @@ def test_sixteen_controllers_on_sixteen_cores_get_one_thread_each():
 
 def test_two_controllers_of_four_devices_on_sixteen_cores_get_eight_each_two_per_shard():
     assert threads_of_each(16, 2) == [8, 8]
-    assert split(8, 4) == (4, 2)  # four shards side by side, two BLAS threads each
+    assert split(8, 4) == (4, 2)  # four shards side by side, two threads each (test_device_pool: as BLAS pieces)
     assert split(8, 1) == (1, 8)  # one big call: every thread through BLAS
 
 

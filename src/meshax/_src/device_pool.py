@@ -3,7 +3,9 @@
 One big kernel (one device's matmul) gets every thread of the share through BLAS; several
 independent ones (the shards of the process's devices) run side by side on a pool, the share
 divided between them (`cpu_budget.split`): never both multiplied, so that the controllers of a
-host together never ask for more threads than it has usable cores. BLAS is set to the share on
+host together never ask for more threads than it has usable cores. A call's part of the share is
+not given to BLAS (OpenBLAS runs concurrent multi-threaded calls one at a time) but used by the
+call splitting its work into single-threaded pieces (`call_parts`, `run_parts`). BLAS is set to the share on
 first use and whenever the share changes (initialize() learns how many controllers share the
 host); the pool and the thread-limit controller are created on first use, so importing meshax
 starts no threads.
@@ -23,8 +25,8 @@ from .runtime import cpu_budget
 logger = logging.getLogger("meshax")
 
 _lock = threading.RLock()
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
+_pools: dict[str, tuple[ThreadPoolExecutor, int]] = {}  # name: (pool, its threads)
+_this_call = threading.local()  # .parts: into how many pieces the call on this thread may split its work
 _controller: Any = None
 _threads = 0  # this controller's share, as applied to BLAS (0: not yet)
 _applied_for: tuple[Any, ...] | None = None  # what the applied share was computed from
@@ -59,16 +61,34 @@ def workers() -> int:
 def run_each(calls: Sequence[Callable[[], Any]], *, blas: bool = True) -> list[Any]:
     """The results of `calls`, run side by side within this controller's share of the cores (one after the
     other, each with all of it, when the share is one thread), this thread taking its turn with the pool's.
-    With `blas` (calls that use BLAS), each call's BLAS gets its part of the share meanwhile."""
+    With `blas` (calls that use BLAS), BLAS runs one thread per call meanwhile and each call may split its work
+    into `call_parts()` pieces (`run_parts`): OpenBLAS runs concurrent multi-threaded calls one at a time."""
     threads = hold_budget()
     side_by_side, per_call = cpu_budget.split(threads, len(calls))
     if side_by_side < 2:
         return [call() for call in calls]
     with _lock:  # one batch at a time: the pool is sized for it, and the BLAS thread limit is process-wide
         if not blas:
-            return _side_by_side(calls, side_by_side)
-        with _blas_controller().limit(limits=per_call, user_api="blas"):
-            return _side_by_side(calls, side_by_side)
+            return _side_by_side(calls, side_by_side, 1)
+        with _blas_controller().limit(limits=1, user_api="blas"):
+            return _side_by_side(calls, side_by_side, per_call)
+
+
+def call_parts() -> int:
+    """Into how many pieces the call running on this thread may split its work (`run_parts`)."""
+    return getattr(_this_call, "parts", 1)
+
+
+def run_parts(pieces: Sequence[Callable[[], Any]]) -> None:
+    """Run the pieces of one call (at most `call_parts()`), this thread taking the first, the piece pool the
+    others; they must not wait for anything."""
+    futures = [_piece_executor().submit(piece) for piece in pieces[1:]]
+    try:
+        if pieces:
+            pieces[0]()
+    finally:
+        for future in futures:
+            future.result()
 
 
 def _blas_controller() -> Any:
@@ -80,15 +100,22 @@ def _blas_controller() -> Any:
     return _controller
 
 
-def _side_by_side(calls: Sequence[Callable[[], Any]], threads: int) -> list[Any]:
-    """Each of `threads` threads (this one included) takes the next call not yet taken until none is left."""
+def _side_by_side(calls: Sequence[Callable[[], Any]], threads: int, parts: int) -> list[Any]:
+    """Each of `threads` threads (this one included) takes the next call not yet taken until none is left; each
+    call may split into `parts` pieces."""
     results: list[Any] = [None] * len(calls)
     taken = itertools.count()  # next() on a count is atomic under the GIL
 
     def drain() -> None:
-        while (index := next(taken)) < len(calls):
-            results[index] = calls[index]()
+        _this_call.parts = parts
+        try:
+            while (index := next(taken)) < len(calls):
+                results[index] = calls[index]()
+        finally:
+            _this_call.parts = 1
 
+    if parts > 1:
+        _piece_executor(threads * (parts - 1))
     helpers = [_executor(threads - 1).submit(drain) for _ in range(threads - 1)]
     try:
         drain()
@@ -99,11 +126,20 @@ def _side_by_side(calls: Sequence[Callable[[], Any]], threads: int) -> list[Any]
 
 
 def _executor(size: int) -> ThreadPoolExecutor:
-    """The pool, with at least `size` threads (replaced by a larger one when the share grows)."""
-    global _pool, _pool_size
-    if _pool is None or _pool_size < size:
-        if _pool is not None:
-            _pool.shutdown(wait=False)
-        _pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="meshax-device")
-        _pool_size = size
-    return _pool
+    """The pool of calls, with at least `size` threads (replaced by a larger one when the share grows)."""
+    return _pool("meshax-device", size)
+
+
+def _piece_executor(size: int = 1) -> ThreadPoolExecutor:
+    """The pool of pieces of calls (`run_parts`), with at least `size` threads."""
+    return _pool("meshax-piece", size)
+
+
+def _pool(name: str, size: int) -> ThreadPoolExecutor:
+    pool, threads = _pools.get(name, (None, 0))
+    if pool is None or threads < size:
+        if pool is not None:
+            pool.shutdown(wait=False)
+        pool, threads = ThreadPoolExecutor(max_workers=max(1, size), thread_name_prefix=name), max(1, size)
+        _pools[name] = (pool, threads)
+    return pool

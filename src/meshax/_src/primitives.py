@@ -5,6 +5,7 @@ parameters; each implementation runs on one device's shards.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable, Sequence
 
@@ -215,7 +216,8 @@ CUMULATIVE = {
 def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
                       preferred_element_type: Any = None, out_sharding: Any = None) -> np.ndarray:
     """A (batched) matrix product on BLAS: each operand viewed as (batch, free, contracted) matrices, transposed
-    and reshaped (views where the strides allow), then one np.matmul (an outer product contracts nothing: k = 1)."""
+    and reshaped (views where the strides allow), then one np.matmul (an outer product contracts nothing: k = 1),
+    or one per block of the result where this call may use several threads (device_pool.call_parts)."""
     (lc, rc), (lb, rb) = dimension_numbers
     lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
     rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
@@ -228,7 +230,17 @@ def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: An
     b = (math.prod(batch),) if batch else ()
     left = _blas_ready(lhs.transpose(*lb, *lf, *lc).reshape(*b, m, k))
     right = _blas_ready(rhs.transpose(*rb, *rc, *rf).reshape(*b, k, n))
-    return np.matmul(left, right).reshape(out_shape)
+    parts = device_pool.call_parts()
+    if parts < 2 or left.dtype not in _BLAS_TYPES or max(m, n) < 64 * parts:
+        return np.matmul(left, right).reshape(out_shape)
+    out = np.empty((*b, m, n), np.result_type(left, right))
+    rows = m >= n  # split the longer side of the result into `parts` blocks, one BLAS call each
+    size = m if rows else n
+    bounds = [(size * i // parts, size * (i + 1) // parts) for i in range(parts)]
+    device_pool.run_parts([functools.partial(np.matmul, left[..., lo:hi, :], right, out=out[..., lo:hi, :]) if rows
+                           else functools.partial(np.matmul, left, right[..., lo:hi], out=out[..., lo:hi])
+                           for lo, hi in bounds])
+    return out.reshape(out_shape)
 
 
 _BLAS_TYPES = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))

@@ -4,7 +4,7 @@ A host runs one or more controllers (processes of one job); each gets an equal s
 it may use (its CPU affinity, capped by a cgroup v2 or v1 CPU quota), the first ones one more when
 the cores do not divide evenly, so that together they use every core and never more. Every compute
 path of the controller (BLAS, its devices' kernels run side by side, reductions, numexpr) stays
-within that share: `split` divides it between calls run side by side and BLAS threads per call.
+within that share: `split` divides it between calls run side by side and threads per call.
 MESHAX_CPU_THREADS overrides the share. The policy functions are pure; `compute_threads()` applies
 them to this process and host, reading the cgroup files once.
 """
@@ -43,8 +43,10 @@ def share(cores: int, controllers: int, index: int = 0, override: int | None = N
 
 
 def split(threads: int, calls: int) -> tuple[int, int]:
-    """(calls run side by side, BLAS threads per call) for `calls` independent kernels within `threads`:
-    one call gets every thread through BLAS; many run side by side, each with an equal part of them."""
+    """(calls run side by side, threads per call) for `calls` independent kernels within `threads`: one call
+    gets every thread (through BLAS); many run side by side, each with an equal part of them (device_pool.py
+    gives a call's part as single-threaded BLAS pieces: OpenBLAS runs concurrent multi-threaded calls one at
+    a time)."""
     side_by_side = max(1, min(threads, calls))
     return side_by_side, max(1, threads // side_by_side)
 
