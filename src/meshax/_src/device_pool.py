@@ -35,7 +35,7 @@ _applied_for: tuple[Any, ...] | None = None  # what the applied share was comput
 def hold_budget() -> int:
     """Set BLAS to this controller's share of the cores, if that is not done already; returns the share."""
     key = (cpu_budget.host_controllers(), cpu_budget.host_index(), cpu_budget.override_text())
-    if key != _applied_for:
+    if key != _applied_for and getattr(_this_call, "parts", None) is None:  # not inside a batch of run_each
         _apply(key)
     return _threads
 
@@ -76,7 +76,7 @@ def run_each(calls: Sequence[Callable[[], Any]], *, blas: bool = True) -> list[A
 
 def call_parts() -> int:
     """Into how many pieces the call running on this thread may split its work (`run_parts`)."""
-    return getattr(_this_call, "parts", 1)
+    return getattr(_this_call, "parts", None) or 1
 
 
 def run_parts(pieces: Sequence[Callable[[], Any]]) -> None:
@@ -112,7 +112,7 @@ def _side_by_side(calls: Sequence[Callable[[], Any]], threads: int, parts: int) 
             while (index := next(taken)) < len(calls):
                 results[index] = calls[index]()
         finally:
-            _this_call.parts = 1
+            _this_call.parts = None
 
     if parts > 1:
         _piece_executor(threads * (parts - 1))
