@@ -16,10 +16,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from .. import device_pool
 from .. import devices as device_table
 from ..config import config
-from . import channels, detection, exits, history, job_token, mpi, progress, watch
+from . import channels, cpu_budget, detection, exits, history, job_token, mpi, progress, watch
 from .auth import AuthenticationError
 from .client import (PEER_FAILURE_EXIT_CODE, CoordinatorClient, CoordinatorError, exit_with_failure,
                      report_cannot_join)
@@ -211,7 +210,7 @@ def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: 
         world = _start_mpi_with_deadline(address, process_id, num_processes, token, init_timeout)
     _check_world(world, process_id, num_processes)
     world.Set_errhandler(mpi.mpi_module().ERRORS_RETURN)  # a mismatch is an exception to report, not an abort
-    device_pool.share_machine(sum(table.get("hostname") == socket.gethostname() for table in tables))
+    _share_host(tables, process_id)
     device_table.install_table(device_table.DeviceTable(process_id, num_processes, _devices_from(tables)))
     return Runtime(process_id, num_processes, address, shutdown_timeout, client, server, world,
                    mpi.CommunicatorCache(world), p2p=world.Dup(), hosts=[table.get("hostname") for table in tables])
@@ -241,6 +240,13 @@ def _deadline(timeout: float, message: str) -> Iterator[None]:
         yield
     finally:
         timer.cancel()
+
+
+def _share_host(tables: list[dict[str, Any]], process_id: int) -> None:
+    """Tell the CPU budget how many of the job's controllers run on this host, and which one this is."""
+    host = socket.gethostname()
+    here = [table.get("process_id", i) for i, table in enumerate(tables) if table.get("hostname") == host]
+    cpu_budget.share_host(len(here), here.index(process_id) if process_id in here else 0)
 
 
 def _join(address: str, process_id: int, num_processes: int, local: list[device_table.Device],
