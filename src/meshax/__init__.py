@@ -18,7 +18,9 @@ __version__ = "0.1.0"
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 _SUBMODULES = ("checkpoint", "debug", "distributed", "dtypes", "errors", "experimental", "lax", "nn", "numpy", "random",
-               "sharding", "tree", "tree_util")
+               "sharding", "tree", "tree_util",
+               # the JAX modules libraries build on (optax, flax, equinox, chex): see meshax.as_jax
+               "api_util", "core", "custom_derivatives", "extend", "flatten_util", "interpreters", "scipy", "test_util", "typing")
 
 # Public name -> module that defines it.
 _NAMES = {
@@ -93,6 +95,7 @@ _NAMES = {
     "check_tracer_leaks": "meshax._src.api_extra",
     "checking_leaks": "meshax._src.api_extra",
     "custom_gradient": "meshax._src.api_extra",
+    "pmap": "meshax._src.pmap",
 }
 
 __all__ = sorted((*_SUBMODULES, *_NAMES))
