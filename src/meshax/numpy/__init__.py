@@ -25,7 +25,6 @@ integer, floating, inexact, number, signedinteger, unsignedinteger, complexfloat
     _np.integer, _np.floating, _np.inexact, _np.number, _np.signedinteger, _np.unsignedinteger, _np.complexfloating)
 pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
 newaxis = None
-from meshax._src.numpy.vectorize import vectorize  # noqa: E402
 
 # What `from meshax.numpy import *` gives: the API, not the helpers meshax._src.numpy imports for itself (its `P`, the
 # primitives module, would otherwise replace a user's `P = PartitionSpec`).
