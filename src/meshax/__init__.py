@@ -18,9 +18,7 @@ __version__ = "0.1.0"
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 _SUBMODULES = ("checkpoint", "debug", "distributed", "dtypes", "errors", "experimental", "lax", "nn", "numpy", "random",
-               "sharding", "tree", "tree_util",
-               # the JAX modules libraries build on (optax, flax, equinox, chex): see meshax.as_jax
-               "api_util", "core", "custom_derivatives", "extend", "flatten_util", "interpreters", "scipy", "test_util", "typing")
+               "sharding", "tree", "tree_util")
 
 # Public name -> module that defines it.
 _NAMES = {
@@ -95,7 +93,6 @@ _NAMES = {
     "check_tracer_leaks": "meshax._src.api_extra",
     "checking_leaks": "meshax._src.api_extra",
     "custom_gradient": "meshax._src.api_extra",
-    "pmap": "meshax._src.pmap",
 }
 
 __all__ = sorted((*_SUBMODULES, *_NAMES))
@@ -103,6 +100,12 @@ __all__ = sorted((*_SUBMODULES, *_NAMES))
 # Names that never make Arrays: using them does not load the array machinery (nor NumPy).
 _WITHOUT_ARRAYS = {"distributed", "config", "Device", "device_count", "devices", "local_device_count",
                    "local_devices", "process_count", "process_index", "tree", "tree_util"}
+
+# The JAX modules and names libraries build on (optax, flax, equinox, chex); see meshax.as_jax.
+_SUBMODULES += ("api_util", "core", "custom_derivatives", "extend", "flatten_util", "interpreters", "scipy",
+                "test_util", "typing")
+_NAMES["pmap"] = "meshax._src.pmap"
+__all__ = sorted((*_SUBMODULES, *_NAMES))
 
 
 def __getattr__(name: str) -> Any:
