@@ -140,7 +140,7 @@ def _xlogy_jvp(primals: Any, tangents: Any) -> Any:
     x, y = primals
     x_dot, y_dot = tangents
     out = xlogy(x, y)
-    return out, xlogy(x_dot, y) + y_dot * jnp.where(x == 0, 0.0, x / y)
+    return out, x_dot * jnp.log(y) + y_dot * jnp.where(x == 0, 0.0, x / y)
 
 
 @custom_jvp
@@ -155,7 +155,7 @@ def _xlog1py_jvp(primals: Any, tangents: Any) -> Any:
     x, y = primals
     x_dot, y_dot = tangents
     out = xlog1py(x, y)
-    return out, xlog1py(x_dot, y) + y_dot * jnp.where(x == 0, 0.0, x / (1 + y))
+    return out, x_dot * jnp.log1p(y) + y_dot * jnp.where(x == 0, 0.0, x / (1 + y))
 
 
 def entr(x: Any) -> Any:
