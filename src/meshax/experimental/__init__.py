@@ -1,4 +1,4 @@
 """Experimental APIs, as in jax.experimental."""
-from meshax.experimental import checkify, layout, mesh_utils, multihost_utils, shard_map
+from meshax.experimental import mesh_utils, multihost_utils, shard_map
 
-__all__ = ["checkify", "layout", "mesh_utils", "multihost_utils", "shard_map"]
+__all__ = ["mesh_utils", "multihost_utils", "shard_map"]
