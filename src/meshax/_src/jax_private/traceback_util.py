@@ -14,3 +14,11 @@ def api_boundary(fun: Callable[..., Any] | None = None, **_: Any) -> Any:
     if fun is None:
         return lambda f: f
     return fun
+
+
+def include_frame(frame: Any) -> bool:
+    """Whether `frame` (a frame or traceback entry) belongs to user code rather than a registered library."""
+    from meshax.extend.source_info_util import is_user_filename
+
+    code = getattr(frame, "f_code", None) or getattr(getattr(frame, "tb_frame", None), "f_code", None)
+    return is_user_filename(code.co_filename) if code is not None else True
