@@ -1,4 +1,4 @@
-"""The JAX modules libraries build on (jax.scipy, jax.flatten_util, jnp.vectorize, jax.extend / jax.core /
+"""The JAX modules libraries build on (jax.scipy, jax.flatten_util, jax.extend / jax.core /
 jax.interpreters, checkify, pmap, jax.test_util), checked against real JAX (the oracle) eagerly, under jit and,
 where it applies, in shard_map and under grad/vmap."""
 from __future__ import annotations
@@ -125,21 +125,6 @@ def test_ravel_pytree():
         unravel(mnp.zeros(3))
     empty, unravel_empty = ravel_pytree({})
     assert empty.shape == (0,) and unravel_empty(empty) == {}
-
-
-def test_vectorize():
-    def case(m, x, y):
-        dot = m[1].vectorize(m[1].dot, signature="(n),(n)->()")
-        outer = m[1].vectorize(lambda a, b: a[:, None] * b[None, :], signature="(n),(m)->(n,m)")
-        scale = m[1].vectorize(lambda a, k: a * k, excluded={1})
-        return dot(x, y), outer(x, y[0]), scale(x, 3.0), m[1].vectorize(lambda a, b: a - b)(x, y[:1])
-
-    x = np.arange(12.0, dtype=np.float32).reshape(4, 3)
-    y = np.linspace(0, 1, 12, dtype=np.float32).reshape(4, 3)
-    both(case, x, y)
-    both(case, x, y, jitted=True)
-    with pytest.raises(ValueError, match="inconsistent size for core dimension 'n'"):
-        mnp.vectorize(mnp.dot, signature="(n),(n)->()")(mnp.ones(3), mnp.ones(4))
 
 
 # ---- user-defined primitives (jax.extend.core.Primitive) on meshax's trace mechanism ---------------------------
