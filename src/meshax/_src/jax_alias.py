@@ -4,8 +4,8 @@
 module object that forwards attribute access to `meshax` but reports the JAX API level meshax follows in
 `__version__` / `__version_info__`; `jax.X` is the very module object `meshax.X` (so `jax.numpy is
 meshax.numpy`). The few private `jax._src.X` modules that popular libraries import are answered by
-`meshax._src.jax_private.X`. A module meshax lacks fails with `JaxModuleNotImplemented`, a
-ModuleNotFoundError, so libraries' `try: import ...` probes keep working.
+`meshax._src.jax_private.X`, and `jax.version` by a module of JAX's version. A module meshax lacks fails with
+`JaxModuleNotImplemented`, a ModuleNotFoundError, so libraries' `try: import ...` probes keep working.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ JAX_API_VERSION = "0.10.2"  # the JAX release whose API meshax follows
 JAX_API_VERSION_INFO = (0, 10, 2)
 
 _PRIVATE_PREFIX = "jax._src"
+_REDIRECTS = {"jax.version": "meshax._src.jax_private.version"}  # JAX modules with no meshax counterpart
 
 
 class JaxModuleNotImplemented(ModuleNotFoundError):
@@ -29,6 +30,8 @@ class JaxModuleNotImplemented(ModuleNotFoundError):
 
 def meshax_name(jax_name: str) -> str:
     """The meshax module answering `jax_name` (jax.numpy -> meshax.numpy, jax._src.X -> meshax._src.jax_private.X)."""
+    if jax_name in _REDIRECTS:
+        return _REDIRECTS[jax_name]
     if jax_name == _PRIVATE_PREFIX:
         return "meshax._src.jax_private"
     if jax_name.startswith(_PRIVATE_PREFIX + "."):
