@@ -137,3 +137,27 @@ def test_multiprocess_jobs_under_the_alias(tmp_path: Path, how: str):
     assert sorted(lines) == [0, 1]
     for i, line in lines.items():
         assert line.split() == ["0.10.2", str(i), "2", "4", str(expected)]
+
+
+_PMAP_SCRIPT = """
+import jax, jax.numpy as jnp
+from jax import lax
+jax.distributed.initialize()
+x = jnp.arange(jax.local_device_count(), dtype=jnp.float32) + 10 * jax.process_index()
+total = jax.pmap(lambda v: lax.psum(v, "i"), axis_name="i")(x)
+index = jax.pmap(lambda v: lax.axis_index("i") + 0 * v, axis_name="i")(x)
+print(jax.process_index(), total.shape, [float(s.data.reshape(-1)[0]) for s in total.addressable_shards],
+      [int(s.data.reshape(-1)[0]) for s in index.addressable_shards])
+"""
+
+
+def test_pmap_spans_every_process(tmp_path: Path):
+    """As JAX's multi-process pmap: each process maps one slice per local device; collectives span all devices."""
+    script = tmp_path / "pmap.py"
+    script.write_text(_PMAP_SCRIPT)
+    proc = start([PYTHON, "-m", "meshax", "launch", "-n", "2", "--cpu-devices", "2", "--as-jax", str(script)],
+                 child_env())
+    result = collect([proc], 90)[0]
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = {i: out[-1] for i, out in lines_by_process(result.stdout).items()}
+    assert lines == {0: "0 (4,) [22.0, 22.0] [0, 1]", 1: "1 (4,) [22.0, 22.0] [2, 3]"}

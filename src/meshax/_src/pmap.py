@@ -33,8 +33,9 @@ def pmap(fun: Callable[..., Any], axis_name: Any = None, *, in_axes: Any = 0, ou
     def mapped(*args: Any, **kwargs: Any) -> Any:
         from . import numpy as jnp
         from .jit import jit
+        from .api import make_array_from_process_local_data
         from .mesh import Mesh
-        from .sharding import PartitionSpec
+        from .sharding import NamedSharding, PartitionSpec
         from .shard_map import shard_map
 
         static = {i % len(args) for i in static_argnums} if args else set()
@@ -56,9 +57,15 @@ def pmap(fun: Callable[..., Any], axis_name: Any = None, *, in_axes: Any = 0, ou
             raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped: {sorted(sizes)}" if sizes
                              else "pmap requires at least one argument with a mapped axis (in_axes not None)")
         size = sizes.pop()
-        mesh = Mesh(np.array(_devices_for(size, devices), dtype=object), (name,))
-        moved = [x if a is None else jnp.moveaxis(x, a, 0) for x, a in zip(leaves, axes)]
         specs = tuple(PartitionSpec() if a is None else PartitionSpec(name) for a in axes)
+        moved = [x if a is None else jnp.moveaxis(x, a, 0) for x, a in zip(leaves, axes)]
+        if devices is None and _spans_processes(moved):
+            # as JAX's multi-process pmap: each process passes one slice per local device; the map spans them all
+            mesh = Mesh(np.array(_global_devices(size), dtype=object), (name,))
+            moved = [x if a is None else make_array_from_process_local_data(NamedSharding(mesh, spec), np.asarray(x))
+                     for x, a, spec in zip(moved, axes, specs)]
+        else:
+            mesh = Mesh(np.array(_devices_for(size, devices), dtype=object), (name,))
         out_info: list[Any] = []
 
         def per_device(*blocks: Any) -> list[Any]:
@@ -81,6 +88,24 @@ def pmap(fun: Callable[..., Any], axis_name: Any = None, *, in_axes: Any = 0, ou
 
     static_argnums = static
     return mapped
+
+
+def _spans_processes(values: Sequence[Any]) -> bool:
+    """Whether this is a multi-process job and the mapped values are concrete (not traced)."""
+    from .core import Tracer
+    from .devices import process_count
+
+    return process_count() > 1 and not any(isinstance(v, Tracer) for v in values)
+
+
+def _global_devices(local_size: int) -> list[Any]:
+    """Every process's devices, process by process, for a multi-process pmap of `local_size` per process."""
+    from .devices import devices, local_device_count
+
+    if local_size != local_device_count():
+        raise ValueError(f"a multi-process pmap maps one slice per local device: this process has "
+                         f"{local_device_count()} devices, but the mapped axis has size {local_size}.")
+    return sorted(devices(), key=lambda d: (d.process_index, d.id))
 
 
 def _devices_for(size: int, devices: Sequence[Any] | None) -> list[Any]:
