@@ -13,7 +13,6 @@ from jax.experimental import checkify as jcheckify
 import meshax
 import meshax.numpy as mnp
 import meshax.scipy as msp
-from meshax import lax
 from meshax.experimental import checkify
 from meshax.extend import core as mcore
 from meshax.interpreters import ad, batching

@@ -5,11 +5,11 @@ a `PartialVal`: known inputs are values, unknown ones only an aval. Operations o
 those depending on unknown inputs are staged (meshax's PartialEvalTrace, the one linearize uses)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from meshax._src.core import ShapedArray, Tracer, aval_of, current_trace, set_current_trace
-from meshax._src.interpreters.staging import PartialEvalTrace, StagingTrace, partial_eval_rules, trace_to_jaxpr
-from meshax._src.jaxpr import ClosedJaxpr, Jaxpr
+from meshax._src.interpreters.staging import PartialEvalTrace, partial_eval_rules, trace_to_jaxpr
+from meshax._src.jaxpr import Jaxpr
 
 __all__ = ["DynamicJaxprTracer", "JaxprTracer", "PartialVal", "custom_partial_eval_rules", "trace_to_jaxpr_dynamic",
            "trace_to_jaxpr_nounits"]

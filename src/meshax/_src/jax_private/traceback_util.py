@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from meshax.extend.source_info_util import _excluded as _exclude_paths
+from meshax.extend.source_info_util import _excluded as _exclude_paths  # noqa: F401  (flax edits this list)
 from meshax.extend.source_info_util import register_exclusion
 
 __all__ = ["api_boundary", "register_exclusion"]
