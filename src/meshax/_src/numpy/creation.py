@@ -27,10 +27,9 @@ def array(object: ArrayLike, dtype: Any = None, copy: bool = True, order: Any = 
         return object if dtype is None else astype(object, dtype)
     if isinstance(object, (list, tuple)) and builtins.any(_is_array(e) for e in _flatten_nested(object)):
         return stack([array(e, dtype) for e in object]) if object else array(np.asarray(object), dtype)
-    if dtype is not None:  # straight to `dtype`: a Python int may fit it and not the default integer type
-        value, weak = np.asarray(object, _dtype(dtype)), False
-    else:
-        value, weak = host_value(object)
+    value, weak = host_value(object)
+    if dtype is not None:
+        value, weak = np.asarray(value, _dtype(dtype)), False
     if ndmin > value.ndim:
         value = value.reshape((1,) * (ndmin - value.ndim) + value.shape)
     return _placed(value, device, weak and np.ndim(object) == 0)
