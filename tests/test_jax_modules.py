@@ -309,3 +309,28 @@ def test_layout_names():
     assert with_layout_constraint(x, Layout((0, 1))) is x
     with pytest.raises(NotImplementedError, match="row-major"):
         with_layout_constraint(x, Layout((1, 0)))
+
+
+NEW_MODULES = ["jax.scipy.special", "jax.scipy.linalg", "jax.scipy.stats", "jax.scipy.stats.norm", "jax.core",
+               "jax.extend.core", "jax.interpreters.ad", "jax.interpreters.batching", "jax.interpreters.partial_eval",
+               "jax.experimental.checkify"]
+
+
+@pytest.mark.parametrize("module", NEW_MODULES)
+def test_jax_names_there_or_not_implemented(module):
+    import importlib
+
+    from meshax._src._jax_names import JAX_NAMES
+
+    ours = importlib.import_module("meshax" + module[len("jax"):])
+    present = []
+    for name in sorted(JAX_NAMES[module]):
+        try:
+            getattr(ours, name)
+            present.append(name)
+        except NotImplementedError as e:
+            assert str(e) == f"{module}.{name} is not implemented in meshax yet" and isinstance(e, AttributeError)
+    assert present, module
+    with pytest.raises(AttributeError) as info:
+        getattr(ours, "surely_not_a_jax_name")
+    assert not isinstance(info.value, NotImplementedError)

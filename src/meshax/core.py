@@ -65,3 +65,10 @@ eval_context = ensure_compile_time_eval
 def raise_to_shaped(aval: ShapedArray, weak_type: bool | None = None) -> ShapedArray:
     """`aval` itself (every meshax abstract value is already shaped), optionally with another weak type."""
     return aval if weak_type is None else aval.update(weak_type=weak_type)
+
+
+def __getattr__(name: str):
+    """Names of jax.core that meshax does not have yet raise NotImplementedError (others AttributeError)."""
+    from meshax._src.missing import missing_attribute
+
+    missing_attribute("jax.core", name)

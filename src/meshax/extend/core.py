@@ -137,3 +137,10 @@ def valid_jaxtype(x: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+def __getattr__(name: str):
+    """Names of jax.extend.core that meshax does not have yet raise NotImplementedError (others AttributeError)."""
+    from meshax._src.missing import missing_attribute
+
+    missing_attribute("jax.extend.core", name)

@@ -95,3 +95,10 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> Any:
     from meshax._src.ad_api import linearize as _linearize
 
     return _linearize(fun, *primals)
+
+
+def __getattr__(name: str):
+    """Names of jax.interpreters.ad that meshax does not have yet raise NotImplementedError (others AttributeError)."""
+    from meshax._src.missing import missing_attribute
+
+    missing_attribute("jax.interpreters.ad", name)

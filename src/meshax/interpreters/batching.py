@@ -72,3 +72,10 @@ def defbroadcasting(primitive: Any) -> None:
         return primitive.bind(*[move_to_front(v, d, size) for v, d in zip(values, dims)], **params), 0
 
     batching_rules[primitive] = rule
+
+
+def __getattr__(name: str):
+    """Names of jax.interpreters.batching that meshax does not have yet raise NotImplementedError (others AttributeError)."""
+    from meshax._src.missing import missing_attribute
+
+    missing_attribute("jax.interpreters.batching", name)

@@ -89,3 +89,10 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool], instantiate: bool = Fa
     used_inputs = [instantiate or v.id in live for v in jaxpr.invars]
     invars = [v for v, used in zip(jaxpr.invars, used_inputs) if used]
     return Jaxpr(jaxpr.constvars, invars, kept[::-1], outvars, jaxpr.consts), used_inputs
+
+
+def __getattr__(name: str):
+    """Names of jax.interpreters.partial_eval that meshax does not have yet raise NotImplementedError (others AttributeError)."""
+    from meshax._src.missing import missing_attribute
+
+    missing_attribute("jax.interpreters.partial_eval", name)

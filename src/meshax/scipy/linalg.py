@@ -79,3 +79,10 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
         mask = jnp.expand_dims(jnp.expand_dims(i < squarings, -1), -1)
         result = jnp.where(mask, squared, result)
     return result
+
+
+def __getattr__(name: str):
+    """Names of jax.scipy.linalg that meshax does not have yet raise NotImplementedError (others AttributeError)."""
+    from meshax._src.missing import missing_attribute
+
+    missing_attribute("jax.scipy.linalg", name)

@@ -220,3 +220,10 @@ def log_ndtr(x: Any, series_order: int = 3) -> Any:
     tail = -0.5 * x2 - jnp.log(-safe_low) - 0.5 * math.log(2 * math.pi) + jnp.log(series)
     middle = jnp.log(ndtr(jnp.maximum(x, lower)))
     return jnp.where(x > lower, jnp.where(x > 5, -ndtr(-x), middle), tail)
+
+
+def __getattr__(name: str):
+    """Names of jax.scipy.special that meshax does not have yet raise NotImplementedError (others AttributeError)."""
+    from meshax._src.missing import missing_attribute
+
+    missing_attribute("jax.scipy.special", name)

@@ -49,3 +49,10 @@ def ppf(q: Any, loc: Any = 0, scale: Any = 1) -> Any:
 def isf(q: Any, loc: Any = 0, scale: Any = 1) -> Any:
     q, loc, scale = _promote_inexact(q, loc, scale)
     return special.ndtri(1 - q) * scale + loc
+
+
+def __getattr__(name: str):
+    """Names of jax.scipy.stats.norm that meshax does not have yet raise NotImplementedError (others AttributeError)."""
+    from meshax._src.missing import missing_attribute
+
+    missing_attribute("jax.scipy.stats.norm", name)
