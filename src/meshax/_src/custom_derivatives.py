@@ -147,6 +147,10 @@ class custom_vjp:  # noqa: N801 - JAX's name
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any], symbolic_zeros: bool = False,
                optimize_remat: bool = False) -> None:
+        if symbolic_zeros:
+            from .symbolic_zeros import wrap_symbolic
+
+            fwd, bwd = wrap_symbolic(fwd, bwd, self.nondiff_argnums)
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
