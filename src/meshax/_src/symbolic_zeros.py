@@ -1,8 +1,9 @@
 """custom_vjp rules defined with symbolic_zeros=True: the types their fwd and bwd see (as JAX's)."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from .tree_util import tree_map
 
@@ -28,20 +29,19 @@ class CustomVJPPrimal:
     perturbed: bool
 
 
-def wrap_symbolic(fwd: Callable[..., Any], bwd: Callable[..., Any], nondiff_argnums: Sequence[int]
-                  ) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """fwd and bwd as meshax calls them: fwd gets every differentiable input as a CustomVJPPrimal (meshax counts
-    every such input as perturbed, so bwd computes all cotangents); zero cotangents bwd returns as SymbolicZero
-    count as None."""
+def wrap_symbolic(fwd: Callable[..., Any], bwd: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """fwd marked to get its differentiable inputs as CustomVJPPrimal leaves (custom_vjp's forward rule wraps
+    them, knowing which tangents are zero); bwd whose SymbolicZero cotangents count as None (zero)."""
 
-    def fwd_plain(*args: Any) -> Any:
-        wrapped = [a if i in nondiff_argnums else tree_map(lambda x: CustomVJPPrimal(x, True), a)
-                   for i, a in enumerate(args)]
-        return fwd(*wrapped)
+    @functools.wraps(fwd)
+    def fwd_marked(*args: Any) -> Any:
+        return fwd(*args)
+
+    fwd_marked.symbolic_zeros = True
 
     def bwd_plain(*args: Any) -> Any:
         cts = bwd(*args)
         return tree_map(lambda c: None if isinstance(c, SymbolicZero) else c, cts,
                         is_leaf=lambda c: isinstance(c, SymbolicZero))
 
-    return fwd_plain, bwd_plain
+    return fwd_marked, bwd_plain
