@@ -334,3 +334,31 @@ def test_jax_names_there_or_not_implemented(module):
     with pytest.raises(AttributeError) as info:
         getattr(ours, "surely_not_a_jax_name")
     assert not isinstance(info.value, NotImplementedError)
+
+
+def test_custom_vjp_symbolic_zeros_against_jax():
+    def case(lib, np_lib):
+        seen = []
+
+        @lib.custom_vjp
+        def f(x, y):
+            return x * np_lib.sin(y)
+
+        def fwd(x, y):
+            seen.append((type(x).__name__, x.perturbed, y.perturbed))
+            return f(x.value, y.value), (x.value, y.value)
+
+        def bwd(res, g):
+            x, y = res
+            return g * np_lib.sin(y), g * x * np_lib.cos(y)
+
+        f.defvjp(fwd, bwd, symbolic_zeros=True)
+        grad_x = lib.grad(lambda x: f(x, 0.5))(2.0)
+        grad_both = lib.grad(lambda x, y: f(x, y), argnums=(0, 1))(2.0, 0.5)
+        return seen, float(grad_x), [float(v) for v in grad_both]
+
+    ours = case(meshax, mnp)
+    theirs = case(jax, jjnp)
+    assert ours[0] == theirs[0] == [("CustomVJPPrimal", True, False), ("CustomVJPPrimal", True, True)]
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-6)

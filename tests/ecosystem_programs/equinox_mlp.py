@@ -59,3 +59,25 @@ try:
     print("error_if_raised", False)
 except Exception as e:  # eqx raises its EqxRuntimeError
     print("error_if_raised", "negative" in str(e))
+
+
+@eqx.filter_custom_vjp
+def scaled_sin(vjp_arg, other, k):
+    w, b = vjp_arg
+    return jnp.sin(w) * b + other * k
+
+
+@scaled_sin.def_fwd
+def scaled_sin_fwd(perturbed, vjp_arg, other, k):
+    return scaled_sin(vjp_arg, other, k), vjp_arg
+
+
+@scaled_sin.def_bwd
+def scaled_sin_bwd(residuals, grad_obj, perturbed, vjp_arg, other, k):
+    w, b = residuals
+    return (jnp.cos(w) * b * grad_obj * 2.0, jnp.sin(w) * grad_obj)
+
+
+grads = jax.grad(lambda w, b: jnp.sum(scaled_sin((w, b), jnp.ones(3), 2.0)), argnums=(0, 1))(
+    jnp.arange(3.0), jnp.full(3, 0.5))
+print("filter_custom_vjp", " ".join(f"{float(v):.6f}" for g in grads for v in g))
