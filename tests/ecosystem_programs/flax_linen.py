@@ -1,4 +1,4 @@
-"""flax.linen + optax: a small CNN with BatchNorm and Dropout, trained a few jitted steps; lazy_init, nn.scan."""
+"""flax.linen + optax: a small CNN with BatchNorm and Dropout, trained a few jitted steps; lazy_init."""
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -18,13 +18,6 @@ class CNN(nn.Module):
         x = nn.Dropout(0.25, deterministic=not train)(x)
         x = nn.gelu(x)
         return nn.Dense(4)(x)
-
-
-class Cell(nn.Module):
-    @nn.compact
-    def __call__(self, carry, x):
-        carry = nn.tanh(nn.Dense(6)(carry) + x)
-        return carry, carry.sum()
 
 
 rng = np.random.default_rng(0)
@@ -59,9 +52,3 @@ print("params", sum(x.size for x in jax.tree_util.tree_leaves(params)))
 
 shapes = model.lazy_init(jax.random.PRNGKey(1), jax.ShapeDtypeStruct((2, 8, 8, 1), jnp.float32), train=False)
 print("lazy", sorted(jax.tree_util.tree_map(lambda a: a.shape, shapes)["params"]["Dense_0"]["kernel"]))
-
-scan = nn.scan(Cell, variable_broadcast="params", split_rngs={"params": False}, in_axes=0, out_axes=0)
-xs = jnp.linspace(-1, 1, 5 * 6).reshape(5, 6)
-out_vars = scan().init(jax.random.PRNGKey(2), jnp.zeros(6), xs)
-carry, ys = scan().apply(out_vars, jnp.zeros(6), xs)
-print("scan", f"{float(carry.sum()):.6f}", " ".join(f"{float(y):.6f}" for y in ys))
