@@ -101,6 +101,12 @@ __all__ = sorted((*_SUBMODULES, *_NAMES))
 _WITHOUT_ARRAYS = {"distributed", "config", "Device", "device_count", "devices", "local_device_count",
                    "local_devices", "process_count", "process_index", "tree", "tree_util"}
 
+# The JAX modules and names libraries build on (optax, flax, equinox, chex); see meshax.as_jax.
+_SUBMODULES += ("api_util", "core", "custom_derivatives", "extend", "flatten_util", "interpreters", "scipy",
+                "test_util", "typing")
+_NAMES["pmap"] = "meshax._src.pmap"
+__all__ = sorted((*_SUBMODULES, *_NAMES))
+
 
 def __getattr__(name: str) -> Any:
     """Import a public submodule or name the first time it is used."""

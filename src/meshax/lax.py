@@ -8,8 +8,9 @@ from meshax._src.lax.control_flow import (associative_scan, cond, fori_loop, map
 from meshax._src.lax.lax_ops import *  # noqa: F401,F403
 from meshax._src.lax.lax_ops import __all__ as _ops_names
 from meshax._src.lax.parallel import (
-    all_gather, all_to_all, axis_index, pcast, pmax, pmean, pmin, ppermute, psum, psum_scatter, pvary,
+    all_gather, all_to_all, axis_index, pcast, pmax, pmean, pmin, ppermute, psum, psum_scatter, pswapaxes, pvary,
 )
+from meshax._src.ad_api import stop_gradient_p
 from meshax._src.lax.parallel import axis_size_of as axis_size
 from meshax._src.lax.slicing import *  # noqa: F401,F403
 from meshax._src.lax.slicing import __all__ as _slicing_names
@@ -28,7 +29,8 @@ from meshax._src.lax.primitive_names import primitive_names as _primitive_names
 globals().update(_primitive_names(_JAX_NAMES["jax.lax"]))
 
 __all__ = sorted(["all_gather", "all_to_all", "associative_scan", "axis_index", "axis_size", "cond", "fori_loop",
-                  "map", "pcast", "pmax", "pmean", "pmin", "ppermute", "psum", "psum_scatter", "pvary", "scan",
+                  "map", "pcast", "pmax", "pmean", "pmin", "ppermute", "psum", "psum_scatter", "pswapaxes", "pvary",
+                  "stop_gradient_p", "scan",
                   "select", "select_n", "stop_gradient", "switch", "while_loop", "with_sharding_constraint",
                   "erf_inv", *_ops_names, *_slicing_names, *_conv_names, *_gather_names, *_more_names, *_special_names])
 

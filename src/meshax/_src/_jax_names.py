@@ -156,4 +156,60 @@ JAX_NAMES: dict[str, frozenset[str]] = {
         'tree_transpose', 'tree_unflatten', 'treedef_children', 'treedef_is_leaf', 'treedef_tuple',
     )),
     'jax.tree': frozenset(('all', 'broadcast', 'flatten', 'flatten_with_path', 'leaves', 'leaves_with_path', 'map', 'map_with_path', 'reduce', 'reduce_associative', 'static', 'structure', 'transpose', 'unflatten')),
+    # the modules of the `jax` alias (meshax.as_jax)
+    'jax.scipy.special': frozenset((
+        'bernoulli', 'bessel_jn', 'beta', 'betainc', 'betaln', 'boxcox', 'boxcox1p', 'comb', 'dawsn', 'digamma', 'entr',
+        'erf', 'erfc', 'erfcx', 'erfinv', 'exp1', 'expi', 'expit', 'expn', 'factorial', 'fresnel', 'gamma', 'gammainc',
+        'gammaincc', 'gammaln', 'gammasgn', 'hyp1f1', 'hyp2f1', 'i0', 'i0e', 'i1', 'i1e', 'kl_div', 'log_ndtr',
+        'log_softmax', 'loggamma', 'logit', 'logsumexp', 'multigammaln', 'ndtr', 'ndtri', 'owens_t', 'poch',
+        'polygamma', 'rel_entr', 'sici', 'softmax', 'spence', 'sph_harm_y', 'wofz', 'xlog1py', 'xlogy', 'zeta'
+    )),
+    'jax.scipy.linalg': frozenset((
+        'block_diag', 'cho_factor', 'cho_solve', 'cholesky', 'circulant', 'companion', 'convolution_matrix', 'det',
+        'dft', 'eigh', 'eigh_tridiagonal', 'expm', 'expm_frechet', 'fiedler', 'fiedler_companion', 'funm', 'hadamard',
+        'hankel', 'helmert', 'hessenberg', 'hilbert', 'inv', 'invhilbert', 'invpascal', 'leslie', 'lu', 'lu_factor',
+        'lu_solve', 'pascal', 'polar', 'qr', 'qr_multiply', 'rsf2csf', 'schur', 'solve', 'solve_sylvester',
+        'solve_triangular', 'sqrtm', 'svd', 'toeplitz'
+    )),
+    'jax.scipy.stats': frozenset((
+        'bernoulli', 'beta', 'betabinom', 'binom', 'cauchy', 'chi2', 'dirichlet', 'expon', 'gamma', 'gaussian_kde',
+        'gennorm', 'geom', 'gumbel_l', 'gumbel_r', 'laplace', 'logistic', 'mode', 'multinomial', 'multivariate_normal',
+        'nbinom', 'norm', 'pareto', 'poisson', 'rankdata', 'sem', 't', 'truncnorm', 'uniform', 'vonmises', 'wrapcauchy'
+    )),
+    'jax.scipy.stats.norm': frozenset((
+        'cdf', 'isf', 'logcdf', 'logpdf', 'logsf', 'pdf', 'ppf', 'sf'
+    )),
+    'jax.core': frozenset((
+        'AbstractValue', 'Atom', 'ParamDict', 'ShapedArray', 'Trace', 'Tracer', 'Value', 'ensure_compile_time_eval',
+        'eval_context', 'eval_jaxpr', 'max_dim', 'min_dim'
+    )),
+    'jax.extend.core': frozenset((
+        'AbstractToken', 'CallPrimitive', 'ClosedJaxpr', 'DebugInfo', 'DropVar', 'Effect', 'Effects',
+        'InconclusiveDimensionOperation', 'Jaxpr', 'JaxprEqn', 'JaxprTypeError', 'Literal', 'Primitive', 'Token',
+        'TraceTag', 'Var', 'array_types', 'call_impl', 'check_jaxpr', 'concrete_or_error', 'find_top_trace', 'gensym',
+        'get_opaque_trace_state', 'jaxpr_as_fun', 'jaxprs_in_params', 'mapped_aval', 'new_jaxpr_eqn', 'no_effects',
+        'nonempty_axis_env_DO_NOT_USE', 'primal_dtype_to_tangent_dtype', 'primitives', 'set_current_trace', 'subjaxprs',
+        'take_current_trace', 'unmapped_aval', 'unsafe_am_i_under_a_jit_DO_NOT_USE',
+        'unsafe_am_i_under_a_vmap_DO_NOT_USE', 'unsafe_get_axis_names_DO_NOT_USE', 'valid_jaxtype'
+    )),
+    'jax.interpreters.ad': frozenset((
+        'JVPTrace', 'JVPTracer', 'UndefinedPrimal', 'Zero', 'add_jaxvals', 'add_jaxvals_p', 'add_tangents',
+        'annotations', 'defbilinear', 'defjvp', 'defjvp2', 'deflinear', 'deflinear2', 'get_primitive_transpose',
+        'instantiate_zeros', 'is_undefined_primal', 'jvp', 'linearize', 'primitive_jvps', 'primitive_transposes',
+        'zeros_like_aval'
+    )),
+    'jax.interpreters.batching': frozenset((
+        'axis_primitive_batchers', 'bdim_at_front', 'broadcast', 'defbroadcasting', 'defreducer', 'defvectorized',
+        'fancy_primitive_batchers', 'primitive_batchers', 'register_vmappable', 'unregister_vmappable'
+    )),
+    'jax.interpreters.partial_eval': frozenset((
+        'DynamicJaxprTracer', 'JaxprTracer', 'PartialVal', 'Val', 'custom_partial_eval_rules', 'dce_jaxpr',
+        'dce_jaxpr_call_rule', 'dce_jaxpr_closed_call_rule', 'dce_jaxpr_consts', 'dce_rules',
+        'partial_eval_jaxpr_custom_rules', 'trace_to_jaxpr_dynamic', 'trace_to_jaxpr_nounits'
+    )),
+    'jax.experimental.checkify': frozenset((
+        'Error', 'ErrorCategory', 'JaxRuntimeError', 'all_checks', 'automatic_checks', 'check', 'check_error',
+        'checkify', 'debug_check', 'div_checks', 'float_checks', 'index_checks', 'init_error', 'nan_checks',
+        'user_checks'
+    )),
 }

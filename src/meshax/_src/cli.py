@@ -14,7 +14,7 @@ TIMEOUT_EXIT_CODE = 124  # Same as coreutils' `timeout`.
 
 _LAUNCH_USAGE = (
     f"{PROG} launch -n N [--cpu-devices K] [--port P | --coordinator HOST:PORT] "
-    "[--timeout SECONDS] [--grace SECONDS] [--] [python] (script.py | -m module) [args ...]"
+    "[--timeout SECONDS] [--grace SECONDS] [--as-jax] [--] [python] (script.py | -m module) [args ...]"
 )
 
 _EPILOG = """\
@@ -23,6 +23,7 @@ examples:
   meshax launch -np 4 python train.py --lr 0.1       # mpiexec-style spelling
   meshax launch -n 2 --port 0 -- toy.py {process_id} {num_processes}
   meshax launch -n 4 -m mypackage.train
+  meshax launch -n 2 --as-jax train.py               # unchanged JAX code: `import jax` is meshax
   meshax info                                        # versions, detected cluster, devices
 """
 
@@ -133,6 +134,11 @@ def _add_launch(commands: argparse._SubParsersAction) -> argparse.ArgumentParser
         help="after a process fails, how long the others may take to exit on "
         "their own before they are terminated (default: 5)",
     )
+    launch.add_argument(
+        "--as-jax", action="store_true",
+        help="run unchanged JAX code: `import jax` (and every jax.X) is answered by meshax in each process "
+        "(python -m meshax.as_jax)",
+    )
     # REMAINDER makes everything after `-m` belong to the child, like `python -m`.
     launch.add_argument(
         "-m", dest="module", nargs=argparse.REMAINDER,
@@ -219,6 +225,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.command == "launch":
         args.program = _program_argv(args, launch)
+        if args.as_jax:
+            args.program = ["-m", "meshax.as_jax", *args.program]
         _apply_port(args)
     return args
 

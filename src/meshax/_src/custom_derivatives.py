@@ -147,6 +147,10 @@ class custom_vjp:  # noqa: N801 - JAX's name
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any], symbolic_zeros: bool = False,
                optimize_remat: bool = False) -> None:
+        if symbolic_zeros:
+            from .symbolic_zeros import wrap_symbolic
+
+            fwd, bwd = wrap_symbolic(fwd, bwd)
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -175,6 +179,10 @@ eager_rules[custom_lin_p] = _no_forward_mode
 def _custom_vjp_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Any, num_consts: int, call: _Call,
                     fwd: Callable[..., Any], bwd: Callable[..., Any]) -> tuple[list[Any], list[Any]]:
     leaves = primals[num_consts:]
+    if getattr(fwd, "symbolic_zeros", False):  # defvjp(symbolic_zeros=True): inputs say whether they are perturbed
+        from .symbolic_zeros import CustomVJPPrimal
+
+        leaves = [CustomVJPPrimal(x, not isinstance(t, Zero)) for x, t in zip(leaves, tangents[num_consts:])]
     result = fwd(*call.args(leaves))
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         raise TypeError("Custom VJP fwd rule must produce a pair (list or tuple of length two) representing primal "

@@ -326,3 +326,9 @@ def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
     pairs = tuple((int(s), int(t)) for s, t in perm)
     return tree_map(lambda leaf: ppermute_p.bind(_varying(jnp._promote(leaf)[0], axes), axes=axes, perm=pairs), x)
 
+
+
+def pswapaxes(x: Any, axis_name: Any, axis: int, *, axis_index_groups: Any = None) -> Any:
+    """Swap the mapped axis `axis_name` with the positional axis `axis` of `x` (whose size must be the mapped
+    axis' size): device i gets block i of every device's `axis`, stacked along `axis` in device order."""
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)

@@ -1,0 +1,1 @@
+"""jax._src.interpreters for the alias (its public parts: meshax.interpreters)."""

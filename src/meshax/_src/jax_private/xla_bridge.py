@@ -1,0 +1,2 @@
+"""jax._src.xla_bridge for the alias: meshax has no XLA backends."""
+_backends: dict = {}

@@ -1,0 +1,88 @@
+"""Linear algebra (as jax.scipy.linalg): factorizations and solves on meshax arrays."""
+from __future__ import annotations
+
+from typing import Any
+
+from meshax import numpy as jnp
+from meshax._src.numpy import _promote_inexact
+from meshax._src.lax.linalg import triangular_solve
+from meshax._src.numpy.linalg import det, eigh, inv, qr, svd
+
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv", "qr", "solve",
+           "solve_triangular", "svd"]
+
+
+def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+    """The Cholesky factor of `a`: upper triangular unless `lower`."""
+    factor = jnp.linalg.cholesky(a)
+    return factor if lower else jnp.conj(jnp.swapaxes(factor, -1, -2))
+
+
+def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Any, bool]:
+    return cholesky(a, lower=lower), lower
+
+
+def solve_triangular(a: Any, b: Any, trans: int | str = 0, lower: bool = False, unit_diagonal: bool = False,
+                     overwrite_b: bool = False, debug: Any = None, check_finite: bool = True) -> Any:
+    """x with op(a) @ x = b for triangular `a` (trans: 0/'N' a, 1/'T' a.T, 2/'C' a^H)."""
+    mode = {0: 0, "N": 0, 1: 1, "T": 1, 2: 2, "C": 2}[trans]
+    a, b = _promote_inexact(a, b)
+    vector = b.ndim == a.ndim - 1
+    columns = jnp.expand_dims(b, -1) if vector else b
+    out = triangular_solve(a, columns, left_side=True, lower=lower, transpose_a=mode > 0, conjugate_a=mode == 2,
+                           unit_diagonal=unit_diagonal)
+    return out[..., 0] if vector else out
+
+
+def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, check_finite: bool = True) -> Any:
+    """x with A x = b, from A's Cholesky factor (c, lower)."""
+    c, lower = c_and_lower
+    if lower:
+        return solve_triangular(c, solve_triangular(c, b, lower=True), trans="C", lower=True)
+    return solve_triangular(c, solve_triangular(c, b, trans="C", lower=False), lower=False)
+
+
+def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
+          debug: bool = False, check_finite: bool = True, assume_a: str = "gen") -> Any:
+    if assume_a == "pos":
+        return cho_solve(cho_factor(a, lower=lower), b)
+    return jnp.linalg.solve(a, b)
+
+
+def block_diag(*arrs: Any) -> Any:
+    """A block-diagonal matrix of the given (at most 2-d) arrays."""
+    blocks = [jnp.atleast_2d(a) for a in arrs]
+    if not blocks:
+        return jnp.zeros((1, 0))
+    dtype = jnp.result_type(*blocks)
+    cols = sum(b.shape[1] for b in blocks)
+    rows, start = [], 0
+    for b in blocks:
+        rows.append(jnp.pad(b.astype(dtype), ((0, 0), (start, cols - start - b.shape[1]))))
+        start += b.shape[1]
+    return jnp.concatenate(rows, axis=0)
+
+
+def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> Any:
+    """The matrix exponential (scaling and squaring with a degree-12 Taylor series)."""
+    (A,) = _promote_inexact(A)
+    norm = jnp.max(jnp.sum(jnp.abs(A), axis=-2), axis=-1)
+    squarings = jnp.clip(jnp.ceil(jnp.log2(jnp.maximum(norm, 1e-30) / 0.5)), 0, max_squarings)
+    scaled = A / jnp.expand_dims(jnp.expand_dims(2.0 ** squarings, -1), -1)
+    eye = jnp.broadcast_to(jnp.eye(A.shape[-1], dtype=A.dtype), A.shape)
+    result, term = eye, eye
+    for k in range(1, 13):
+        term = jnp.matmul(term, scaled) / k
+        result = result + term
+    for i in range(max_squarings):
+        squared = jnp.matmul(result, result)
+        mask = jnp.expand_dims(jnp.expand_dims(i < squarings, -1), -1)
+        result = jnp.where(mask, squared, result)
+    return result
+
+
+def __getattr__(name: str):
+    """Names of jax.scipy.linalg that meshax does not have yet raise NotImplementedError (others AttributeError)."""
+    from meshax._src.missing import missing_attribute
+
+    missing_attribute("jax.scipy.linalg", name)
