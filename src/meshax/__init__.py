@@ -19,6 +19,7 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 _SUBMODULES = ("checkpoint", "debug", "distributed", "dtypes", "errors", "experimental", "lax", "nn", "numpy", "random",
                "sharding", "tree", "tree_util")
+_SUBMODULES += ("ad_checkpoint", "stages")  # JAX documentation's modules (issue 25)
 
 # Public name -> module that defines it.
 _NAMES = {

@@ -16,6 +16,7 @@ from ..core import Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of
 from ..jaxpr import ClosedJaxpr, Equation, Jaxpr, Literal, Var
 
 inline_rules: dict[Primitive, Callable[..., Any]] = {}  # call-like primitives that other traces expand in place
+stage_observers: list[Callable[[Equation], None]] = []  # diagnostics (print_saved_residuals) seeing each equation
 
 
 class _CompileTimeEval(threading.local):
@@ -65,6 +66,8 @@ class StagingTrace(Trace):
             out_avals = abstract_eval(primitive, [aval_of(a) for a in args], params)
         outs = [Tracer(self, aval, Var(aval)) for aval in out_avals]
         self.equations.append(Equation(primitive, inputs, [t.payload for t in outs], dict(params)))
+        for observer in stage_observers:
+            observer(self.equations[-1])
         return outs if primitive.multiple_results else outs[0]
 
     def to_jaxpr(self, inputs: Sequence[Tracer], outputs: Sequence[Any]) -> Jaxpr:
