@@ -95,6 +95,10 @@ _NAMES = {
     "checking_leaks": "meshax._src.api_extra",
     "custom_gradient": "meshax._src.api_extra",
 }
+_NAMES.update({  # JAX documentation's names (issue 25)
+    "debug_nans": "meshax._src.debug_nans",
+    "debug_infs": "meshax._src.debug_nans",
+})
 
 __all__ = sorted((*_SUBMODULES, *_NAMES))
 
