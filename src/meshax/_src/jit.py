@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -61,7 +62,9 @@ class Jitted:
         self.out_shardings = out_shardings
         self.static_argnums = tuple(static_argnums)
         self.static_argnames = tuple(static_argnames)
-        self._cache: dict[Any, tuple[Jaxpr, list[Any], Any]] = {}
+        self.donate_argnums = tuple(donate_argnums)
+        self._cache = _cache_of(fun, (_hashable(in_shardings), _hashable(out_shardings), self.static_argnums,
+                                      self.static_argnames, self.donate_argnums))
         self._entries: dict[Any, str] = {}  # call signature -> how a call is recorded in the history
         functools.update_wrapper(self, fun, updated=())  # not fun.__dict__ (a wrapped Jitted's state)
 
@@ -154,55 +157,51 @@ class Jitted:
         jaxpr, _ = trace_to_jaxpr(flat_fun, avals)
         return consts_as_inputs(jaxpr), list(jaxpr.consts), out_structure[0]
 
-    def lower(self, *args: Any, **kwargs: Any) -> "Lowered":
-        """The program traced for these arguments; `.compile()` makes it callable on arguments like them."""
+    def trace(self, *args: Any, **kwargs: Any) -> Any:
+        """The program traced for these arguments (a jax.stages.Traced: `.jaxpr`, `.out_info`, `.lower()`)."""
+        from .stages import Traced
+
         key, _ = self._prepare(args, kwargs)
-        return Lowered(self, key)
+        return Traced(self, key)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        """The program traced for these arguments; `.compile()` makes it callable on arguments like them."""
+        return self.trace(*args, **kwargs).lower()
+
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+        """The results' types for these arguments (ShapeDtypeStructs), from the traced program."""
+        return self.trace(*args, **kwargs).out_info
 
     def __get__(self, instance: Any, owner: Any) -> Any:
         return self if instance is None else functools.partial(self, instance)
 
 
+# One cache of traced programs per function and jit options, shared by every `jit(f)` of the same `f` (as in
+# JAX: a fresh `jax.jit(f)` reuses the programs traced for `f`, values of globals included).
+_caches: "weakref.WeakKeyDictionary[Any, dict[Any, dict]]" = weakref.WeakKeyDictionary()
+
+
+def _cache_of(fun: Callable[..., Any], options: Any) -> dict[Any, tuple[Jaxpr, list[Any], Any]]:
+    """The traced programs of `fun` under jit `options` (a private cache where `fun` or the options can't be keys)."""
+    try:
+        per_function = _caches.setdefault(fun, {})
+        return per_function.setdefault(options, {})
+    except TypeError:  # not weakly referable, not hashable, or options not hashable
+        return {}
+
+
+def _hashable(value: Any) -> Any:
+    """`value` if it can be a dictionary key, else a marker that no other value equals."""
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return object()
+
+
 @functools.lru_cache(maxsize=1024)
 def _processes_of(sharding: Sharding) -> frozenset[int]:
     return frozenset(d.process_index for d in sharding.device_set)
-
-
-class Lowered:
-    """The program traced for one signature of arguments, printable (`as_text()`)."""
-
-    def __init__(self, jitted: Jitted, key: tuple) -> None:
-        self.jitted = jitted
-        self.key = key
-        self.jaxpr = key[1][0]
-
-    def as_text(self) -> str:
-        return str(self.jaxpr)
-
-    def compile(self) -> "Compiled":
-        return Compiled(self)
-
-
-class Compiled:
-    """A lowered program ready to run: call it with the non-static arguments it was lowered for."""
-
-    def __init__(self, lowered: Lowered) -> None:
-        self.lowered = lowered
-
-    def as_text(self) -> str:
-        return self.lowered.as_text()
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        jitted, key = self.lowered.jitted, self.lowered.key
-        leaves, structure = jitted._flatten(args, kwargs)
-        signature = tuple(_signature_of(x) for x in leaves)
-        if (structure, signature) != key[0][:2]:
-            raise TypeError(
-                f"this compiled program takes {_describe(*key[0][:2])} but was called with "
-                f"{_describe(structure, signature)}; pass arguments like those it was lowered with (without the "
-                "static ones), or call the jitted function, which traces again for new arguments."
-            )
-        return jitted._run(key, leaves)
 
 
 jit_p = Primitive("jit", multiple_results=True)
