@@ -62,7 +62,8 @@ class ShapedArray(HasShape):
         return f"{_short_dtype(self.dtype)}[{self._dims()}]{varying}"
 
     def __str__(self) -> str:
-        return f"{'~' if self.weak_type else ''}{np.dtype(self.dtype).name}[{self._dims()}]"
+        varying = f"{{V:{','.join(sorted(self.vma))}}}" if self.vma else ""
+        return f"{'~' if self.weak_type else ''}{np.dtype(self.dtype).name}[{self._dims()}]{varying}"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""

@@ -42,6 +42,9 @@ class StagingTrace(Trace):
     def new_arg(self, aval: ShapedArray) -> Tracer:
         return Tracer(self, aval, Var(aval))
 
+    def describe(self, tracer: Tracer) -> str:
+        return f"JitTracer({tracer.aval})"
+
     def input_of(self, x: Any) -> Any:
         """An input of an equation: our own tracer's var, a Literal scalar, or a captured value's constvar."""
         if self.is_own(x):
