@@ -16,6 +16,7 @@ from ..core import Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of
 from ..jaxpr import ClosedJaxpr, Equation, Jaxpr, Literal, Var
 
 inline_rules: dict[Primitive, Callable[..., Any]] = {}  # call-like primitives that other traces expand in place
+staging_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(trace, *args, **params): staged in their own way
 stage_observers: list[Callable[[Equation], None]] = []  # diagnostics (print_saved_residuals) seeing each equation
 
 
@@ -60,6 +61,9 @@ class StagingTrace(Trace):
         if compile_time_eval.active and not any(self.is_own(a) for a in args):
             with set_current_trace(self.parent):
                 return primitive.bind(*args, **params)
+        rule = staging_rules.get(primitive)
+        if rule is not None:
+            return rule(self, *args, **params)
         return self.stage(primitive, args, params)
 
     def stage(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any],
