@@ -98,6 +98,9 @@ _NAMES = {
 _NAMES.update({  # JAX documentation's names (issue 25)
     "debug_nans": "meshax._src.debug_nans",
     "debug_infs": "meshax._src.debug_nans",
+    "new_ref": "meshax._src.refs",
+    "freeze": "meshax._src.refs",
+    "Ref": "meshax._src.refs",
 })
 
 __all__ = sorted((*_SUBMODULES, *_NAMES))

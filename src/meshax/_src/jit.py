@@ -25,6 +25,7 @@ from .jaxpr import Jaxpr, eval_jaxpr
 from .mesh import Mesh
 from . import devices as device_table
 from .partition import choose_mesh, sharding_for
+from .refs import Ref, unwrapped
 from .runtime.history import history
 from .rules import replicated
 from .sharding import PartitionSpec, Sharding
@@ -36,6 +37,11 @@ def _as_tuple(x: Any) -> tuple[Any, ...]:
     if x is None:
         return ()
     return (x,) if isinstance(x, (int, str)) else tuple(x)
+
+
+def _call_signature(leaf: Any) -> Any:
+    """A leaf's part of a call's cache key: its type, or ("Ref", its value's type) for an array Ref."""
+    return ("Ref", _signature_of(leaf._value)) if isinstance(leaf, Ref) else _signature_of(leaf)
 
 
 def _signature_of(leaf: Any) -> Any:
@@ -87,7 +93,7 @@ class Jitted:
         """The cache key of a call (tree structure, leaf signatures, static values) and its dynamic leaves."""
         dynamic_args, dynamic_kwargs, static_positional, static_named = self._split(args, kwargs)
         leaves, structure = self._flatten(dynamic_args, dynamic_kwargs)
-        key = (structure, tuple(_signature_of(x) for x in leaves), static_positional, static_named)
+        key = (structure, tuple(_call_signature(x) for x in leaves), static_positional, static_named)
         try:
             known = key in self._cache
         except TypeError as error:
@@ -111,9 +117,15 @@ class Jitted:
         """Evaluate the program traced for `key`. Host values it returns (constants, inputs passed through) become
         Arrays replicated over the mesh the call runs on, as jax.jit returns them."""
         _, (jaxpr, consts, out_structure) = key
+        refs = [leaf for leaf in leaves if isinstance(leaf, Ref)]
+        leaves = unwrapped(leaves)
         if device_table.process_count() > 1:
             self._note_call(key[0], leaves)
         outputs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=getattr(self.fun, "__name__", "fun"))
+        if refs:  # the Refs' final values come last: write them into the caller's Refs
+            for ref, value in zip(refs, outputs[len(outputs) - len(refs):]):
+                ref._value = value
+            outputs = outputs[:len(outputs) - len(refs)]
         if not all(isinstance(value, (Array, Tracer)) for value in outputs):
             mesh = choose_mesh(leaves)
             committed = any(isinstance(x, Array) and x.committed for x in leaves)
@@ -142,7 +154,12 @@ class Jitted:
     def _trace(self, structure: Any, leaves: list[Any], static_positional: tuple, static_named: tuple) -> tuple:
         out_structure = []
 
+        is_ref = [isinstance(leaf, Ref) for leaf in leaves]
+
         def flat_fun(*flat: Any) -> list[Any]:
+            refs = [Ref(x) for x, ref in zip(flat, is_ref) if ref]  # this trace's Refs, holding its values
+            it = iter(refs)
+            flat = [next(it) if ref else x for x, ref in zip(flat, is_ref)]
             dynamic_args, dynamic_kwargs = tree_unflatten(structure, list(flat))
             args = list(dynamic_args)
             for index, value in static_positional:
@@ -151,9 +168,9 @@ class Jitted:
             _check_outputs(self.fun, result)
             out_leaves, tree = tree_flatten(result)
             out_structure.append(tree)
-            return out_leaves
+            return out_leaves + [ref._value for ref in refs]
 
-        avals = [aval_of(x) for x in leaves]
+        avals = [aval_of(x) for x in unwrapped(leaves)]
         jaxpr, _ = trace_to_jaxpr(flat_fun, avals)
         return consts_as_inputs(jaxpr), list(jaxpr.consts), out_structure[0]
 
@@ -183,6 +200,8 @@ _caches: "weakref.WeakKeyDictionary[Any, dict[Any, dict]]" = weakref.WeakKeyDict
 
 def _cache_of(fun: Callable[..., Any], options: Any) -> dict[Any, tuple[Jaxpr, list[Any], Any]]:
     """The traced programs of `fun` under jit `options` (a private cache where `fun` or the options can't be keys)."""
+    while isinstance(fun, Jitted):  # jit(jit(f)) runs f's program: it shares f's cache
+        fun = fun.fun
     try:
         per_function = _caches.setdefault(fun, {})
         return per_function.setdefault(options, {})

@@ -44,7 +44,7 @@ class _Stage:
 
     @property
     def out_avals(self) -> Any:
-        return tree_unflatten(self.out_tree, self._program.out_avals)
+        return tree_unflatten(self.out_tree, self._program.out_avals[:self.out_tree.num_leaves])
 
     @property
     def args_info(self) -> Any:
@@ -62,7 +62,8 @@ class _Stage:
         """The results' types: a pytree of ShapeDtypeStructs (with shardings where out_shardings gives them)."""
         from .shape_eval import ShapeDtypeStruct
 
-        structs = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in self._program.out_avals]
+        structs = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                   for a in self._program.out_avals[:self.out_tree.num_leaves]]  # then the Refs' final values
         return tree_unflatten(self.out_tree, structs)
 
     def _closed_jaxpr(self) -> ClosedJaxpr:
@@ -121,7 +122,7 @@ class Compiled(_Stage):
     @property
     def input_shardings(self) -> Any:
         """Each argument's sharding as the program was traced for it (None where the argument had none)."""
-        dynamic_args, dynamic_kwargs = tree_unflatten(self.in_tree, [s[3] for s in self._key[0][1]])
+        dynamic_args, dynamic_kwargs = tree_unflatten(self.in_tree, [_plain(s)[3] for s in self._key[0][1]])
         return tuple(dynamic_args), dict(dynamic_kwargs)
 
     @property
@@ -130,11 +131,11 @@ class Compiled(_Stage):
         return self._jitted.out_shardings
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from .jit import _signature_of
+        from .jit import _call_signature
 
         jitted = self._jitted
         leaves, structure = jitted._flatten(args, kwargs)
-        signature = [_signature_of(x) for x in leaves]
+        signature = [_call_signature(x) for x in leaves]
         expected_structure, expected = self._key[0][:2]
         if structure != expected_structure or tuple(signature) != expected:
             raise TypeError(_mismatch(jitted.fun, expected_structure, expected, structure, signature))
@@ -154,6 +155,11 @@ def _mismatch(fun: Any, structure: Any, expected: tuple, got_structure: Any, got
             + "\n".join(lines))
 
 
+def _plain(signature: tuple) -> tuple:
+    """An argument's (shape, dtype, weak type, sharding), also for a Ref's ("Ref", signature)."""
+    return signature[1] if signature[0] == "Ref" else signature
+
+
 def _type(signature: tuple) -> str:
-    shape, dtype, weak, sharding = signature
+    shape, dtype, weak, sharding = _plain(signature)
     return str(ShapedArray(tuple(shape), dtype)) + (" (weak)" if weak else "") + (f" on {sharding}" if sharding is not None else "")
