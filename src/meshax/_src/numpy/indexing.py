@@ -87,12 +87,14 @@ def getitem(a: Any, key: Any) -> Any:
 
 
 def _static_index(index: Any, size: int, dim: int) -> int:
-    """A static integer index, wrapped if negative. Out of range it is an IndexError, as in NumPy: JAX would
-    clamp it (as it clamps index arrays, which meshax does too), but a constant out of range is a mistake."""
+    """A static integer index, wrapped if negative, and out of range clamped into it as JAX does (x[11] of 10
+    values is x[9]); only an empty dimension has no entry to give."""
     index = int(index)
-    if not -size <= index < size:
-        raise IndexError(f"index {index} is out of bounds for axis {dim} with size {size}.")
-    return index % size
+    if size == 0:
+        raise IndexError(f"index {index} is out of bounds for axis {dim} with size 0.")
+    if index < 0:
+        index += size
+    return min(max(index, 0), size - 1)
 
 
 def _check_mask(mask: np.ndarray, shape: tuple[int, ...], dim: int) -> None:
