@@ -69,6 +69,20 @@ class ShapedArray(HasShape):
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({np.dtype(self.dtype).name}[{self._dims()}]{weak})"
 
+    @property
+    def sharding(self) -> Any:
+        """The sharding this type carries (JAX's `typeof(x).sharding`): Explicit axes, on the abstract mesh."""
+        from .aval_sharding import sharding_of
+
+        return sharding_of(self)
+
+    @property
+    def manual_axis_type(self) -> Any:
+        """The manual mesh axes the value varies over (inside shard_map)."""
+        from .aval_sharding import manual_axis_type_of
+
+        return manual_axis_type_of(self)
+
     def update(self, **changes: Any) -> "ShapedArray":
         """A copy with some fields changed (without dataclasses.replace's checks: this runs on every operation in
         shard_map, and the fields are already valid)."""
