@@ -56,14 +56,19 @@ class ShapedArray(HasShape):
         return ",".join(f"{n}@{axes[0] if len(axes) == 1 else '(' + ','.join(axes) + ')'}" if axes else str(n)
                         for n, axes in zip(self.shape, self.explicit))
 
+    def _varying(self) -> str:
+        """The varying manual axes as JAX prints them: {V:x}, {V:(x,y)}."""
+        if not self.vma:
+            return ""
+        names = sorted(self.vma)
+        return f"{{V:{names[0]}}}" if len(names) == 1 else f"{{V:({','.join(names)})}}"
+
     def str_short(self) -> str:
         """As jaxprs print types: f32[8,4]{V:x}."""
-        varying = f"{{V:{','.join(sorted(self.vma))}}}" if self.vma else ""
-        return f"{_short_dtype(self.dtype)}[{self._dims()}]{varying}"
+        return f"{_short_dtype(self.dtype)}[{self._dims()}]{self._varying()}"
 
     def __str__(self) -> str:
-        varying = f"{{V:{','.join(sorted(self.vma))}}}" if self.vma else ""
-        return f"{'~' if self.weak_type else ''}{np.dtype(self.dtype).name}[{self._dims()}]{varying}"
+        return f"{'~' if self.weak_type else ''}{np.dtype(self.dtype).name}[{self._dims()}]{self._varying()}"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
