@@ -28,7 +28,7 @@ def _user_source() -> str | None:
     except (AttributeError, IndexError):
         pass
     where = f"{code.co_filename}:{frame.f_lineno}" + (f":{column}" if column is not None else "")
-    return f"{where} ({code.co_name})"
+    return f"{where} ({getattr(code, 'co_qualname', code.co_name)})"
 
 
 class Origins:
