@@ -209,6 +209,13 @@ def _cache_of(fun: Callable[..., Any], options: Any) -> dict[Any, tuple[Jaxpr, l
         return {}
 
 
+def forget_traces() -> None:
+    """Empty every function's shared cache of traced programs (jax.clear_caches)."""
+    for per_function in list(_caches.values()):
+        for cache in per_function.values():
+            cache.clear()
+
+
 def _hashable(value: Any) -> Any:
     """`value` if it can be a dictionary key, else a marker that no other value equals."""
     try:
