@@ -242,6 +242,13 @@ def _custom_lin_transpose(cts: list[Any], *args: Any, num_res: int, res_tree: An
                         f"got {type(in_cts).__name__}.")
     leaves = tree_flatten(tuple(in_cts), is_leaf=lambda x: x is None)[0]
     linear = args[num_res:]
+    for index, (ct, arg) in enumerate(zip(leaves, linear)):
+        expected = getattr(arg, "aval", None)
+        if ct is not None and expected is not None and tuple(aval_of(ct).shape) != tuple(expected.shape):
+            raise ValueError(f"Custom VJP bwd rule must produce an output with the same type as the args tuple of the "
+                             f"primal function, but at output[{index}] the bwd rule produced an output of type "
+                             f"{aval_of(ct).str_short()} corresponding to an input of type {expected.str_short()}, so "
+                             "the shapes do not match")
     return [None] * num_res + list(leaves[:len(linear)])
 
 
