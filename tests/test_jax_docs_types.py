@@ -132,3 +132,20 @@ def test_partition_spec_unreduced_and_reduced():
     np.testing.assert_array_equal(np.asarray(x), np.arange(8.0))
     with pytest.raises(NotImplementedError, match="unreduced"):
         NamedSharding(mesh, P(unreduced={"x"}))
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_gradients_on_explicit_axes_are_typed_as_their_parameters(jitted):
+    def run(lib, np_, mesh):
+        with lib.set_mesh(mesh):
+            x = lib.device_put(np.arange(32.0, dtype=np.float32).reshape(8, 4) / 32, lib.sharding.PartitionSpec("X", None))
+            w = lib.device_put(np.ones((4, 8), np.float32) * 0.1, lib.sharding.PartitionSpec(None, "Y"))
+            grad = lib.grad(lambda w, x: np_.sum(np_.tanh(x @ w)), argnums=(0, 1))
+            gw, gx = (lib.jit(grad) if jitted else grad)(w, x)
+            return str(lib.typeof(gw)), str(lib.typeof(gx)), np.asarray(gw), np.asarray(gx)
+
+    ours = run(meshax, mnp, meshax.make_mesh((2, 4), ("X", "Y"), axis_types=(AxisType.Explicit,) * 2))
+    theirs = run(jax, jjnp, jax.make_mesh((2, 4), ("X", "Y")))
+    assert ours[:2] == theirs[:2]
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-5)
+    np.testing.assert_allclose(ours[3], theirs[3], rtol=1e-5)

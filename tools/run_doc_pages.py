@@ -114,7 +114,7 @@ def run_page(page: str, library: str) -> list[dict[str, Any]]:
 
 
 def _normalised(text: str) -> str:
-    text = ADDRESS.sub("", text)
+    text = " ".join(ADDRESS.sub("", text).split())  # NumPy pads columns to the widest number
     return re.sub(r"\bP\(", "PartitionSpec(", text)
 
 
