@@ -122,3 +122,17 @@ def test_jvp_and_jaxpr():
     theirs = jax.jvp(functions(jax, jjnp)[0], (2.0, 3.0), (1.0, 0.0))
     np.testing.assert_allclose([float(primal), float(tangent)], [float(v) for v in theirs], rtol=1e-6)
     assert "custom_jvp_call" in str(meshax.make_jaxpr(lambda x: f(x, 2.0))(1.0))
+
+
+@pytest.mark.parametrize("fun", [lambda np_, x: x + 2.0 / x, lambda np_, x: 0.5 * (x + 3.0 / x),
+                                 lambda np_, x: np_.sin(x) + x * x], ids=["add_div", "newton", "sin_square"])
+def test_vmap_of_grad_sums_batched_and_unbatched_cotangents(fun):
+    """A value used twice gets one unbatched and one batched cotangent under vmap(grad): they sum batched."""
+    def run(lib, np_):
+        xs = np_.array([1.0, 4.0, 9.0])
+        return (lib.vmap(lib.grad(lambda x: fun(np_, x)))(xs),
+                lib.vmap(lambda a: lib.vjp(lambda x: fun(np_, x), a)[1](1.0)[0])(xs),
+                lib.jit(lib.vmap(lib.grad(lambda x: fun(np_, x))))(xs))
+
+    for a, b in zip(run(meshax, mnp), run(jax, jjnp)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
