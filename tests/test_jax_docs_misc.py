@@ -130,3 +130,13 @@ def test_shape_dtype_struct_like():
     mesh = meshax.make_mesh((8,), ("i",))
     x = meshax.device_put(mnp.ones(8), NamedSharding(mesh, P("i")))
     assert meshax.ShapeDtypeStruct.like(x).sharding == x.sharding
+
+
+def test_traced_boolean_masks_raise_jaxs_error():
+    for lib, np_ in ((meshax, mnp), (jax, jjnp)):
+        x = np_.arange(10.0)
+        with pytest.raises(lib.errors.NonConcreteBooleanIndexError, match="boolean indices must be concrete"):
+            lib.jit(lambda v: v[v > 5])(x)
+        with pytest.raises(IndexError):
+            lib.jit(lambda v: v.at[v > 5].set(0.0))(x)
+    np.testing.assert_array_equal(np.asarray(mnp.arange(10.0)[mnp.arange(10.0) > 7]), [8.0, 9.0])

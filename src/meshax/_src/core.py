@@ -237,6 +237,10 @@ class ShardingTypeError(TypeError):
     here, as meshax raised for an ambiguous contraction before types carried shardings)."""
 
 
+class NonConcreteBooleanIndexError(IndexError):
+    """A boolean mask index whose values are traced: the result's shape would depend on them."""
+
+
 class ConcretizationTypeError(TypeError):
     """A traced value was used where Python needs a concrete one."""
 
