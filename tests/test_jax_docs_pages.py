@@ -28,6 +28,9 @@ def test_outputs_compare_numbers_to_a_tolerance_and_spec_spellings():
     assert same("[1.0000001 2.]", "[1. 2.]")
     assert not same("[1.1 2.]", "[1. 2.]")
     assert same("PartitionSpec('x',)", "P('x',)")
+    assert same("NamedSharding(mesh=Mesh('a': 4), spec=PartitionSpec('a',))",
+                "NamedSharding(mesh=Mesh('a': 4, axis_types=(Auto,)), spec=P('a',))")
+    assert not same("AbstractMesh('a': 4)", "AbstractMesh('a': 4, axis_types=(Auto,))")
     assert not same("float32[3]", "float32[4]")
     assert same("<function f at 0x7f00>", "<function f at 0x7fab>")
 

@@ -6,8 +6,8 @@ Each `.md` page (MyST notebooks: ```{code-cell} blocks, or ```python blocks) run
 once with JAX, once with `import jax` answered by meshax (the `meshax.as_jax` alias, or a small import shim
 where that alias is not installed). A cell's result is what it printed, its last expression's value (as a
 notebook shows it) and the name of the exception it raised, if any. Results are compared with numbers
-matched to a relative tolerance and the seeds' printing differences (`PartitionSpec(...)` for `P(...)`)
-normalised. The summary prints, per page, how many cells gave the same result, differed, or raised under
+matched to a relative tolerance and the seeds' printing differences (`PartitionSpec(...)` for `P(...)`,
+meshes without their axis types) normalised. The summary prints, per page, how many cells gave the same result, differed, or raised under
 meshax only. Exit status 1 when any cell differs or fails.
 """
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```\s*$|^```python[^\n]*\n(.*?)^```\s*$", re.S | re.M)
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan")
 ADDRESS = re.compile(r" at 0x[0-9a-f]+")
+MESH_AXIS_TYPES = re.compile(r"(?<!Abstract)(Mesh\([^()]*?), axis_types=\([^()]*\)\)")  # the seeds' Mesh repr
 
 
 def cells_of(page: Path) -> list[str]:
@@ -115,6 +116,7 @@ def run_page(page: str, library: str) -> list[dict[str, Any]]:
 
 def _normalised(text: str) -> str:
     text = " ".join(ADDRESS.sub("", text).split())  # NumPy pads columns to the widest number
+    text = MESH_AXIS_TYPES.sub(r"\1)", text)
     return re.sub(r"\bP\(", "PartitionSpec(", text)
 
 
