@@ -154,6 +154,7 @@ def _run_in_child(page: Path, library: str, timeout: float, devices: int) -> lis
     env.setdefault("XLA_FLAGS", f"--xla_force_host_platform_device_count={devices}")
     env.setdefault("MESHAX_NUM_CPU_DEVICES", str(devices))
     env.setdefault("JAX_PLATFORMS", "cpu")
+    env["PYTHONHASHSEED"] = "0"  # sets print in the same order under both libraries
     command = [sys.executable, __file__, "--run-page", str(page), "--library", library]
     try:
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
