@@ -144,3 +144,15 @@ def test_remat3_and_other_documented_options_are_accepted():
     assert meshax.config.jax_remat3 == jax.config.jax_remat3
     with pytest.raises(AttributeError, match="no option"):
         meshax.config.update("jax_no_such_option", 1)
+
+
+def test_residuals_of_pytree_arguments_and_jitted_functions():
+    def text(lib, np_):
+        def f(p, x):
+            return np_.sum(np_.sin(p["w"] * x) * p["b"][0])
+
+        params = {"w": np_.ones(3), "b": (np_.ones(3),)}
+        return (printed(lib.ad_checkpoint.print_saved_residuals, f, params, 2.0),
+                printed(lib.ad_checkpoint.print_saved_residuals, lib.jit(f), params, 2.0))
+
+    assert text(meshax, mnp) == text(jax, jjnp)

@@ -83,10 +83,7 @@ def saved_residuals(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> list[
             if var.id in argument_of:
                 arguments.append((argument_of[var.id], (value.aval, f"from the argument {argument_of[var.id]}")))
                 continue
-            primitive, params, source = origins.of[var.id]
-            where = f" from {source}" if source else ""
-            kind = f"named '{params['name']}'" if primitive is name_p else f"output of {primitive.name}"
-            others.append((var.id, (value.aval, kind + where)))
+            others.append((var.id, (value.aval, origins.of[var.id])))
         else:
             aval = aval_of(value)
             others.append((-1, (aval, "from a literal" if aval.shape == () else "from a constant")))

@@ -5,9 +5,10 @@ line; remat's partial evaluation, which recomputes values of an inner jaxpr, pas
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from .jaxpr import Jaxpr, Literal, eval_jaxpr
 
@@ -32,16 +33,45 @@ def _user_source() -> str | None:
 
 
 class Origins:
-    """Where each staged value comes from: var id -> (primitive, params, user's source line)."""
+    """Where each staged value comes from: var id -> how print_saved_residuals describes it."""
 
     def __init__(self) -> None:
-        self.of: dict[int, tuple[Any, dict[str, Any], str | None]] = {}
+        self.of: dict[int, str] = {}
+        self.source_of: dict[int, str | None] = {}  # var id -> the user's source line
 
     def __call__(self, equation: Any) -> None:
         replayed = _replaying[-1][recording.index(self)] if _replaying else None
-        source = replayed[2] if replayed is not None else _user_source()  # replayed: the inner equation's line
+        if isinstance(replayed, _Fixed):  # inside a jitted function's program: one description for all
+            for var in equation.outputs:
+                self.of[var.id], self.source_of[var.id] = replayed.description, None
+            return
+        source = replayed if replayed is not None else _user_source()  # replayed: the inner equation's line
+        params = equation.params
+        kind = f"named '{params['name']}'" if equation.primitive.name == "name" and "name" in params else \
+            f"output of {equation.primitive.name}"
         for var in equation.outputs:
-            self.of[var.id] = (equation.primitive, equation.params, source)
+            self.of[var.id] = kind + (f" from {source}" if source else "")
+            self.source_of[var.id] = source
+
+
+class _Fixed:
+    """Every value staged while this is being replayed is described as `description`."""
+
+    def __init__(self, description: str) -> None:
+        self.description = description
+
+
+@contextlib.contextmanager
+def jitted_call(name: str) -> Iterator[None]:
+    """While recording: the values a jitted function's program stages are its outputs, as JAX describes them."""
+    if not recording:
+        yield
+        return
+    _replaying.append([_Fixed(f"output of jitted function '{name}' from ") for _ in recording])
+    try:
+        yield
+    finally:
+        _replaying.pop()
 
 
 recording: list[Origins] = []
@@ -58,7 +88,9 @@ def eval_jaxpr_keeping_origins(jaxpr: Jaxpr, args: Sequence[Any]) -> list[Any]:
         return x.value if isinstance(x, Literal) else env[x.id]
 
     for eq in jaxpr.equations:
-        known = [origins.of.get(eq.outputs[0].id) if eq.outputs else None for origins in recording]
+        outer = _replaying[-1] if _replaying else [None] * len(recording)
+        known = [fixed if isinstance(fixed, _Fixed) else origins.source_of.get(eq.outputs[0].id) if eq.outputs
+                 else None for origins, fixed in zip(recording, outer)]
         _replaying.append(known)
         try:
             out = eq.primitive.bind(*map(read, eq.inputs), **eq.params)
