@@ -83,7 +83,7 @@ def saved_residuals(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> list[
             if var.id in argument_of:
                 arguments.append((argument_of[var.id], (value.aval, f"from the argument {argument_of[var.id]}")))
                 continue
-            others.append((var.id, (value.aval, origins.of[var.id])))
+            others.append((var.id, (value.aval, origins.of.get(var.id, "output of an operation"))))
         else:
             aval = aval_of(value)
             others.append((-1, (aval, "from a literal" if aval.shape == () else "from a constant")))
