@@ -43,6 +43,9 @@ class _Call:
         self.out_tree: list[Any] = []
         self.fun = fun
 
+    def __str__(self) -> str:  # as a jaxpr prints the call: the function's name
+        return getattr(self.fun, "__name__", type(self.fun).__name__)
+
     def args(self, leaves: Sequence[Any]) -> list[Any]:
         diff = iter(tree_unflatten(self.tree, list(leaves)))
         return [self.nondiff[i] if i in self.nondiff else next(diff) for i in range(self.count)]
@@ -57,6 +60,19 @@ class _Call:
     def jaxpr(self) -> tuple[Any, list[Any]]:
         jaxpr, _ = trace_to_jaxpr(self.flat(self.fun), [aval_of(x) for x in self.leaves])
         return consts_as_inputs(jaxpr), list(jaxpr.consts)
+
+
+class _Rule:
+    """A user's rule (jvp, fwd, bwd), printed in jaxprs by its name."""
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self.function = function
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.function(*args, **kwargs)
+
+    def __str__(self) -> str:
+        return getattr(self.function, "__name__", type(self.function).__name__)
 
 
 def _untransformed() -> bool:
@@ -145,7 +161,7 @@ class custom_jvp:  # noqa: N801 - JAX's name
         if _untransformed():
             return self.fun(*args)
         call = _Call(self.fun, args, self.nondiff_argnums)
-        outs = custom_jvp_call_p.bind(*call.leaves, jaxpr=None, num_consts=0, call=call, rule=self.jvp)
+        outs = custom_jvp_call_p.bind(*call.leaves, jaxpr=None, num_consts=0, call=call, rule=_Rule(self.jvp))
         return tree_unflatten(call.out_tree[0], outs)
 
 
@@ -191,8 +207,8 @@ class custom_vjp:  # noqa: N801 - JAX's name
         if _untransformed():
             return self.fun(*args)
         call = _Call(self.fun, args, self.nondiff_argnums)
-        outs = custom_vjp_call_p.bind(*call.leaves, jaxpr=None, num_consts=0, call=call, fwd=self.fwd,
-                                      bwd=self.bwd)
+        outs = custom_vjp_call_p.bind(*call.leaves, jaxpr=None, num_consts=0, call=call, fwd=_Rule(self.fwd),
+                                      bwd=_Rule(self.bwd))
         return tree_unflatten(call.out_tree[0], outs)
 
 
