@@ -245,6 +245,7 @@ def run_attacks(port: int) -> dict[str, str]:
     attacks["silent connection"] = simple(b"", hold=0.5)
     attacks["forged control handshake as process 1"] = forged("control", 1)
     attacks["forged PMI handshake as process 0"] = forged("pmi", 0)
+    attacks["forged report that a process cannot join"] = forged("report", 0)
     attacks["a 100 MB line"] = hundred_megabytes
     threads = [threading.Thread(target=check, args=item) for item in attacks.items()]
     for thread in threads:
@@ -283,16 +284,16 @@ def _hostile_payload(rng: random.Random) -> bytes:
     return b"x" * rng.randrange(1 << 19, 4 << 20)
 
 
-def fuzz(port: int, seed: int, duration: float, workers: int = 3) -> tuple[int, list[str]]:
-    """Send hostile bytes on many connections for `duration` s; returns (connections, problems seen)."""
+def fuzz(port: int, seed: int, rounds: int, workers: int = 6) -> tuple[int, list[str]]:
+    """Send `rounds` hostile payloads (or bursts of connections) on each of `workers` threads; returns
+    (payloads sent, problems seen). What is sent depends on `seed` only, not on timing."""
     problems: list[str] = []
     count = [0]
     lock = threading.Lock()
-    stop_at = time.monotonic() + duration
 
     def worker(index: int) -> None:
         rng = random.Random(seed * 100 + index)
-        while time.monotonic() < stop_at:
+        for _ in range(rounds):
             try:
                 if rng.random() < 0.05:
                     _burst(port, rng.randrange(20, 60))
@@ -314,8 +315,54 @@ def fuzz(port: int, seed: int, duration: float, workers: int = 3) -> tuple[int, 
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(duration + 60)
+        thread.join(rounds * 30)
     return count[0], problems
+
+
+class IdleFlood:
+    """Context manager: holds `size` idle connections to the port open (reopening any the coordinator closes),
+    sending nothing; `opened` counts every connection it made."""
+
+    def __init__(self, port: int, size: int) -> None:
+        self.port, self.size = port, size
+        self.opened = 0
+        self._socks: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._hold, daemon=True)
+
+    def __enter__(self) -> "IdleFlood":
+        for _ in range(self.size):
+            self._socks.append(self._open())
+        self._thread.start()
+        return self
+
+    def _open(self) -> socket.socket:
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        sock.setblocking(False)
+        self.opened += 1
+        return sock
+
+    def _hold(self) -> None:
+        while not self._stop.wait(0.1):
+            for index, sock in enumerate(self._socks):
+                try:
+                    closed = sock.recv(4096) == b""  # the challenge, or b"" once the coordinator closed it
+                except BlockingIOError:
+                    closed = False
+                except OSError:
+                    closed = True
+                if closed and not self._stop.is_set():
+                    sock.close()
+                    try:
+                        self._socks[index] = self._open()
+                    except OSError:
+                        pass
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        for sock in self._socks:
+            sock.close()
 
 
 def _burst(port: int, size: int) -> None:

@@ -59,10 +59,48 @@ def test_process_killed_mid_save_leaves_previous_checkpoint(tmp_path):
 
 def test_save_without_one_process_fails_the_job_naming_it(tmp_path):
     """A process that never calls save() but goes on to another barrier: the job fails within seconds naming
-    each process's barrier (the desync watchdog), and nothing is committed."""
+    where each process waits (the desync watchdog): the others in save()'s agreement, at their save() line; and
+    nothing is written."""
     result = run_launcher(PROGRAM, 4, 2, "missing", str(tmp_path), timeout=120)
     assert result.returncode != 0 and "CHECK" not in result.stdout, result.stdout
     lines = [line for line in result.stderr.splitlines() if "  process " in line]
     assert any("process 1: in barrier 'sync_global_devices:after the failed save'" in line for line in lines), lines
-    assert any("process 0: in barrier" in line and "checkpoint" in line for line in lines), lines
-    assert not (tmp_path / "ckpt").exists()
+    assert any("process 0: in MPI allgather" in line and "ckpt_job.py" in line for line in lines), lines
+    assert os.listdir(tmp_path) == []
+
+
+def test_processes_that_disagree_all_fail_naming_the_difference(tmp_path):
+    """4x2: one process saving to another path, a tree with another shape, host values that differ, one process
+    unable to save, processes restoring different steps: every process raises naming the difference and the
+    processes, nothing is written; then agreeing saves and restores work, and an old step is refused."""
+    expected = {"path", "tree", "host value", "one cannot", "old step refused", "restore steps", "agreeing restore"}
+    for found in run(4, 2, "disagree", tmp_path).values():
+        assert found == expected
+
+
+def test_crash_between_the_renames_of_a_forced_save_keeps_the_old_checkpoint(tmp_path):
+    """4x2: process 0 is killed inside save(force=True) after renaming the old checkpoint aside and before
+    putting the new one in place; the next job restores the old one and replaces it."""
+    result = run_launcher(PROGRAM, 4, 2, "force-crash", str(tmp_path), timeout=120)
+    assert result.returncode != 0 and "DYING between the renames" in result.stdout, result.stdout[-2000:]
+    assert sorted(os.listdir(tmp_path)) == ["ckpt.meshax-checkpoint-old", "ckpt.meshax-checkpoint-tmp"]
+    for found in run(4, 2, "force-resume", tmp_path).values():
+        assert found == {"restore step 1", "replaced by step 3"}
+
+
+def test_restore_reading_part_of_a_damaged_chunk_fails_naming_it(tmp_path):
+    """Saved on 4x2, restored on 3x2 onto Mesh((6,)) P('d'): processes 0 and 1 each read only some rows of the
+    chunk (0, 0) of params.0.w, whose row 7 (process 1's) has a flipped bit: both verify the whole chunk and fail
+    naming it; process 2 does not need it and restores every value exactly."""
+    run(4, 2, "save", tmp_path, 5)
+    chunk = tmp_path / "ckpt" / "params.0.w" / "c" / "0" / "0"
+    data = bytearray(chunk.read_bytes())
+    data[7 * 3 * 4 + 1] ^= 0x04  # row 7 of a chunk of 8 x 3 float32
+    chunk.write_bytes(bytes(data))
+    result = run_launcher(PROGRAM, 3, 2, "restore-split", str(tmp_path), "5", timeout=120)
+    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-3000:])
+    by_process = lines_by_process(result.stdout)
+    for process in (0, 1):
+        corrupt = [line for line in by_process[process] if line.startswith("CHECK corrupt")]
+        assert corrupt and "fails its CRC32C" in corrupt[0] and str(chunk) in corrupt[0], by_process[process]
+    assert "CHECK restore split intact" in by_process[2], by_process[2]

@@ -44,3 +44,20 @@ def test_orbax_checkpoint_manager_reads_meshax_steps(tmp_path):
     for step in (1, 2, 3):
         manager.save(step, {"w": meshax.device_put(np.full((8, 4), step, np.float32), sharding), "n": step})
     assert "CHECK orbax manager steps [2, 3]" in orbax("manager", tmp_path, 3)
+
+
+def test_checkpoint_manager_refuses_the_steps_orbax_refuses(tmp_path):
+    """Saving steps in turn (some not above the latest): meshax's CheckpointManager answers as Orbax's does."""
+    import sys
+
+    import numpy as np
+
+    import meshax
+
+    sys.path.insert(0, "tests/programs")
+    from ckpt_common import REFUSAL_STEPS
+
+    manager = meshax.checkpoint.CheckpointManager(tmp_path / "meshax", max_to_keep=2)
+    answers = [manager.save(step, {"n": np.full(3, step, np.int32)}) for step in REFUSAL_STEPS]
+    assert f"CHECK orbax refusals {answers} steps {manager.all_steps()}" in orbax("refusals", tmp_path / "orbax", 0)
+    assert answers == [True, True, True, False, False, False, True]

@@ -1,52 +1,62 @@
 """The per-process pool that runs heavy per-device kernels side by side."""
 from __future__ import annotations
 
-import os
 import threading
 
 import pytest
 from threadpoolctl import threadpool_info
 
 from meshax._src import device_pool
+from meshax._src.runtime import cpu_budget
 
 
 @pytest.fixture
 def controllers_here():
-    yield device_pool.share_machine
-    device_pool.share_machine(1)
+    yield lambda count: cpu_budget.share_host(count, 0)
+    cpu_budget.share_host(1, 0)
 
 
 def blas_threads() -> list[int]:
     return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
 
 
-def test_each_controller_gets_its_share_of_the_cores(controllers_here):
-    cores = len(os.sched_getaffinity(0))
+def test_each_controller_gets_its_share_of_the_cores_and_blas_is_set_to_it(controllers_here, monkeypatch):
+    monkeypatch.delenv("MESHAX_CPU_THREADS", raising=False)
+    cores = cpu_budget.host_cores()
     assert device_pool.workers() == cores
+    assert set(blas_threads()) == {cores}
     controllers_here(cores * 2)
     assert device_pool.workers() == 1
+    assert set(blas_threads()) == {1}
+    monkeypatch.setenv("MESHAX_CPU_THREADS", "3")
+    assert device_pool.workers() == 3
+    assert set(blas_threads()) == {3}
 
 
 @pytest.mark.parametrize("controllers", [1, 64])
-def test_results_keep_their_order_and_blas_runs_one_thread_per_call(controllers_here, controllers):
+def test_results_keep_their_order_and_each_call_gets_its_part_of_the_share(controllers_here, controllers):
     controllers_here(controllers)
+    share = device_pool.workers()
     before = blas_threads()
+    assert set(before) == {share}
+    per_call = cpu_budget.split(share, 6)[1]
     seen = []
 
     def call(i):
-        seen.append((threading.current_thread().name, blas_threads()))
+        seen.append((threading.current_thread().name, blas_threads(), device_pool.call_parts()))
         return i * i
 
     assert device_pool.run_each([lambda i=i: call(i) for i in range(6)]) == [i * i for i in range(6)]
-    assert all(threads == [1] * len(before) for _, threads in seen)
-    assert blas_threads() == before  # the limit is lifted afterwards
+    if share > 1:  # side by side: one BLAS thread per call, the rest of its part through pieces
+        assert all(threads == [1] * len(before) and parts == per_call for _, threads, parts in seen)
+    assert blas_threads() == before  # back to the whole share afterwards
     if controllers > 1:  # one core for this controller: the calls run here, one after the other
-        assert {name for name, _ in seen} == {threading.current_thread().name}
+        assert {name for name, *_ in seen} == {threading.current_thread().name}
 
 
-def test_a_single_call_runs_here_with_blas_untouched():
-    before = blas_threads()
-    assert device_pool.run_each([blas_threads]) == [before]
+def test_a_single_call_runs_here_with_the_whole_share():
+    share = device_pool.workers()
+    assert device_pool.run_each([blas_threads]) == [[share] * len(blas_threads())]
 
 
 def test_calls_without_blas_leave_its_threads_alone_and_this_thread_takes_its_turn(controllers_here):
@@ -80,3 +90,29 @@ def test_an_exception_in_one_call_reaches_the_caller_after_the_others_finish(con
         device_pool.run_each([lambda i=i: call(i) for i in range(4)])
     if device_pool.workers() > 1:  # the other thread goes on taking calls
         assert sorted(finished) == [0, 2, 3]
+
+
+def test_calls_with_a_larger_share_split_into_single_threaded_pieces(monkeypatch):
+    import numpy as np
+
+    from meshax._src.primitives import dot_general
+    from meshax._src.core import impl_rules
+
+    monkeypatch.setenv("MESHAX_CPU_THREADS", "6")
+    rng = np.random.default_rng(0)
+    pairs = [(rng.standard_normal((m, 40)).astype(np.float32), rng.standard_normal((40, n)).astype(np.float32))
+             for m, n in ((500, 300), (300, 500))]  # split by rows, by columns
+    seen = []
+
+    def product(lhs, rhs, transpose):
+        seen.append((device_pool.call_parts(), blas_threads()))
+        numbers = (((0,), (0,)), ((), ())) if transpose else (((1,), (0,)), ((), ()))
+        return impl_rules[dot_general](lhs.T.copy() if transpose else lhs, rhs, dimension_numbers=numbers)
+
+    calls = [lambda pair=pair, t=t: product(*pair, t) for pair in pairs for t in (False, True)]
+    assert device_pool.workers() == 6
+    results = device_pool.run_each(calls[:3])  # 3 calls side by side, each in 2 pieces of one BLAS thread
+    assert len(seen) == 3 and all(parts == 2 and set(threads) == {1} for parts, threads in seen)
+    for got, (lhs, rhs) in zip(results, [pairs[0], pairs[0], pairs[1]]):
+        np.testing.assert_allclose(got, lhs @ rhs, rtol=1e-5, atol=1e-5)
+    assert set(blas_threads()) == {6}  # the whole share again afterwards

@@ -145,3 +145,70 @@ def test_a_slurm_batch_script_is_not_a_launched_task(tmp_path):
     prog = write(tmp_path, USES_DEVICES_WITHOUT_INITIALIZE)
     result = run([PYTHON, "-W", "error::UserWarning", prog], child_env(SLURM_JOB_ID="7", SLURM_NTASKS="8"))
     assert result.returncode == 0, result.stderr
+
+
+# -- values that are not arrays, axes that are not in the mesh --------------------------------------------------
+
+def _raised(call) -> BaseException:
+    try:
+        call()
+    except Exception as error:  # noqa: BLE001 - the test inspects it
+        return error
+    raise AssertionError("no error")
+
+
+def _this_line_minus(n: int) -> str:
+    import sys
+    frame = sys._getframe(1)
+    return f"{__file__}:{frame.f_lineno - n}"
+
+
+def test_device_put_of_a_string_says_what_jax_says_at_the_users_line():
+    import jax
+    import meshax
+
+    theirs = _raised(lambda: jax.device_put("hello"))
+    ours = _raised(lambda: meshax.device_put("hello"))
+    site = _this_line_minus(1)
+    assert type(ours) is type(theirs) is TypeError
+    assert str(ours).startswith(str(theirs)), (ours, theirs)  # "Argument 'hello' of type <class 'str'> is not..."
+    assert site in str(ours) and "device_put" in str(ours) and "dtype_of" not in str(ours)
+    ours = _raised(lambda: meshax.device_put({"a": b"x"}))
+    assert str(ours).startswith("Argument b'x' of type <class 'bytes'> is not a valid JAX type"), ours
+
+
+@pytest.mark.parametrize("make", ["PRNGKey", "key"])
+def test_a_string_seed_says_what_jax_says_at_the_users_line(make):
+    import jax
+    import meshax
+
+    theirs = _raised(lambda: getattr(jax.random, make)("x"))
+    ours = _raised(lambda: getattr(meshax.random, make)("x"))
+    site = _this_line_minus(1)
+    assert type(ours) is type(theirs) is TypeError
+    assert str(ours).startswith(str(theirs)), (ours, theirs)  # "Value 'x' with dtype <U1 is not a valid JAX..."
+    assert site in str(ours) and "must be an integer" in str(ours) and "canonicalize_dtype" not in str(ours)
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+@pytest.mark.parametrize("which", ["in_specs", "out_specs"])
+def test_a_spec_naming_an_axis_outside_the_mesh_says_so_at_the_users_line(which, jitted):
+    import meshax
+    import meshax.numpy as jnp
+    from meshax.sharding import PartitionSpec as P
+
+    mesh = meshax.make_mesh((1,), ("x",))
+    specs = {"in_specs": P("x"), "out_specs": P("x"), which: P("zz")}
+    mapped = meshax.shard_map(lambda a: a * 2, mesh=mesh, **specs)
+    call = meshax.jit(mapped) if jitted else mapped
+    error = _raised(lambda: call(jnp.arange(4.0)))
+    site = _this_line_minus(1)
+    assert isinstance(error, ValueError)
+    assert str(error) == (f"shard_map {which} PartitionSpec('zz',) (at {site} in <lambda>) names axis 'zz', which is "
+                          "not in the mesh: its axes are ('x',).")
+    # a correct spec still works, and an axis of the mesh left out of axis_names is named as such
+    assert jnp.array_equal(meshax.shard_map(lambda a: a * 2, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(
+        jnp.arange(4.0)), jnp.arange(4.0) * 2)
+    mesh2 = meshax.make_mesh((1, 1), ("x", "y"))
+    partial = meshax.shard_map(lambda a: a, mesh=mesh2, axis_names={"x"}, **{**specs, which: P("y")})
+    assert "names the mesh axis 'y', which is not in axis_names=('x',)" in str(_raised(lambda: partial(jnp.ones(4))))

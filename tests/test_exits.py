@@ -134,7 +134,7 @@ def test_a_failure_under_the_launcher_is_reported_once_naming_the_users_line():
     report = ("meshax: process 1 failed: uncaught ValueError: cannot reshape an array of shape (6,) (size 6) into "
               "shape (4,). at ")
     assert err.count(report) == 1, err
-    assert f"{JOB}:29 in <module>" in err.split(report)[1].splitlines()[0]  # the user's line, not meshax's
+    assert f"{JOB}:31 in <module>" in err.split(report)[1].splitlines()[0]  # the user's line, not meshax's
     assert err.count("Traceback") == 1 and "[1] Traceback" in err  # only the failing process's own
     launcher_lines = [line for line in err.splitlines() if line.startswith("meshax launch:")]
     assert len(launcher_lines) == 1  # "; stopping the others" only if they had not stopped before it exited

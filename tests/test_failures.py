@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from multiprocess import PYTHON, child_env, collect, free_port, kill_group, run_independent, start
+from multiprocess import PYTHON, child_env, collect, free_port, kill_group, run_independent, run_mpiexec, start
 
 INIT_ONLY = "tests/programs/init_only.py"
 WAIT_THEN_DIE = "tests/programs/wait_then_die.py"
@@ -69,6 +69,37 @@ def test_a_frozen_process_is_named_after_the_heartbeat_timeout():
     for result in results:
         assert result.returncode != 0
         assert "process 3" in result.stderr and "stopped answering" in result.stderr, result.stderr
+
+
+def test_a_stopped_process_is_named_while_the_others_wait_and_blames_itself_when_resumed():
+    """SIGSTOP one of four while the others wait in a barrier: every "still waiting" line names it; after the
+    heartbeat timeout the others stop naming it; resumed, it does not blame process 0 for its own silence."""
+    address = f"localhost:{free_port()}"
+    env = child_env(2, MESHAX_STILL_WAITING_SECONDS="10")  # the first line comes after a survey found it silent
+    procs = [start([PYTHON, WAIT_THEN_DIE, address, str(i), "4", "barrier", "3", "40"], env) for i in range(4)]
+    try:
+        for proc in procs:
+            wait_for_line(proc, "READY", timeout=60)
+        time.sleep(0.5)
+        os.kill(procs[3].pid, signal.SIGSTOP)
+        hit_at = time.monotonic()
+        results = collect(procs[:3], timeout=120)
+        elapsed = time.monotonic() - hit_at
+        os.kill(procs[3].pid, signal.SIGCONT)
+        stopped = collect(procs[3:], timeout=30)[0]
+    finally:
+        for proc in procs:
+            kill_group(proc)
+    assert elapsed < 100  # heartbeat_timeout_seconds=40
+    for result in results:
+        assert result.returncode != 0
+        waiting = [line for line in result.stderr.splitlines() if "still waiting" in line]
+        assert waiting and all("process 3, which has not answered for" in line and "stopped?" in line
+                               for line in waiting), result.stderr
+        assert "process 3 (pid" in result.stderr and "stopped answering" in result.stderr, result.stderr
+    assert stopped.returncode != 0
+    assert "process 3 (pid" in stopped.stderr and "stopped answering" in stopped.stderr, stopped.stderr
+    assert "process 0 (the coordinator" not in stopped.stderr and "lost the connection" not in stopped.stderr
 
 
 def test_process_id_out_of_range():
@@ -234,3 +265,73 @@ def test_host_data_of_different_shapes_is_refused_everywhere():
     for result in collect(procs, timeout=60):
         assert result.returncode != 0 and "FINISHED" not in result.stdout
         assert "process 1: in device_put of host data ((6, 4), '<f4')" in result.stderr, result.stderr
+
+
+def test_a_process_with_a_negative_id_ends_the_start_up_of_every_process():
+    """process_id=-1 knows the job token, so it tells the coordinator why it cannot join: the others stop at
+    once (they would wait 120 s), naming it and the reason."""
+    address = f"localhost:{free_port()}"
+    env = child_env(1, MESHAX_STILL_WAITING_SECONDS="1")
+    procs = [start([PYTHON, INIT_ONLY, address, str(i), "4", "120"], env) for i in (0, 1, 3)]
+    misfit = None
+    try:
+        deadline = time.monotonic() + 60
+        while "still waiting for processes" not in procs[0].stderr.readline():  # the coordinator is up
+            assert time.monotonic() < deadline and procs[0].poll() is None
+        misfit = start([PYTHON, INIT_ONLY, address, "-1", "4", "120"], env)
+        misfit_result = collect([misfit], timeout=60)[0]
+        misfit_ended = time.monotonic()
+        results = collect(procs, timeout=60)
+        elapsed = time.monotonic() - misfit_ended
+    finally:
+        for proc in [*procs, misfit]:
+            if proc is not None:
+                kill_group(proc)
+    assert elapsed < 15
+    assert misfit_result.returncode != 0
+    assert "ValueError: process_id=-1 is out of range for num_processes=4" in misfit_result.stderr
+    for result in results:
+        assert result.returncode != 0 and "OK" not in result.stdout
+        assert "could not join the job: process_id=-1 is out of range for num_processes=4" in result.stderr, \
+            result.stderr
+
+
+def test_a_process_that_dies_after_connecting_ends_the_start_up():
+    """Process 2 registers, then is killed while the job waits for process 3: the others stop at once."""
+    address = f"localhost:{free_port()}"
+    env = child_env(1, MESHAX_STILL_WAITING_SECONDS="1")
+    procs = [start([PYTHON, INIT_ONLY, address, str(i), "4", "120"], env) for i in range(3)]
+    try:
+        deadline = time.monotonic() + 60
+        while "still waiting for processes [3]" not in procs[2].stderr.readline():  # it has registered
+            assert time.monotonic() < deadline and procs[2].poll() is None
+        os.kill(procs[2].pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        results = collect(procs[:2], timeout=60)
+        elapsed = time.monotonic() - killed_at
+    finally:
+        for proc in procs:
+            kill_group(proc)
+    assert elapsed < 15
+    for result in results:
+        assert result.returncode != 0 and "OK" not in result.stdout
+        assert "process 2 (pid" in result.stderr and "died during start-up" in result.stderr, result.stderr
+
+
+def test_a_launcher_start_that_never_completes_times_out_naming_the_cause(tmp_path):
+    """Under mpiexec a process that exits before initialize() leaves the others in MPI_Init (mpiexec does not
+    stop them): they end at initialization_timeout saying so."""
+    script = tmp_path / "prog.py"
+    script.write_text(
+        "import os, sys\n"
+        "if os.environ.get('PMI_RANK') == '2':\n"
+        "    sys.exit('rank 2: bad configuration')\n"
+        "import meshax\n"
+        "meshax.distributed.initialize(initialization_timeout=8)\n"
+        "print('JOINED', flush=True)\n"
+    )
+    result = run_mpiexec(str(script), 4, 1, timeout=60)
+    assert result.returncode != 0 and "JOINED" not in result.stdout
+    assert "rank 2: bad configuration" in result.stderr
+    assert "MPI_Init under the MPI launcher did not complete within 8 s" in result.stderr, result.stderr  # then
+    # mpiexec stops the others: one such line or more

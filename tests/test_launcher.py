@@ -357,3 +357,56 @@ def test_usage_error_via_python_m(tmp_path):
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1].endswith(f"script not found: {tmp_path / 'missing.py'}")
     assert result.stdout == ""
+
+
+def test_a_child_killed_before_it_joins_ends_the_start_up(tmp_path):
+    """Process 2 dies before it connects to the coordinator; the others, waiting for it in initialize() (with a
+    120 s timeout), are stopped within 15 s, and the launcher names process 2 and how it died."""
+    script = write_script(tmp_path, """\
+        import os, signal, sys, time
+        if os.environ["MESHAX_PROCESS_ID"] == "2":
+            print(f"DYING {time.time():.3f}", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        import meshax
+        meshax.distributed.initialize(initialization_timeout=120)
+        print("JOINED", flush=True)
+    """)
+    result = subprocess.run(launcher_cmd("-n", 4, "--cpu-devices", 1, script), env=launcher_env(),
+                            capture_output=True, text=True, timeout=100)
+    ended = time.time()
+    died = [float(line.split()[1]) for line in lines_of(result.stdout, 2) if line.startswith("DYING")]
+    assert len(died) == 1, result.stdout + result.stderr
+    assert ended - died[0] < 15, result.stderr
+    assert result.returncode == 137, result.stderr
+    assert "meshax launch: process 2 exited with code 137 (killed by SIGKILL); stopping the others" in result.stderr
+    assert "JOINED" not in result.stdout
+
+
+def test_a_child_that_exits_before_it_joins_is_named_by_the_others(tmp_path):
+    """Process 2 exits once the coordinator is up but before it connects: the launcher tells the coordinator
+    (it knows the job token), which ends every process's start-up at once, naming process 2 and its exit."""
+    script = write_script(tmp_path, """\
+        import os, socket, sys, time
+        if os.environ["MESHAX_PROCESS_ID"] == "2":
+            host, port = os.environ["MESHAX_COORDINATOR_ADDRESS"].rsplit(":", 1)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    socket.create_connection((host, int(port)), timeout=5).close()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            sys.exit("process 2: bad configuration")
+        import meshax
+        meshax.distributed.initialize(initialization_timeout=120)
+        print("JOINED", flush=True)
+    """)
+    result = subprocess.run(launcher_cmd("-n", 4, "--cpu-devices", 1, script), env=launcher_env(),
+                            capture_output=True, text=True, timeout=100)
+    assert result.returncode == 1, result.stderr
+    assert "meshax launch: process 2 exited with code 1; stopping the others" in result.stderr
+    assert "JOINED" not in result.stdout
+    told = ("process 2 (pid ", ", started by meshax launch) could not join the job: it exited with code 1 before "
+            "every process had joined")
+    children = "\n".join(line for i in (0, 1, 3) for line in lines_of(result.stderr, i))  # each report shown once
+    assert all(part in children for part in told), result.stderr

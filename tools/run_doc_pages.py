@@ -192,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give a directory of .md pages (or pages)")
     report, bad = {}, False
     for page in pages_in(args.paths):
+        if not cells_of(page):
+            continue  # prose only
         theirs = _run_in_child(page, "jax", args.timeout, args.devices)
         ours = _run_in_child(page, "meshax", args.timeout, args.devices)
         verdicts = compare(ours, theirs)

@@ -15,8 +15,10 @@ One batch (--batch rows of --features, from the examples' make_dataset) is place
 warm-up steps and S timed steps, each after a barrier (meshax: the runtime's MPI barrier; JAX:
 multihost_utils.sync_global_devices), timed on every process from the call until the new
 parameters and the loss are ready. Every step's loss is kept (a check that both libraries train
-alike). The record goes to $BENCH_RECORD_DIR/<rank>.json, rewritten after every step; the process
-exits with status 3 if it runs longer than --budget seconds.
+alike). With --floor-steps (meshax jobs), the same processes then time the hand-written NumPy step of
+train_floor.py (one warm-up step, then that many timed steps, each after a barrier). The record goes to
+$BENCH_RECORD_DIR/<rank>.json, rewritten after every step; the process exits with status 3 if it runs
+longer than --budget seconds.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from records import RecordWriter
+from train_floor import floor_step, local_rows, mpi_allreduce
 from worker_support import Backend, start_watchdog
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -101,6 +104,7 @@ def main() -> int:
     parser.add_argument("--classes", type=int, default=10)
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--budget", type=float, required=True)
+    parser.add_argument("--floor-steps", type=int, default=0, help="meshax: then time the NumPy floor's step")
     parser.add_argument("--address", default=None)
     parser.add_argument("--process-id", type=int, default=0)
     parser.add_argument("--processes", type=int, default=1)
@@ -123,9 +127,37 @@ def main() -> int:
         record["warmup_times" if step < args.warmup else "times"].append(elapsed)
         record["losses"].append(float(loss))
         writer.write(every=0)
+    if b.name == "meshax" and args.floor_steps:
+        run_floor(b, common, args, writer)
     b.barrier()
     writer.write(complete=True)
     return 0
+
+
+def run_floor(b: Backend, common: types.ModuleType, args: argparse.Namespace, writer: RecordWriter) -> None:
+    """The NumPy floor (train_floor.py) in this process, with this controller's CPU budget as BLAS threads:
+    one warm-up step, then --floor-steps timed steps, each after a barrier."""
+    from threadpoolctl import threadpool_limits
+
+    from meshax._src.runtime.cpu_budget import compute_threads
+
+    params = common.init_params([args.features, args.width, args.width, args.classes])
+    xs, labels = common.make_dataset(1, args.batch, args.features, args.classes)
+    x = local_rows(xs[0], b.rank, b.size)
+    one_hot = np.eye(args.classes, dtype=np.float32)[local_rows(labels[0], b.rank, b.size)]
+    allreduce = mpi_allreduce(b.world)
+    record = writer.record
+    record.update(floor_threads=compute_threads(), floor_times=[], floor_losses=[])
+    with threadpool_limits(limits=compute_threads(), user_api="blas"):
+        for step in range(1 + args.floor_steps):
+            b.barrier()
+            start = time.perf_counter()
+            params, loss = floor_step(params, x, one_hot, args.lr, args.batch, allreduce)
+            elapsed = time.perf_counter() - start
+            if step:
+                record["floor_times"].append(elapsed)
+            record["floor_losses"].append(loss)
+            writer.write(every=0)
 
 
 if __name__ == "__main__":

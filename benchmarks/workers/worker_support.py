@@ -5,6 +5,7 @@ import argparse
 import os
 import sys
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -52,6 +53,11 @@ class Backend:
 
             self._world = runtime().world
         self._barriers = 0
+
+    @property
+    def world(self) -> Any:
+        """meshax's MPI world communicator (None for one process or JAX)."""
+        return self._world
 
     def barrier(self) -> None:
         if self.size == 1:

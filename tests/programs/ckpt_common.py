@@ -30,6 +30,9 @@ def expected(step: int) -> dict:
     }
 
 
+REFUSAL_STEPS = (5, 6, 7, 3, 7, 6, 8)  # saved in turn by both CheckpointManagers: which saves do they refuse?
+
+
 def leaves_with_names(tree, prefix=""):
     """[(dotted name, leaf)] of a tree of dicts, lists and tuples (None leaves included)."""
     if isinstance(tree, dict):

@@ -6,6 +6,11 @@ restore-orbax  the same for a checkpoint that tests/programs/ckpt_orbax.py wrote
 crash     CheckpointManager(DIR): commit step 1, then the last process is SIGKILLed while writing step 2
 resume    after `crash`: step 1 is the latest and restorable, step 2 is refused, the next saves clean up
 missing   process 1 never calls save() and waits in another barrier: the job fails naming both barriers
+disagree  processes passing different paths, trees, host values or steps, or one unable to save: every process
+          raises naming the difference and the processes, nothing is written, and agreeing calls go on working
+force-crash  save DIR/ckpt (step 1), then process 0 dies inside save(force=True) of step 2 between its renames
+force-resume after `force-crash`: restore gives step 1; save(force=True) of step 3 replaces it
+restore-split  restore DIR/ckpt (damaged by the test) onto Mesh((n,)) P('d'), whose row blocks split stored chunks
 Every process prints `CHECK <name>` for each check it passed.
 """
 import json
@@ -242,6 +247,73 @@ elif MODE == "resume":
     handle = ckpt.async_save(os.path.join(DIR, "async"), put(expected(4)))
     handle.wait()
     check_restored("async", ckpt.restore(os.path.join(DIR, "async"), put(expected(4))), expected(4))
+elif MODE == "disagree":
+    last = meshax.process_count() - 1
+
+    def fails(tag: str, call, *needles: str) -> None:
+        try:
+            call()
+        except (ValueError, TypeError) as error:
+            for needle in needles:
+                assert needle in str(error), (tag, needle, str(error))
+            assert not [name for name in os.listdir(DIR) if name != "run"], os.listdir(DIR)  # nothing written
+            ok(tag)
+            return
+        raise AssertionError(f"{tag}: no error")
+
+    tree = put(expected(1))
+    other = os.path.join(DIR, "other")
+    fails("path", lambda: ckpt.save(other if here == last else os.path.join(DIR, "ckpt"), tree),
+          f"processes {list(range(last))} '{os.path.join(DIR, 'ckpt')}', process {last} '{other}'")
+    shrunk = dict(tree, params=[dict(tree["params"][0], w=tree["params"][0]["w"][:, :9]), tree["params"][1]])
+    fails("tree", lambda: ckpt.save(os.path.join(DIR, "ckpt"), shrunk if here == last else tree),
+          "leaf 'params.0.w'", "float32[16, 12]", "float32[16, 9]", f"process {last}")
+    fails("host value", lambda: ckpt.save(os.path.join(DIR, "ckpt"), dict(tree, scalar=float(here))),
+          "leaf 'scalar'", "different values", "process 0 and process 1")
+    fails("one cannot", lambda: ckpt.save(os.path.join(DIR, "ckpt"), dict(tree, none="text") if here == 1 else tree),
+          "leaf 'none' is a str" if here == 1 else "process 1 failed (process 1: TypeError: leaf 'none' is a str")
+    manager = ckpt.CheckpointManager(os.path.join(DIR, "run"))
+    for step in (1, 2):
+        STEP = step
+        assert manager.save(step, put(expected(step))) is True
+    assert manager.save(1, tree) is False and manager.all_steps() == [1, 2]
+    ok("old step refused")
+    asked = 1 if here == last else 2
+    fails("restore steps", lambda: manager.restore(asked, put(expected(asked))),
+          f"processes {list(range(last))} 2, process {last} 1")
+    check_restored("agreeing restore", manager.restore(None, put(expected(2))), expected(2))
+elif MODE == "force-crash":
+    path = os.path.join(DIR, "ckpt")
+    ckpt.save(path, put(expected(1)))
+    ok("step 1 saved")
+    if here == 0:
+        rename = os.rename
+
+        def rename_then_die(source, target):
+            if source.endswith(".meshax-checkpoint-tmp"):  # the old one is aside, the new one not yet in place
+                say("DYING between the renames")
+                os.kill(os.getpid(), signal.SIGKILL)
+            rename(source, target)
+
+        os.rename = rename_then_die
+    STEP = 2
+    ckpt.save(path, put(expected(2)), force=True)
+    raise SystemExit("the save of step 2 should not have completed")
+elif MODE == "force-resume":
+    path = os.path.join(DIR, "ckpt")
+    check_restored("restore step 1", ckpt.restore(path, put(expected(1))), expected(1))
+    STEP = 3
+    ckpt.save(path, put(expected(3)), force=True)
+    assert sorted(os.listdir(DIR)) == ["ckpt"], os.listdir(DIR)
+    check_restored("replaced by step 3", ckpt.restore(path, put(expected(3))), expected(3))
+elif MODE == "restore-split":
+    want = expected(STEP)
+    target = target_tree(want, lambda name, shape: NamedSharding(meshax.make_mesh((n,), ("d",)),
+                                                                 P("d") if shape else P()))
+    try:
+        check_restored("restore split intact", ckpt.restore(os.path.join(DIR, "ckpt"), target), want)
+    except ValueError as error:
+        say(f"CHECK corrupt {error}")
 elif MODE == "missing":
     tree = put(expected(1))
     if here == 1:

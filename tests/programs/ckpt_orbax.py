@@ -5,6 +5,8 @@ ckpt_orbax.py write DIR STEP FMT save expected(STEP) with Orbax as FMT: zarr2 (u
                                  (use_ocdbt=False, use_zarr3=True) or ocdbt (Orbax's default)
 ckpt_orbax.py manager DIR STEP   Orbax's CheckpointManager finds meshax CheckpointManager's steps in DIR and
                                  restores the latest, STEP: {"w": float32 (8, 4) full of STEP, "n": STEP}
+ckpt_orbax.py refusals DIR 0     what Orbax's CheckpointManager(max_to_keep=2).save answers for the steps
+                                 REFUSAL_STEPS in turn, and the steps it keeps
 """
 import os
 import sys
@@ -72,5 +74,14 @@ elif MODE == "manager":
     check_shards("w", got["w"], np.full((8, 4), STEP, np.float32), target["w"].sharding)
     assert got["n"] == STEP, got
     say(f"CHECK orbax manager steps {manager.all_steps()}")
+elif MODE == "refusals":
+    from ckpt_common import REFUSAL_STEPS
+
+    manager = ocp.CheckpointManager(DIR, options=ocp.CheckpointManagerOptions(max_to_keep=2))
+    answers = []
+    for step in REFUSAL_STEPS:
+        answers.append(bool(manager.save(step, args=ocp.args.StandardSave({"n": np.full(3, step, np.int32)}))))
+        manager.wait_until_finished()
+    say(f"CHECK orbax refusals {answers} steps {manager.all_steps()}")
 else:
     raise SystemExit(f"unknown mode {MODE}")

@@ -1,5 +1,6 @@
 """Args: mode [address id n]. Every process initialises (from the launcher's environment without the
-address arguments), makes the shared-memory window (a 4 MB allreduce) and prints "READY pid segments...";
+address arguments), makes the shared-memory window (a 4 MB allreduce), prints "READY pid segments..." and
+waits for the others to print it too;
 mode=wait: process 1 sleeps while the others wait in a barrier (the test sends a signal);
 mode=fail: process 1 asks meshax for an impossible reshape while the others wait in a barrier;
 mode=slow: process 1 sleeps 3 s; the others print the CPU and wall time they spent waiting for it."""
@@ -22,6 +23,7 @@ else:
 group = runtime().process_group(range(meshax.process_count()))
 group.allreduce(np.ones(1 << 20, np.float32))
 print("READY", os.getpid(), *sorted(mpi.mapped_shared_memory()), flush=True)
+group.barrier()  # every process has listed the segments before one fails and unlinks them
 me = meshax.process_index()
 if mode == "wait" and me == 1:
     time.sleep(120)

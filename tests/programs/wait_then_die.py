@@ -1,5 +1,6 @@
-"""Args: address id n mode victim. Every process initialises and prints READY; then all but the victim
-block in an MPI barrier (mode=barrier) or a 4 MB allreduce (mode=allreduce); the test kills the victim."""
+"""Args: address id n mode victim [heartbeat_timeout, default 5]. Every process initialises and prints READY;
+then all but the victim block in an MPI barrier (mode=barrier) or a 4 MB allreduce (mode=allreduce); the test
+kills the victim."""
 import sys
 import time
 
@@ -8,7 +9,9 @@ import numpy as np
 import meshax
 from meshax._src.runtime.distributed import runtime
 
-meshax.distributed.initialize(sys.argv[1], int(sys.argv[3]), int(sys.argv[2]), heartbeat_timeout_seconds=5)
+heartbeat_timeout = float(sys.argv[6]) if len(sys.argv) > 6 else 5
+meshax.distributed.initialize(sys.argv[1], int(sys.argv[3]), int(sys.argv[2]),
+                              heartbeat_timeout_seconds=heartbeat_timeout)
 group = runtime().process_group(range(meshax.process_count()))
 print("READY", flush=True)
 if meshax.process_index() == int(sys.argv[5]):

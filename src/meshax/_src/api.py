@@ -12,7 +12,9 @@ from .core import Tracer
 from .devices import Device
 from .dtypes import canonicalize_dtype, dtype_of
 from .sharding import Box, NamedSharding, Sharding, SingleDeviceSharding, to_sharding, unique_boxes
-from .transfer import _array_from_boxes, box_shape, from_host, reshard
+from .runtime.history import note, ordered
+from .runtime.watch import user_site_key
+from .transfer import _array_from_boxes, box_shape, from_host, placement, reshard
 from .tree_util import tree_flatten, tree_map, tree_unflatten
 
 
@@ -31,22 +33,45 @@ def _put_one(x: Any, target: Any) -> Any:
         sharding: Sharding = SingleDeviceSharding(device_table.local_devices()[0])
     else:
         sharding = to_sharding(target)
-    if isinstance(x, Array):
+    if isinstance(x, Array) and (x.committed or x.sharding == sharding):
         return reshard(x, sharding)
-    value, weak = host_value(x)
+    if isinstance(x, Array):
+        value, weak = np.asarray(x), x.weak_type
+    else:
+        try:
+            value, weak = host_value(x)
+        except TypeError:
+            from .runtime.watch import user_site
+
+            dtype = f" with {x.dtype!r}, not a numeric dtype," if hasattr(x, "dtype") else ""
+            raise TypeError(f"Argument {x!r:.100} of type {type(x)}{dtype} is not a valid JAX type: device_put "
+                            f"(called at {user_site()}) places arrays, numbers and pytrees of them.") from None
     _check_host_data_agrees(value, sharding)
     return from_host(value, sharding, weak)
 
 
 def _check_host_data_agrees(value: np.ndarray, sharding: Sharding) -> None:
-    """Host data placed on devices of several processes must have one shape and dtype everywhere."""
+    """Host data placed on devices of several processes must have one shape and dtype everywhere, and go to
+    the same layout over the same devices in the same order: a mesh built from another device order on one
+    process fails here, naming each process's placement, instead of computing a wrong result. A user's own
+    thread (a prefetching loader) places data without this check (history.ordered)."""
     from .runtime.distributed import runtime
 
     processes = sharding.process_indices
     rt = runtime()
-    if rt is None or rt.num_processes == 1 or len(processes) < 2 or rt.process_id not in processes:
+    if rt is None or rt.num_processes == 1 or len(processes) < 2 or rt.process_id not in processes \
+            or not ordered():
         return
-    rt.process_group(processes).check_same("device_put of host data", (value.shape, value.dtype.str))
+    rt.process_group(processes).check_same("device_put of host data",
+                                           f"{(value.shape, value.dtype.str)} onto {placement(sharding)}")
+
+
+def _note_placement(what: str, shape: tuple[int, ...], dtype: np.dtype, sharding: Sharding) -> None:
+    """Record the creation of an array spanning several processes in their history: processes that build it
+    with different shapes, dtypes or device orders are stopped at their next communication, which names it."""
+    processes = sharding.process_indices
+    if len(processes) > 1 and device_table.process_index() in processes:
+        note(processes, f"{what} {shape} {np.dtype(dtype).str} {placement(sharding)}|{user_site_key()}", jit_call=False)
 
 
 def device_put(x: Any, device: Any = None, *, src: Any = None, donate: bool = False, may_alias: Any = None) -> Any:
@@ -109,6 +134,7 @@ def make_array_from_callback(shape: Sequence[int], sharding: Sharding,
         filled[box] = data
     final = _common_dtype(filled.values(), dtype)
     filled = {box: np.asarray(data, final) for box, data in filled.items()}
+    _note_placement("make_array_from_callback", shape, final, sharding)
     return _array_from_boxes(shape, final, sharding, filled, False)
 
 
@@ -141,6 +167,7 @@ def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Shardin
         raise ValueError("this process holds no shard of the array, so pass dtype= to say what it is.")
     final = _common_dtype(given.values(), dtype)
     buffers = {d: read_only(np.asarray(given[d], final)) for d in local}
+    _note_placement("make_array_from_single_device_arrays", shape, final, sharding)
     return Array(shape, final, sharding, buffers)
 
 
@@ -151,6 +178,7 @@ def make_array_from_process_local_data(sharding: Sharding, local_data: Any,
     here = device_table.process_index()
     shape = tuple(global_shape) if global_shape is not None else _infer_global_shape(sharding, data.shape)
     boxes = {d: b for d, b in sharding.device_boxes(shape).items() if d.process_index == here}
+    _note_placement("make_array_from_process_local_data", shape, data.dtype, sharding)
     if not boxes:
         return Array(shape, data.dtype, sharding, {})
     origin = tuple((min(b[i][0] for b in boxes.values()), max(b[i][1] for b in boxes.values()))

@@ -276,6 +276,15 @@ def _mpi_lines() -> list[str]:
     return [f"mpi4py:      {mpi4py.__version__}", f"MPI library: {library}"]
 
 
+def _compute_line() -> str:
+    from .runtime import cpu_budget
+
+    try:
+        return f"compute:     {cpu_budget.describe()}"
+    except ValueError as error:
+        return f"compute:     {error}"
+
+
 def info() -> int:
     """Print what ``meshax info`` shows; returns the exit code."""
     import numpy
@@ -287,6 +296,7 @@ def info() -> int:
         _device_line(processes),
         f"python:      {platform.python_version()} ({sys.executable})",
         f"numpy:       {numpy.__version__}",
+        _compute_line(),
         *_mpi_lines(),
     ]
     print("\n".join(lines), flush=True)

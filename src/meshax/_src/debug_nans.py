@@ -2,8 +2,8 @@
 
 Turning a check on installs a root trace that evaluates like the eager one, then looks at the
 local buffers of each floating result and raises FloatingPointError naming the operation, as JAX
-does. Jitted programs are evaluated equation by equation, so the error names the operation that
-made the NaN inside them too. Turning both checks off puts the plain eager trace back: no cost.
+does. Jitted programs then run unfused, equation by equation (JAX's de-optimized rerun), so the
+error names the operation that made the NaN inside them too. Turning both checks off puts the plain eager trace back: no cost.
 """
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import numpy as np
 from .array import Array
 from .core import Primitive, eager_trace, set_eager_trace
 from .interpreters.eager import EagerTrace
+from .interpreters.staging import inline_rules
+from .jaxpr import Jaxpr
 
 _plain = eager_trace()  # the root trace installed by interpreters.eager
 
@@ -27,6 +29,8 @@ class _CheckingEagerTrace(EagerTrace):
         self.nans, self.infs = nans, infs
 
     def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
+        if primitive in inline_rules and isinstance(params.get("jaxpr"), Jaxpr):
+            return inline_rules[primitive](*args, **params)  # a program (jit): unfused, each operation checked
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # the check below reports them
             outputs = super().process(primitive, args, params)
         for output in (outputs if primitive.multiple_results else [outputs]):

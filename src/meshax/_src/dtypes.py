@@ -345,6 +345,9 @@ def dtype_of(x: Any) -> tuple[np.dtype, bool]:
     * Lists and tuples (nested) give the :func:`result_type` of their leaves, not
       weak (so ``[np.int8(1), 2]`` is int8); an empty one gives the default float.
     """
+    if isinstance(x, str):  # a string value, e.g. jnp.asarray("x"): as JAX says it
+        raise TypeError(f"Value {x!r:.100} with dtype {np.asarray(x).dtype} is not a valid JAX array type. Only "
+                        "arrays of numeric types are supported by JAX.")
     if _is_dtype_specifier(x):
         raise TypeError(
             f"dtype_of expects a value, not the dtype specifier {x!r}; use canonicalize_dtype for that."

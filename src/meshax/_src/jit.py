@@ -19,6 +19,8 @@ from .api import device_put, host_value
 from .api_misc import jit_disabled
 from .array import Array
 from .core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
+from .interpreters.eager import eager_rules
+from .interpreters.fusion import run_eagerly
 from .interpreters.numpy_eval import structured_rules
 from .interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
 from .jaxpr import Jaxpr, eval_jaxpr
@@ -27,7 +29,7 @@ from . import devices as device_table
 from .partition import choose_mesh, sharding_for
 from .refs import Ref, unwrapped
 from . import residual_origins
-from .runtime.history import history
+from .runtime.history import note as note_call
 from .rules import replicated
 from .sharding import PartitionSpec, Sharding
 from .transfer import from_host
@@ -150,7 +152,7 @@ class Jitted:
                     del self._entries[next(iter(self._entries))]
                 shapes = ";".join(f"{leaf.shape}{leaf.dtype}" for leaf in leaves if isinstance(leaf, Array))
                 entry = self._entries[signature] = f"jit {getattr(self.fun, '__name__', 'fun')} {shapes}"
-            history(sorted(processes)).note(entry)
+            note_call(sorted(processes), entry)
 
     def _trace(self, structure: Any, leaves: list[Any], static_positional: tuple, static_named: tuple) -> tuple:
         out_structure = []
@@ -246,6 +248,7 @@ def _inline(*args: Any, jaxpr: Jaxpr, name: str) -> list[Any]:
 inline_rules[jit_p] = _inline
 vma_rules[jit_p] = keeps_own_vma
 structured_rules[jit_p] = lambda run, *args, jaxpr, name: run(jaxpr, (), args)
+eager_rules[jit_p] = lambda *args, jaxpr, name: run_eagerly(jaxpr, args)  # the simplified, fused program
 
 
 def _describe(structure: Any, signature: tuple) -> str:

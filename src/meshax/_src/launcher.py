@@ -21,7 +21,7 @@ from typing import IO
 
 from .cli import PROG, TIMEOUT_EXIT_CODE, free_port, info, parse_args
 
-from .runtime.client import PEER_FAILURE_EXIT_CODE
+from .runtime.client import PEER_FAILURE_EXIT_CODE, report_cannot_join
 
 KILL_DELAY = 2.0  # Seconds between SIGTERM and SIGKILL when stopping children.
 IDLE_WAKEUP = 1.0  # Longest sleep of the supervising loop when no deadline is near.
@@ -179,14 +179,16 @@ class _Job:
         self.kill_at: float | None = None  # When to SIGKILL the survivors.
         self.wakeup = threading.Event()  # Set when a child exits or a signal arrives.
         self.reports = _Reports()
+        self.address = ""
+        self.token = ""
 
     # -- lifecycle -----------------------------------------------------------
 
     def start(self) -> None:
         """Start the children and the threads relaying their output."""
         n = self.args.num_processes
-        address = self.args.coordinator or f"127.0.0.1:{free_port()}"
-        token = secrets.token_hex(32)  # this job's own secret, whatever the environment holds
+        self.address = address = self.args.coordinator or f"127.0.0.1:{free_port()}"
+        self.token = token = secrets.token_hex(32)  # this job's own secret, whatever the environment holds
         for i in range(n):
             if self.received_signal is not None:
                 break  # Interrupted while starting: start no more.
@@ -282,9 +284,22 @@ class _Job:
             text = f"process {process_id} {_describe(returncode)}"
             if self._running():
                 text += "; stopping the others"
+                self._tell_coordinator(process_id, returncode)
             _message(text)
             self.term_at = time.monotonic() + self.args.grace
         self.first_failure = _exit_code(returncode)
+
+    def _tell_coordinator(self, process_id: int, returncode: int) -> None:
+        """If the job is still starting, have the coordinator end every process's start-up now, naming the child
+        that exited (the others would wait for it until --grace ends); a running job notices deaths itself."""
+        report = {
+            "who": f"process {process_id} (pid {self.procs[process_id].pid}, started by {PROG} launch)",
+            "reason": f"it {_describe(returncode)} before every process had joined",
+            "source": "launcher",
+        }
+        # Tried until the others are stopped anyway: the coordinator may not be up yet, or it was the child that died.
+        threading.Thread(target=report_cannot_join, args=(self.address, self.token.encode(), report, self.args.grace),
+                         daemon=True).start()
 
     def _on_timeout(self) -> None:
         self.timed_out = True

@@ -293,7 +293,15 @@ def _seed_words(seed: Any) -> Any:
         return np.array([hi, seed & _MASK], _U32)
     if isinstance(seed, (float, complex, np.floating, np.complexfloating)):
         raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
-    seed = _lift(seed)
+    try:
+        seed = _lift(seed)
+    except TypeError:
+        from .runtime.watch import user_site
+
+        dtype = seed.dtype if hasattr(seed, "dtype") else np.asarray(seed).dtype
+        raise TypeError(f"Value {seed!r:.100} with dtype {dtype} is not a valid JAX array type. Only arrays of numeric "
+                        f"types are supported by JAX. The PRNG key seed (at {user_site()}) must be an integer, "
+                        "e.g. PRNGKey(0).") from None
     if seed.ndim:
         raise TypeError(f"PRNGKey accepts a scalar seed, but was given an array of shape {tuple(seed.shape)} != (). "
                         "Use a loop, or fold_in on a batch of keys.")

@@ -24,6 +24,7 @@ from .interpreters.eager import eager_rules
 from .collectives import gather_devices, group_index
 from .interpreters.shard_map import DeviceTrace, device_rules
 from .interpreters.staging import consts_as_inputs, trace_to_jaxpr
+from .interpreters.fusion import executable
 from .jaxpr import Jaxpr, eval_jaxpr
 from .mesh import Mesh, current_mesh
 from .partition import place, spec_of
@@ -130,7 +131,7 @@ def _run(*args: Any, jaxpr: Jaxpr, mesh: Mesh, in_specs: tuple, out_specs: tuple
         buffers = place(arg, mesh, spec, aval).local_buffers()
         inputs.append(trace.new(local_aval, {d: buffers[d] for d in trace.devices}))
     with set_current_trace(trace, finish=True), extend_axis_env(AxisFrame(mesh, manual_axes, check_vma)):
-        outputs = [trace.lift(o) for o in eval_jaxpr(jaxpr, (), inputs)]
+        outputs = [trace.lift(o) for o in eval_jaxpr(executable(jaxpr), (), inputs)]
     return [Array(aval.shape, aval.dtype, sharding, _read_only_values(out.payload, aval.dtype), aval.weak_type)
             for out, sharding, aval in zip(outputs, plan.out_shardings, out_avals)]
 
@@ -161,7 +162,7 @@ def _run_nested(trace: DeviceTrace, *args: Any, jaxpr: Jaxpr, mesh: Mesh, in_spe
         x = trace.lift(arg)
         inputs.append(inner.new(var.aval, {d: _block(x.payload[d], mesh, spec, d) for d in trace.devices}))
     with set_current_trace(inner, finish=True), extend_axis_env(AxisFrame(mesh, manual_axes, check_vma)):
-        outputs = [inner.lift(o) for o in eval_jaxpr(jaxpr, (), inputs)]
+        outputs = [inner.lift(o) for o in eval_jaxpr(executable(jaxpr), (), inputs)]
     return [trace.new(aval, _assembled(out.payload, mesh, spec)) for out, spec, aval in
             zip(outputs, out_specs, out_avals)]
 
@@ -212,6 +213,7 @@ def shard_map(f: Callable[..., Any] | None = None, mesh: Mesh | None = None, in_
             tuple(_spec_of_argument(x, the_mesh) for x in leaves)
         avals = [aval_of(x) for x in leaves]
         manual = _manual_axes(the_mesh, axis_names, specs)
+        _check_spec_axes(out_specs, the_mesh, manual, "out_specs")
         if current_trace() is eager_trace():  # eagerly, f runs per device (print shows each device's value)
             return _run_eagerly(f, the_mesh, structure, leaves, specs, out_specs, check_vma, manual)
         key = (structure, tuple(avals), specs, the_mesh, manual)
@@ -275,12 +277,26 @@ def _manual_axes(mesh: Mesh, axis_names: Any, specs: Sequence[PartitionSpec]) ->
     if unknown:
         raise ValueError(f"shard_map axis_names {sorted(unknown)} are not axes of the mesh {mesh.axis_names}.")
     manual = tuple(a for a in mesh.axis_names if a in chosen)
-    for spec in specs:
-        other = [a for a in spec_axes(spec) if a not in manual]
-        if other:
-            raise ValueError(f"shard_map in_specs {spec!r} names the mesh axes {other}, which are not in "
-                             f"axis_names={manual}; name only the axes this shard_map makes manual.")
+    _check_spec_axes(specs, mesh, manual, "in_specs")
     return manual
+
+
+def _check_spec_axes(specs: Any, mesh: Mesh, manual: tuple, what: str) -> None:
+    """Every axis the PartitionSpecs in `specs` (a tree of them) name is a manual axis of the mesh."""
+    flat, _ = tree_flatten(specs, is_leaf=lambda x: isinstance(x, PartitionSpec) or x is None)
+    for spec in flat:
+        if not isinstance(spec, PartitionSpec):
+            continue
+        for axis in spec_axes(spec):
+            if axis in manual:
+                continue
+            from .runtime.watch import user_site
+
+            if axis not in mesh.axis_names:
+                raise ValueError(f"shard_map {what} {spec!r} (at {user_site()}) names axis {axis!r}, which is not "
+                                 f"in the mesh: its axes are {mesh.axis_names}.")
+            raise ValueError(f"shard_map {what} {spec!r} (at {user_site()}) names the mesh axis {axis!r}, which "
+                             f"is not in axis_names={manual}; name only the axes this shard_map makes manual.")
 
 
 def _trace(f: Callable[..., Any], mesh: Mesh, structure: Any, avals: list[ShapedArray], specs: tuple,

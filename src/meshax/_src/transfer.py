@@ -9,6 +9,7 @@ between two processes are matched in plan order on a dedicated communicator.
 from __future__ import annotations
 
 import functools
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 from . import devices as device_table
 from .array import Array, read_only
 from .runtime.peers import Exchange
-from .sharding import Box, Sharding, unique_boxes
+from .sharding import Box, NamedSharding, Sharding, unique_boxes
 
 Region = tuple[slice, ...]
 
@@ -79,7 +80,8 @@ def reshard(array: Array, target: Sharding) -> Array:
     sources = array.local_boxes()
     filled, shared = _local_targets(target, array.shape, here, array.dtype, pieces, sources)
     entry = _entry(array.shape, array.dtype, array.sharding, target)
-    _exchange(pieces, here, sources, filled, shared, array.dtype, participants(array.sharding, target), entry)
+    _exchange(pieces, here, sources, filled, shared, array.dtype, participants(array.shape, array.sharding, target),
+              entry)
     return _array_from_boxes(array.shape, array.dtype, target, filled, array.weak_type)
 
 
@@ -121,7 +123,7 @@ def _exchange(pieces: tuple[Piece, ...], here: int, sources: dict[Box, np.ndarra
             source = sources[piece.source][relative(piece.box, piece.source)]
             filled[piece.target][relative(piece.box, piece.target)] = source
     messages = _messages(pieces, here)
-    if len(participants) < 2:
+    if len(participants) < 2 or here not in participants:
         return
     peers = sorted({p.sender if p.receiver == here else p.receiver for parts, _ in messages for p in parts})
     with Exchange(p2p_comm(), _TAG, f"device_put/reshard exchanging data with processes {peers}", participants,
@@ -146,14 +148,36 @@ def _exchange(pieces: tuple[Piece, ...], here: int, sources: dict[Box, np.ndarra
 
 @functools.lru_cache(maxsize=1024)
 def _entry(shape: tuple[int, ...], dtype: np.dtype, source: Sharding, target: Sharding) -> str:
-    """How a reshard is recorded in the participants' history."""
-    return f"reshard {shape} {dtype.str} {source} -> {target}"
+    """How a reshard is recorded in the participants' history: the two layouts with their devices in order,
+    so that processes whose meshes order devices differently disagree."""
+    return f"reshard {shape} {dtype.str} {placement(source)} -> {placement(target)}"
 
 
 @functools.lru_cache(maxsize=1024)
-def participants(source: Sharding, target: Sharding) -> tuple[int, ...]:
-    """The processes that take part in a reshard: those holding a source or a target device."""
-    return tuple(sorted({d.process_index for d in source.device_set | target.device_set}))
+def placement(sharding: Sharding) -> str:
+    """The sharding as processes compare it: its layout, canonical (equal shardings read the same however their
+    spec was spelled), and its devices' ids in order."""
+    ids = [device.id for device in sharding._device_list]
+    listed = ",".join(map(str, ids)) if len(ids) <= 16 else f"{len(ids)} devices, crc {zlib.crc32(str(ids).encode()):08x}"
+    if isinstance(sharding, NamedSharding):
+        mesh = sharding.mesh
+        axes = ", ".join(f"{name!r}: {size} {str(kind).rsplit('.', 1)[-1]}" for name, size, kind in
+                         zip(mesh.axis_names, mesh.axis_sizes, mesh.axis_types))
+        layout = f"NamedSharding(mesh=({axes}), split={sharding.spec.normalized()})"
+    else:
+        layout = repr(sharding)
+    return f"{layout} on devices [{listed}]"
+
+
+@functools.lru_cache(maxsize=1024)
+def participants(shape: tuple[int, ...], source: Sharding, target: Sharding) -> tuple[int, ...]:
+    """The processes that take part in a reshard, the same on each of them: those holding a target device and
+    those sending a piece to another process. A process holding only source devices that sends nothing does not
+    take part, and a reshard onto one process's devices from data it holds is that process's own business (each
+    process may move a replicated array to a device of its own)."""
+    pieces = plan(shape, source, target)
+    senders = {piece.sender for piece in pieces if piece.sender != piece.receiver}
+    return tuple(sorted(senders | {device.process_index for device in target.device_set}))
 
 
 def _messages(pieces: tuple[Piece, ...], here: int) -> list[tuple[list[Piece], Box]]:
@@ -195,9 +219,10 @@ def p2p_comm() -> Any:
     from .runtime.distributed import runtime
 
     rt = runtime()
-    if rt is None or rt.p2p is None:
+    comm = None if rt is None else rt.p2p_comm()
+    if comm is None:
         raise RuntimeError("moving data between processes needs meshax.distributed.initialize() first.")
-    return rt.p2p
+    return comm
 
 
 def _array_from_boxes(shape: tuple[int, ...], dtype: np.dtype, sharding: Sharding,

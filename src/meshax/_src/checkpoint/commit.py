@@ -1,10 +1,14 @@
-"""Atomic commit of a checkpoint written by many processes, and the agreement it needs.
+"""Atomic commit of a checkpoint written by many processes, the barriers it needs, and crash recovery.
 
 Every process writes into `<path>.meshax-checkpoint-tmp`; once all of them have said
 (through the coordinator's barriers) that their shards are on disk, process 0 writes the
 pytree metadata and renames the directory to `<path>`, the single step that commits it.
 A save that dies half-way leaves only the temporary directory, which restore ignores and
 the next save to that path (or CheckpointManager) removes.
+
+Replacing a checkpoint (force=True) first renames it to `<path>.meshax-checkpoint-old` and
+deletes that only after the new one is committed. A crash between the two renames leaves only
+the old one: restore reads it there, and the next save renames it back before anything else.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import os
 import shutil
 
 from .. import devices as device_table
+from .metadata import CHECKPOINT_METADATA, METADATA
 from .zarr_io import sync_dir
 
 TMP_SUFFIX = ".meshax-checkpoint-tmp"
@@ -22,6 +27,10 @@ _saves = itertools.count()
 
 def temporary_path(path: str) -> str:
     return path + TMP_SUFFIX
+
+
+def old_path(path: str) -> str:
+    return path + _OLD_SUFFIX
 
 
 def is_temporary(name: str) -> bool:
@@ -55,23 +64,78 @@ class Agreement:
             ) from None
 
 
-def prepare(path: str, force: bool) -> str:
-    """Check `path` may be written and give a fresh temporary directory (process 0 creates it)."""
-    if os.path.exists(path) and not force:
-        raise ValueError(
-            f"the checkpoint {path} already exists; pass force=True to overwrite it or choose another path."
-        )
+def _is_checkpoint(directory: str) -> bool:
+    return any(os.path.isfile(os.path.join(directory, *name)) for name in
+               ((METADATA,), (CHECKPOINT_METADATA,), ("default", METADATA)))
+
+
+def committed(path: str) -> str | None:
+    """The directory holding the committed checkpoint `path`: itself, or its old copy when a replacing save died
+    between its two renames; None when there is none."""
+    if os.path.isdir(path):
+        return path
+    old = old_path(path)
+    return old if os.path.isdir(old) and _is_checkpoint(old) else None
+
+
+def _cannot_save(path: str, why: str, fix: str, error: type[Exception] = ValueError) -> Exception:
+    return error(f"cannot save a checkpoint to {path}: {why}; {fix}.")
+
+
+def check_path(path: str, force: bool, writer: bool) -> None:
+    """Raise a clear error (what is wrong, and the fix) unless this process may save to `path`; `writer`: the
+    process that creates, replaces and commits it (process 0) also checks what is there already."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise _cannot_save(path, "it is a file", "choose a directory path (save() creates the directory)",
+                           FileExistsError)
+    ancestor = os.path.dirname(path)
+    while not os.path.exists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise _cannot_save(path, f"{ancestor} is a file, not a directory", "choose a path inside a directory",
+                           NotADirectoryError)
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise _cannot_save(path, f"this process may not create files in {ancestor} (read-only or no write "
+                           "permission)", "choose a writable directory or change its permissions", PermissionError)
+    existing = committed(path) if writer else None
+    if existing is not None and not force:
+        raise ValueError(f"the checkpoint {path} already exists; pass force=True to overwrite it or choose "
+                         "another path.")
+    if existing is not None and os.listdir(existing) and not _is_checkpoint(existing):
+        raise _cannot_save(path, "the directory exists and is not a checkpoint (force=True replaces only "
+                           "checkpoints, never other data)", "choose another path")
+
+
+def recover(path: str) -> None:
+    """Undo what a crashed save left at `path` (process 0): move a lone old copy back, drop leftovers."""
+    old = old_path(path)
+    if os.path.isdir(old):
+        if os.path.isdir(path):
+            shutil.rmtree(old, ignore_errors=True)  # the new checkpoint was committed; the old one is garbage
+        elif _is_checkpoint(old):
+            os.rename(old, path)  # died between the renames: the old checkpoint is the committed one
+            sync_dir(os.path.dirname(path) or ".")
+    shutil.rmtree(temporary_path(path), ignore_errors=True)
+
+
+def prepare(path: str) -> str:
+    """Recover `path` from any crashed save and give a fresh temporary directory (process 0 creates it)."""
     tmp = temporary_path(path)
     if device_table.process_index() == 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        os.makedirs(tmp)
+        recover(path)
+        try:
+            os.makedirs(tmp)
+        except OSError as error:
+            raise _cannot_save(path, f"creating {tmp} failed ({error.strerror or error})",
+                               "choose a writable directory", type(error)) from None
     return tmp
 
 
 def commit(tmp: str, path: str) -> None:
-    """Make the finished `tmp` visible as `path` with one rename (process 0 only)."""
+    """Make the finished `tmp` visible as `path` with one rename (process 0 only); a checkpoint it replaces
+    stays whole (renamed aside) until then."""
     sync_dir(tmp)
-    old = path + _OLD_SUFFIX
+    old = old_path(path)
     if os.path.exists(path):
         shutil.rmtree(old, ignore_errors=True)
         os.rename(path, old)
@@ -80,23 +144,25 @@ def commit(tmp: str, path: str) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def remove_partial(directory: str) -> list[str]:
-    """Delete the leftovers of interrupted saves directly under `directory`; returns their names."""
+def recover_directory(directory: str) -> list[str]:
+    """Recover every checkpoint directly under `directory` from crashed saves (process 0); returns the names of
+    the leftovers it handled."""
     if not os.path.isdir(directory):
         return []
-    removed = [name for name in sorted(os.listdir(directory)) if is_temporary(name)]
-    for name in removed:
-        shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
-    return removed
+    names = [name for name in sorted(os.listdir(directory)) if is_temporary(name)]
+    for name in names:
+        base = name[:-len(TMP_SUFFIX)] if name.endswith(TMP_SUFFIX) else name[:-len(_OLD_SUFFIX)]
+        recover(os.path.join(directory, base))
+    return names
 
 
-def check_committed(path: str) -> None:
-    """Raise a clear error unless `path` is a committed checkpoint directory."""
-    if os.path.isdir(path):
-        return
+def check_committed(path: str) -> str:
+    """The directory holding the committed checkpoint `path` (see `committed`); raise a clear error if none."""
+    existing = committed(path)
+    if existing is not None:
+        return existing
     if os.path.isdir(temporary_path(path)):
         raise FileNotFoundError(
             f"the checkpoint {path} was never committed: its save was interrupted (the partial data is in "
-            f"{temporary_path(path)}); restore an earlier checkpoint."
-        )
+            f"{temporary_path(path)}); restore an earlier checkpoint.")
     raise FileNotFoundError(f"no checkpoint at {path}; check the path (save() creates it).")

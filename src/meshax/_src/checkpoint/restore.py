@@ -8,18 +8,18 @@ import numpy as np
 
 from .. import devices as device_table
 from ..array import Array
-from ..sharding import Box, Sharding, unique_boxes
+from ..sharding import Sharding, unique_boxes
 from ..transfer import _array_from_boxes
-from . import commit, metadata, zarr_io
+from . import agreement, checksums, commit, metadata, zarr_io
 from .metadata import LeafInfo
 
 
-def _opener(path: str, fields: dict[str, Any]) -> Any:
+def _opener(path: str, fields: dict[str, Any], sums: checksums.ChunkChecksums | None) -> Any:
     if fields.get("use_ocdbt"):
         from .ocdbt import OcdbtLeaf
 
         return lambda name: OcdbtLeaf(path, name, bool(fields.get("use_zarr3")))
-    return lambda name: zarr_io.ArraySource(os.path.join(path, name), name)
+    return lambda name: zarr_io.ArraySource(os.path.join(path, name), name, sums)
 
 
 def _describe(target: Any) -> tuple[Any, tuple[int, ...] | None, np.dtype | None]:
@@ -81,22 +81,61 @@ def _match(path: str, leaves: list[LeafInfo], target: Any) -> tuple[list[tuple[L
     return [(saved[".".join(k for k, _ in keys)], value) for keys, value in pairs], structure
 
 
+def _spanned_processes(target: Any) -> list[int]:
+    """The processes that the target's shardings span: those that must restore together."""
+    from ..tree_util import tree_leaves
+
+    ranks: set[int] = set()
+    for leaf in tree_leaves(target, is_leaf=lambda x: isinstance(x, Sharding)):
+        sharding = _describe(leaf)[0] if leaf is not None else None
+        if sharding is not None:
+            ranks.update(sharding.process_indices)
+    return sorted(ranks)
+
+
+def _open(path: str, step: int | None) -> tuple[str, list[LeafInfo], Any]:
+    """(the directory holding the pytree, its leaves, their opener)."""
+    path = commit.check_committed(path)
+    item = os.path.join(path, "default")  # a step of a CheckpointManager (meshax's or Orbax's): its single item
+    if not os.path.exists(os.path.join(path, metadata.METADATA)) and os.path.isdir(item):
+        path = item
+    leaves, fields = metadata.read_pytree_metadata(path)
+    sums = None if fields.get("use_ocdbt") else checksums.load(path, step)
+    return path, leaves, _opener(path, fields, sums)
+
+
 def restore(path: Any, target: Any = None) -> Any:
     """Read the checkpoint at `path` (meshax's or Orbax's) onto the layout of `target`.
 
     `target` is a pytree of Arrays, ShapeDtypeStructs with `sharding=`, or Shardings (shape and
     dtype then come from the checkpoint); leaves with no sharding, NumPy leaves, or
-    `target=None` give host NumPy arrays. Each process reads only the chunks its devices need."""
+    `target=None` give host NumPy arrays. Each process reads only the chunks its devices need,
+    checking each chunk whole against its checksums. Processes whose target arrays span other
+    processes must restore the same path onto the same tree: otherwise all of them raise, naming
+    the difference."""
+    return restore_step(path, target, None)
+
+
+def restore_step(path: Any, target: Any, step: int | None) -> Any:
+    """`restore`, where `step` is the step the checkpoint must hold (CheckpointManager), which the processes
+    restoring together must all ask for."""
     path = os.path.abspath(os.fspath(path))
-    commit.check_committed(path)
-    item = os.path.join(path, "default")  # a step of a CheckpointManager (meshax's or Orbax's): its single item
-    if not os.path.exists(os.path.join(path, metadata.METADATA)) and os.path.isdir(item):
-        path = item
-    leaves, fields = metadata.read_pytree_metadata(path)
-    opener = _opener(path, fields)
-    if target is None:
-        return metadata.build_tree(leaves, [_read_leaf(path, leaf, opener, None) for leaf in leaves])
+    ranks = _spanned_processes(target) if target is not None else []
+    proposal = agreement.Proposal("restore", path, step)
+    try:
+        folder, leaves, opener = _open(path, step)
+        proposal.path = folder
+        pairs, structure = _match(folder, leaves, target) if target is not None else (None, None)
+        if pairs is not None:
+            proposal.leaves = [agreement.describe_leaf(leaf.name, value, False) for leaf, value in pairs]
+    except Exception as error:  # every process restoring together fails, this one with its own error
+        proposal.problem = error
+    if device_table.process_index() in ranks:
+        agreement.agree(proposal, ranks)
+    elif proposal.problem is not None:
+        raise proposal.problem
+    if pairs is None:
+        return metadata.build_tree(leaves, [_read_leaf(folder, leaf, opener, None) for leaf in leaves])
     from ..tree_util import tree_unflatten
 
-    pairs, structure = _match(path, leaves, target)
-    return tree_unflatten(structure, [_read_leaf(path, leaf, opener, value) for leaf, value in pairs])
+    return tree_unflatten(structure, [_read_leaf(folder, leaf, opener, value) for leaf, value in pairs])

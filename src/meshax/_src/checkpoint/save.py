@@ -11,8 +11,9 @@ import numpy as np
 
 from .. import devices as device_table
 from ..array import Array
+from ..runtime.channels import Channel
 from ..sharding import Box, unique_boxes
-from . import commit, metadata, zarr_io
+from . import agreement, checksums, commit, metadata, zarr_io
 from .metadata import LeafInfo
 
 
@@ -63,20 +64,39 @@ def _plan_leaf(keys: tuple[tuple[str, int], ...], value: Any) -> _LeafPlan:
 
 
 class _Save:
-    """One save of a pytree to `path`, in the order every process follows."""
+    """One save of a pytree to `path`, in the order every process follows.
+
+    Creating it (on the calling thread) checks the path and has every process agree on path, step and tree
+    (agreement.py), raising on all of them otherwise; `run` then writes and commits. `skip` (agreed through
+    `latest`, the newest step each process sees): agree, then write nothing (CheckpointManager's refusals)."""
 
     def __init__(self, path: Any, pytree: Any, force: bool, timeout: float, item: str | None = None,
-                 after_commit: Callable[[], None] | None = None) -> None:
+                 after_commit: Callable[[], None] | None = None, *, step: int | None = None,
+                 latest: int | None = None, skip: bool = False) -> None:
         self.path = os.path.abspath(os.fspath(path))  # the directory that the commit's rename creates
         self.item = item  # the pytree's folder inside it (CheckpointManager's steps), or None for path itself
         self.after_commit = after_commit
+        self.step = step
         self.start_ns = time.time_ns()
-        pairs, _ = metadata.flatten(pytree)
-        self.plans = [_plan_leaf(keys, value) for keys, value in pairs]
-        names = [p.info.name for p in self.plans]
-        if len(set(names)) != len(names):
-            raise ValueError(f"two leaves of the pytree have the same checkpoint name among {names}; rename a key.")
-        self.tmp = commit.prepare(self.path, force)
+        proposal = agreement.Proposal("save", self.path, step, latest=latest)
+        try:
+            pairs, _ = metadata.flatten(pytree)
+            self.plans = [_plan_leaf(keys, value) for keys, value in pairs]
+            names = [p.info.name for p in self.plans]
+            if len(set(names)) != len(names):
+                raise ValueError(f"two leaves of the pytree have the same checkpoint name among {names}; "
+                                 "rename a key.")
+            proposal.leaves = [agreement.describe_leaf(p.info.name, value, True)
+                               for p, (_, value) in zip(self.plans, pairs)]
+            if not skip:
+                commit.check_path(self.path, force, writer=device_table.process_index() == 0)
+        except Exception as error:  # every process fails, this one with its own error
+            proposal.problem = error
+        self.save_id = agreement.agree(proposal)
+        self.skipped = skip
+        if skip:
+            return
+        self.tmp = commit.prepare(self.path)
         self.folder = self.tmp if item is None else os.path.join(self.tmp, item)
         self.agreement = commit.Agreement(self.path, timeout)
 
@@ -88,7 +108,7 @@ class _Save:
             for plan in arrays:
                 zarr_io.write_metadata(os.path.join(self.folder, plan.info.name), plan.shape, plan.dtype, plan.chunks)
         self.agreement.wait("created")
-        written = []
+        written, crcs = [], {}
         files = [os.path.join(self.folder, p.info.name, "zarr.json") for p in arrays] if here == 0 else []
         for plan in arrays:
             if not plan.local:
@@ -96,8 +116,13 @@ class _Save:
             folder = os.path.join(self.folder, plan.info.name)
             for box, data in plan.local:
                 index = tuple(start // c for (start, _), c in zip(box, plan.chunks))
-                files.append(zarr_io.write_chunk(folder, index, data, plan.chunks))
+                path, crc = zarr_io.write_chunk(folder, index, data, plan.chunks)
+                files.append(path)
+                crcs.setdefault(plan.info.name, {})[checksums.chunk_key(index)] = crc
             written.append((plan.info.name, plan.info.write_shape))
+        files.append(checksums.write_process_file(self.folder, here, self.step, self.save_id, crcs))
+        if here == 0:
+            files.append(checksums.write_save_file(self.folder, self.step, self.save_id, device_table.process_count()))
         zarr_io.sync(files, self.tmp)  # every shard of this process is on disk before it says so
         metadata.write_array_metadatas(self.folder, here, written)
         self.agreement.wait("written")
@@ -115,7 +140,10 @@ def save(path: Any, pytree: Any, *, force: bool = False, timeout: float = 300.0)
     """Write `pytree` to the directory `path` as an Orbax-readable checkpoint; call it on every process.
 
     Each process writes only the shards it owns (the first device of each replica set);
-    the checkpoint appears at `path` only once every process has finished."""
+    the checkpoint appears at `path` only once every process has finished. Processes passing
+    different paths or trees (or any process unable to save) make every process raise, naming the
+    difference, before anything is written. `force=True` replaces an existing checkpoint, which
+    stays restorable until the new one is committed."""
     _wait_for_pending()
     _Save(path, pytree, force, timeout).run()
 
@@ -128,12 +156,19 @@ class AsyncSave:
     def __init__(self, job: _Save) -> None:
         self.path = job.path
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(job,), name="meshax-checkpoint-save")
+        # Its barriers interleave with the training's collectives differently on each process: they go in a
+        # history of their own (the thread uses no MPI).
+        channel = Channel("checkpoint-save")
+        self._thread = threading.Thread(target=self._run, args=(job, channel), name="meshax-checkpoint-save")
         self._thread.start()
+        # A program that ends meanwhile waits for the commit before the interpreter's exit shuts the thread
+        # pools down (which the save's file syncing uses), not after.
+        threading._register_atexit(self._thread.join)  # type: ignore[attr-defined]
 
-    def _run(self, job: _Save) -> None:
+    def _run(self, job: _Save, channel: Channel) -> None:
         try:
-            job.run()
+            with channel.active():
+                job.run()
         except BaseException as error:  # reported by wait()
             self._error = error
 

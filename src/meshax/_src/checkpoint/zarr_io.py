@@ -4,9 +4,11 @@ meshax writes each leaf as a Zarr 3 array with a regular chunk grid (one chunk p
 codecs ``bytes`` (little endian) + ``crc32c``: a chunk file is the shard's C-order bytes followed by
 their CRC32C. Such chunks are written with one `write` per block and read straight into the
 destination buffer (runs of whole rows with `preadv`; other regions, and chunks that several
-boxes need, through one staging buffer of large reads, each needed row read once). The checksum
-is verified whenever a read covers every row of a chunk. Arrays with any other layout or codecs
-(Orbax's ``sharding_indexed`` + zstd, Zarr 2) are read through zarr-python.
+boxes need, through one staging buffer of large reads, each needed row read once). Every chunk read
+is verified whole: its CRC32C, and meshax's checksum of its position (checksums.py); a read of part
+of a chunk also reads the rest for that, once per unchanged file (a cache of verified files).
+Arrays with any other layout or codecs (Orbax's ``sharding_indexed`` + zstd, Zarr 2) are read
+through zarr-python.
 """
 from __future__ import annotations
 
@@ -22,14 +24,12 @@ import crc32c
 import numpy as np
 
 from ..dtypes import _NARROW_FLOATS, _SUBBYTE_INTS, bfloat16
+from .checksums import ChunkChecksums, CorruptCheckpointError
 
 Box = tuple[tuple[int, int], ...]
 BLOCK_BYTES = 16 << 20  # the size of one write, and of the zeros padding edge chunks
 SYNC_THREADS = 8  # fsyncs in flight at once
-
-
-class CorruptCheckpointError(ValueError):
-    """A chunk file is missing, truncated or fails its checksum."""
+VERIFIED_CACHE = 1 << 16  # chunk files remembered as verified, so that partial re-reads skip the rest
 
 
 # ml_dtypes' types by the names TensorStore (and so Orbax) gives them in Zarr metadata.
@@ -92,8 +92,9 @@ def _write_all(fd: int, data: memoryview) -> None:
         data = data[os.write(fd, data):]
 
 
-def write_chunk(directory: str, index: tuple[int, ...], data: np.ndarray, chunk: tuple[int, ...]) -> str:
-    """Write one chunk file (padded to the chunk shape at the array's edges) with its CRC32C; returns its path.
+def write_chunk(directory: str, index: tuple[int, ...], data: np.ndarray, chunk: tuple[int, ...]) -> tuple[str, int]:
+    """Write one chunk file (padded to the chunk shape at the array's edges) with its CRC32C; returns its path
+    and that CRC32C.
 
     The file is not yet durable: `sync` the paths of a save together once all are written."""
     data = np.asarray(data)
@@ -123,7 +124,7 @@ def write_chunk(directory: str, index: tuple[int, ...], data: np.ndarray, chunk:
         _write_all(fd, memoryview(crc.to_bytes(4, "little")))
     finally:
         os.close(fd)
-    return path
+    return path, crc
 
 
 def sync(paths: list[str], root: str) -> None:
@@ -145,10 +146,12 @@ def read_json(path: str) -> dict[str, Any]:
 
 
 class ArraySource:
-    """One stored array: its shape and dtype, and reading any box of it into a buffer."""
+    """One stored array: its shape and dtype, and reading any box of it into a buffer.
 
-    def __init__(self, directory: str, name: str) -> None:
-        self.directory, self.name = directory, name
+    `checksums`: the checkpoint's position-bound checksums (meshax's checkpoints), checked for every chunk read."""
+
+    def __init__(self, directory: str, name: str, checksums: ChunkChecksums | None = None) -> None:
+        self.directory, self.name, self._checksums = directory, name, checksums
         v3 = os.path.join(directory, "zarr.json")
         if os.path.exists(v3):
             meta = read_json(v3)
@@ -165,8 +168,13 @@ class ArraySource:
         if self._raw is not None:
             self.dtype, self.chunk, self._crc = self._raw
         else:
+            if checksums is not None:
+                raise CorruptCheckpointError(
+                    f"leaf {name!r} of a meshax checkpoint has a chunk layout meshax never writes ({v3}): the file "
+                    "was replaced or damaged; restore an earlier checkpoint.")
             self._zarr = _open_zarr(directory)
             self.dtype = np.dtype(self._zarr.dtype)
+        self._verify = self._raw is not None and (self._crc or checksums is not None)
 
     def read_box(self, box: Box) -> np.ndarray:
         """The values in `box`, as a new C-contiguous array of the stored dtype."""
@@ -206,10 +214,9 @@ class ArraySource:
             yield index, tuple((s - o, e - o) for (s, e), o in zip(region, origin)), dest
 
     def _read_chunk(self, index: tuple[int, ...], parts: list[tuple[Box, np.ndarray]]) -> None:
-        """Fill each (region, destination) of `parts` from chunk `index`, checking size and checksum."""
+        """Fill each (region, destination) of `parts` from chunk `index`, checking size and checksums."""
         path = chunk_path(self.directory, index)
         chunk = self.chunk if self.chunk else (1,)
-        valid = tuple(min(c, n - i * c) for c, n, i in zip(self.chunk, self.shape, index)) or (1,)
         row = math.prod(chunk[1:]) * self.dtype.itemsize
         expected = chunk[0] * row + (4 if self._crc else 0)
         try:
@@ -219,52 +226,66 @@ class ArraySource:
                 f"chunk {index} of leaf {self.name!r} is missing ({path}): the checkpoint is incomplete or "
                 "damaged; restore an earlier one.") from None
         try:
-            size = os.fstat(fd).st_size
-            if size != expected:
+            stat = os.fstat(fd)
+            if stat.st_size != expected:
                 raise CorruptCheckpointError(
-                    f"chunk {index} of leaf {self.name!r} has {size} bytes where {expected} were written ({path}): "
-                    "the file is truncated or damaged; restore an earlier one.")
+                    f"chunk {index} of leaf {self.name!r} has {stat.st_size} bytes where {expected} were written "
+                    f"({path}): the file is truncated or damaged; restore an earlier one.")
+            first = min(local[0][0] for local, _ in parts)
+            last = max(local[0][1] for local, _ in parts)
+            valid = min(chunk[0], self.shape[0] - index[0] * chunk[0]) if self.shape else 1  # rows before padding
+            identity = (path, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+            verify = self._verify and (identity not in _verified or (first, last) == (0, valid))
             (local, dest), = parts if len(parts) == 1 else [(None, None)]
             full_rows = local is not None and all(loc == (0, c) for loc, c in zip(local[1:], chunk[1:]))
+            crc = _crc_of_range(fd, 0, first * row, 0) if verify else None
             if full_rows and dest.flags.c_contiguous:
                 target = _bytes_of(dest) if dest.size else memoryview(b"")
-                _pread_into(fd, target, local[0][0] * row)
-                whole = local[0] == (0, valid[0])
-                crc = crc32c.crc32c(target) if whole and self._crc else None
-                if crc is not None and valid[0] < chunk[0]:  # padding rows past the array's edge count too
-                    crc = _crc_of_range(fd, valid[0] * row, chunk[0] * row, crc)
+                _pread_into(fd, target, first * row)
+                crc = None if crc is None else crc32c.crc32c(target, crc)
             else:
-                crc = self._read_rows(fd, parts, chunk, valid, row)
-            if crc is not None and crc != int.from_bytes(os.pread(fd, 4, chunk[0] * row), "little"):
-                raise CorruptCheckpointError(
-                    f"chunk {index} of leaf {self.name!r} fails its CRC32C check ({path}): the file is "
-                    "damaged; restore an earlier checkpoint.")
+                crc = self._read_rows(fd, parts, chunk, first, last, row, crc)
+            if crc is not None:
+                self._check(index, path, _crc_of_range(fd, last * row, chunk[0] * row, crc), fd, chunk[0] * row)
+                _remember(identity)
         finally:
             os.close(fd)
 
-    def _read_rows(self, fd: int, parts: list[tuple[Box, np.ndarray]], chunk: tuple[int, ...],
-                   valid: tuple[int, ...], row: int) -> int | None:
-        """Read the rows the parts need, in large blocks through one staging buffer, and copy each part out.
+    def _check(self, index: tuple[int, ...], path: str, crc: int, fd: int, end: int) -> None:
+        """Raise unless `crc`, the whole chunk's, matches its Zarr CRC32C and meshax's checksum of its position."""
+        if self._crc and crc != int.from_bytes(os.pread(fd, 4, end), "little"):
+            raise CorruptCheckpointError(
+                f"chunk {index} of leaf {self.name!r} fails its CRC32C check ({path}): the file is "
+                "damaged; restore an earlier checkpoint.")
+        if self._checksums is not None:
+            self._checksums.verify(self.name, index, crc, path)
 
-        Returns the chunk's CRC32C when the rows read are all of them (then the padding rows are read too)."""
-        first = min(local[0][0] for local, _ in parts)
-        last = max(local[0][1] for local, _ in parts)
-        whole = self._crc and first == 0 and last == valid[0]
-        stop = chunk[0] if whole else last
+    def _read_rows(self, fd: int, parts: list[tuple[Box, np.ndarray]], chunk: tuple[int, ...], first: int,
+                   last: int, row: int, crc: int | None) -> int | None:
+        """Read rows first..last in large blocks through one staging buffer and copy each part out; returns `crc`
+        (when given) continued over those rows."""
         step = max(1, BLOCK_BYTES // max(row, 1))
-        staging = np.empty((min(step, stop - first), *chunk[1:]), self.dtype)
-        crc = 0
-        for start in range(first, stop, step):
-            block = staging[:min(stop, start + step) - start]
+        staging = np.empty((min(step, last - first), *chunk[1:]), self.dtype)
+        for start in range(first, last, step):
+            block = staging[:min(last, start + step) - start]
             _pread_into(fd, _bytes_of(block), start * row)
-            if whole:
+            if crc is not None:
                 crc = crc32c.crc32c(_bytes_of(block), crc)
             for local, dest in parts:
                 lo, hi = max(start, local[0][0]), min(start + len(block), local[0][1])
                 if lo < hi:
                     inner = tuple(slice(a, b) for a, b in local[1:])
                     dest[lo - local[0][0]:hi - local[0][0]] = block[(slice(lo - start, hi - start), *inner)]
-        return crc if whole else None
+        return crc
+
+
+_verified: dict[tuple[Any, ...], None] = {}  # chunk files verified whole, by identity (path, inode, size, times)
+
+
+def _remember(identity: tuple[Any, ...]) -> None:
+    if len(_verified) >= VERIFIED_CACHE:
+        del _verified[next(iter(_verified))]
+    _verified[identity] = None
 
 
 def _pread_into(fd: int, target: memoryview, offset: int) -> None:

@@ -19,6 +19,7 @@ from .. import devices as device_table
 from ..core import Primitive, abstract_eval, aval_of, impl_rules
 from ..jaxpr import Jaxpr, Literal
 from ..sharding import SingleDeviceSharding
+from .fusion import executable
 
 # primitives with a jaxpr parameter: how to run them here (evaluator, *args, **params) -> outputs
 structured_rules: dict[Primitive, Callable[..., list[Any]]] = {}
@@ -63,12 +64,13 @@ def host(value: Any) -> np.ndarray:
 
 
 def run(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[np.ndarray]:
-    """Evaluate `jaxpr` on NumPy values."""
+    """Evaluate `jaxpr` on NumPy values (its executable program: simplified, elementwise chains fused)."""
     env: dict[int, Any] = {}
 
     def read(x: Any) -> Any:
         return np.asarray(x.value, dtype=x.aval.dtype) if isinstance(x, Literal) else env[x.id]
 
+    jaxpr = executable(jaxpr)
     for var, value in zip(jaxpr.constvars, consts):
         env[var.id] = value
     for var, value in zip(jaxpr.invars, args):

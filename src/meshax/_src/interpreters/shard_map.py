@@ -1,15 +1,18 @@
 """Per-device evaluation inside shard_map: every value is one NumPy array per local device.
 
-Ordinary primitives run their implementation device by device; primitives with a rule
+Ordinary primitives run their implementation device by device (heavy kernels side by side, within the
+controller's CPU budget: device_pool.py); primitives with a rule
 in `device_rules` (collectives, nested shard_maps) combine devices themselves, through
 memory within a process and MPI across processes (collectives.py).
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import device_pool
 from ..array import Array
 from ..core import Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, impl_rules, pvary_p
 from .staging import inline_rules
@@ -40,9 +43,10 @@ class DeviceTrace(Trace):
         extra = {"local_shapes": [a.shape for a in out_avals]} if primitive.needs_local_shape else {}
         impl = impl_rules[primitive]
         results: list[dict] = [dict() for _ in out_avals]
-        for device in self.devices:
-            inputs = [a.payload[device] if mine else c for a, mine, c in zip(args, own, constants)]
-            value = impl(*inputs, **params, **extra)
+        calls = [functools.partial(impl, *[a.payload[d] if mine else c for a, mine, c in zip(args, own, constants)],
+                                   **params, **extra) for d in self.devices]
+        values = device_pool.run_each(calls) if primitive.parallel_devices else [call() for call in calls]
+        for device, value in zip(self.devices, values):
             for slot, v in zip(results, value if primitive.multiple_results else [value]):
                 slot[device] = np.asarray(v)
         outputs = [self.new(aval, r) for aval, r in zip(out_avals, results)]

@@ -197,7 +197,7 @@ def _select_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
 
 
 def _select_transpose(ct: Any, pred: Any, on_true: Any, on_false: Any) -> list[Any]:
-    zero = zeros(aval_of(ct))
+    zero = np.zeros((), aval_of(ct).dtype)  # a scalar (a literal when staged): select broadcasts it
     ct_true = unbroadcast(select(pred, ct, zero), on_true.aval) if is_undefined(on_true) else None
     ct_false = unbroadcast(select(pred, zero, ct), on_false.aval) if is_undefined(on_false) else None
     return [None, ct_true, ct_false]

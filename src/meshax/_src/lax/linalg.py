@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import rules
+from .. import device_pool, rules
 from ..core import ShapedArray, aval_of, define_primitive
 from ..interpreters.ad import Zero, instantiate, is_undefined, jvp_rules, tangent_aval, transpose_rules
 from ..interpreters.batching import batching_rules, move_to_front
@@ -50,7 +50,12 @@ def _batched(primitive: Any):
 
 def _define(name: str, impl: Callable[..., Any], aval: Callable[..., Any], core: Any = 2,
             multiple_results: bool = False) -> Any:
-    return _batched(define_primitive(name, impl, aval, batch_split(core), multiple_results, parallel_devices=True))
+    def within_budget(*args: Any, **params: Any) -> Any:
+        device_pool.hold_budget()  # LAPACK's BLAS threads: this controller's share of the cores
+        return impl(*args, **params)
+
+    return _batched(define_primitive(name, within_budget, aval, batch_split(core), multiple_results,
+                                     parallel_devices=True))
 
 
 def _real_dtype(dtype: np.dtype) -> np.dtype:

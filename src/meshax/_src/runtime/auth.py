@@ -1,7 +1,7 @@
 """Mutual authentication of every connection to the coordinator.
 
 Right after a connection opens, the server sends a random nonce; the client answers
-with its own nonce, what it is (`control` or `pmi`, and its process id) and an
+with its own nonce, what it is (`control`, `pmi` or `report`, and its process id) and an
 HMAC-SHA256 of the job token over all of these; the server checks it and proves in
 turn that it knows the token too. Nothing else a peer sends is read before that.
 """
@@ -19,7 +19,7 @@ from .job_token import FIX
 from .wire import LineSocket, parse_address
 
 PROTOCOL = "meshax-auth-1"
-KINDS = ("control", "pmi")
+KINDS = ("control", "pmi", "report")  # report: why a process cannot join (its id: 0, unused)
 HANDSHAKE_TIMEOUT = 5.0  # seconds a new connection has to authenticate
 MAX_HANDSHAKE_LINE = 512  # bytes: a handshake line is about 250
 
@@ -30,6 +30,16 @@ class AuthenticationError(RuntimeError):
 
 class HandshakeFailed(Exception):
     """Why the server refused a connection, for its log."""
+
+
+class WrongToken(HandshakeFailed):
+    """A well-formed handshake whose HMAC does not match: the peer claims `kind` of `process_id` but does not
+    know the job token (a process of another job, one started with another token, or an outsider)."""
+
+    def __init__(self, kind: str, process_id: int) -> None:
+        super().__init__(f"it claimed to be the {kind} connection of process {process_id} without knowing the "
+                         "job token")
+        self.kind, self.process_id = kind, process_id
 
 
 @dataclass(frozen=True)
@@ -57,13 +67,17 @@ def preview(line: str) -> str:
 # ---- server side ------------------------------------------------------------------------------
 
 
-def serve_handshake(conn: LineSocket, token: bytes, deadline: float) -> Peer:
-    """Challenge a new connection; returns its peer, or raises HandshakeFailed (or LineTooLong)."""
+def challenge() -> tuple[str, str]:
+    """(nonce, line): the first line the server sends on a new connection."""
     server_nonce = secrets.token_hex(32)
-    conn.write_line(f"{PROTOCOL} {server_nonce}")
-    line = conn.read_line(deadline)
-    if line is None:
-        raise HandshakeFailed(f"it closed, or did not authenticate within {HANDSHAKE_TIMEOUT:g} s")
+    return server_nonce, f"{PROTOCOL} {server_nonce}"
+
+
+def check_answer(token: bytes, server_nonce: str, line: str) -> tuple[Peer, str]:
+    """The peer a client's handshake `line` proves, and the line to answer it with.
+
+    Raises HandshakeFailed when the line is malformed or the client does not know the token.
+    """
     fields = line.split(" ")
     if len(fields) != 5 or fields[0] != PROTOCOL:
         raise HandshakeFailed(f"it sent {preview(line)} instead of a {PROTOCOL} handshake")
@@ -73,11 +87,8 @@ def serve_handshake(conn: LineSocket, token: bytes, deadline: float) -> Peer:
         raise HandshakeFailed(f"its handshake {preview(line)} is malformed")
     process_id = int(id_text)
     if not hmac.compare_digest(_mac(token, "client", server_nonce, client_nonce, kind, process_id), mac.lower()):
-        conn.write_line("denied")
-        raise HandshakeFailed(f"it claimed to be the {kind} connection of process {process_id} without knowing "
-                              "the job token")
-    conn.write_line(f"ok {_mac(token, 'server', server_nonce, client_nonce, kind, process_id)}")
-    return Peer(kind, process_id)
+        raise WrongToken(kind, process_id)
+    return Peer(kind, process_id), f"ok {_mac(token, 'server', server_nonce, client_nonce, kind, process_id)}"
 
 
 # ---- client side ------------------------------------------------------------------------------

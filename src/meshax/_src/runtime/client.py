@@ -24,12 +24,31 @@ WATCH_TICK = 0.25  # seconds between looks at the current communication
 PROBE_AFTER = 2.0  # a communication waiting this long makes the coordinator survey every process
 PROBE_EVERY = 2.5  # and again this often while it lasts
 STILL_WAITING_EVERY = float(os.environ.get("MESHAX_STILL_WAITING_SECONDS", 10))  # between "still waiting" lines
+COORDINATOR_QUIET = 5.0  # seconds without a ping after which a "still waiting" line names the coordinator
 DESYNC_REPORT_WAIT = 10.0  # how long a process that found a desync waits for the coordinator's verdict
+SUSPENDED_AFTER = 10.0  # seconds between two watch ticks that mean this process itself was suspended (or half
+# the heartbeat timeout, if shorter: it must be noticed before the coordinator is blamed)
 PEER_FAILURE_EXIT_CODE = 70  # this process stopped because the job failed elsewhere (the report says where)
 
 
 class CoordinatorError(RuntimeError):
     """A request to the coordinator failed; the message says why and who is missing."""
+
+
+def report_cannot_join(address: str, token: bytes, report: dict[str, Any], timeout: float) -> bool:
+    """Tell the coordinator at `address` that a process cannot join the job (`report`: its `reason`, and `who`
+    or `hostname` and `pid`); the coordinator then ends the start-up of every process. Only a process knowing
+    the job `token` can. Best effort, within about `timeout` s: whether the coordinator acknowledged it."""
+    try:
+        sock = auth.connect(address, token, "report", 0, timeout)
+    except Exception:  # noqa: BLE001 - no coordinator, another token, a bad address: nobody to tell
+        return False
+    conn = LineSocket(sock)
+    sock.settimeout(timeout)
+    conn.write_message({"op": "cannot_join", **report})
+    acknowledged = conn.read_line() is not None
+    conn.close()
+    return acknowledged
 
 
 def exit_with_failure(message: str, code: int = FAILURE_EXIT_CODE) -> None:
@@ -66,6 +85,7 @@ class CoordinatorClient:
         self._cond = threading.Condition()
         self._last_heard = time.monotonic()
         self._closing = False
+        self._joined = False  # whether every process has registered
 
     # ---- connecting -------------------------------------------------------------------
 
@@ -114,6 +134,7 @@ class CoordinatorClient:
             "register", wait=timeout + 30, num_processes=num_processes, hostname=socket.gethostname(),
             pid=os.getpid(), info=info, timeout=timeout,
         )
+        self._joined = True
         return reply["processes"]
 
     def barrier(self, name: str, timeout: float, participants: list[int] | None = None, what: str = "") -> None:
@@ -174,8 +195,9 @@ class CoordinatorClient:
             elif event == "waiting_for":
                 self._busy_peers = message.get("busy", "")
             elif event == "still_registering":
+                notes = "; ".join(str(note) for note in message.get("notes") or ())
                 self._say(f"still waiting for processes {message.get('missing')} to start and connect to the "
-                          f"coordinator at {self.address}")
+                          f"coordinator at {self.address}" + (f" ({notes})" if notes else ""))
             elif event is None:
                 with self._cond:
                     if message.get("rid") in self._pending:
@@ -185,11 +207,16 @@ class CoordinatorClient:
     def _heartbeat_loop(self) -> None:
         """Every tick: watch the current communication; every heartbeat interval: tell the coordinator we live."""
         next_beat = time.monotonic() + self.heartbeat_interval
+        last_tick = time.monotonic()
+        suspended_after = min(SUSPENDED_AFTER, self.heartbeat_timeout / 2)
         while not self._closing:
             time.sleep(WATCH_TICK)
             if self._closing or self._conn is None:
                 return
             now = time.monotonic()
+            if now - last_tick > suspended_after:
+                self._resumed(now - last_tick)
+            last_tick = now
             self._watch_communication(now)
             if now < next_beat:
                 continue
@@ -202,6 +229,13 @@ class CoordinatorClient:
                     f"{silent:.0f} s (heartbeat_timeout_seconds={self.heartbeat_timeout:g})."
                 )
                 return
+
+    def _resumed(self, suspended: float) -> None:
+        """This process itself was suspended (SIGSTOP, a frozen VM) for `suspended` s: the coordinator's silence
+        meanwhile is not its fault. Let the reader take what arrived meanwhile (a failure naming this process,
+        if the job gave up on it) before judging the coordinator again."""
+        self._last_heard = time.monotonic()
+        self._say(f"was suspended for {suspended:.0f} s (SIGSTOP, or a frozen machine) and resumes")
 
     def _watch_communication(self, now: float) -> None:
         """The collective watchdog. A communication that waits PROBE_AFTER s makes the coordinator survey every
@@ -222,7 +256,11 @@ class CoordinatorClient:
             self.send("probe", state=watch.state(now))
         if waited >= STILL_WAITING_EVERY and now - self._printed >= STILL_WAITING_EVERY:
             self._printed = now
-            peers = f" for {self._busy_peers}" if self._busy_peers else ""
+            quiet = now - self._last_heard  # the coordinator pings several times a second
+            if quiet > COORDINATOR_QUIET:
+                peers = f" for process 0 (the coordinator), which has not answered for {quiet:.0f} s (stopped?),"
+            else:
+                peers = f" for {self._busy_peers}" if self._busy_peers else ""
             self._say(f"still waiting{peers} {activity.describe(now)}")
 
     def _say(self, text: str) -> None:
@@ -238,7 +276,10 @@ class CoordinatorClient:
             time.sleep(0.05)
 
     def _lost_coordinator(self) -> None:
-        if not self._closing:
-            self._on_failure(
-                f"lost the connection to the coordinator at {self.address}: process 0 died or was killed."
-            )
+        if self._closing:
+            return
+        if not self._joined:
+            self._on_failure(f"the coordinator at {self.address} closed the connection during start-up: process 0 "
+                             "ended the start-up (its output says why) or died.")
+        else:
+            self._on_failure(f"lost the connection to the coordinator at {self.address}: process 0 died or was killed.")

@@ -102,14 +102,22 @@ class ProcessGroup:
 
     def _allreduce(self, shape: tuple[int, ...], dtype: np.dtype, op: str,
                    source: np.ndarray | Callable[[np.ndarray], None]) -> np.ndarray:
-        """The reduction `op` over the group of `source`: an array, or how to fill one of `shape` and `dtype`."""
+        """The reduction `op` over the group of `source`: an array, or how to fill one of `shape` and `dtype`.
+        When checking, the check travels in the reduced buffer itself (inband.py): small reductions in one
+        buffer of the one checked size, larger ones after their data."""
         mpi_op, size = self._mpi_op(op), math.prod(shape)
         check = inband.trailer(dtype, op, self.size, CHECKED_BYTES) if config.read("meshax_check") else None
         small = check is not None and size * dtype.itemsize + check.nbytes <= CHECKED_BYTES
+        flat = None  # a large checked reduction's buffer: the data, then the check
         if small:  # the data and the check in one buffer of the one checked size; zeros between them
+            assert check is not None
             raw = bytearray(CHECKED_BYTES)  # zeros; struct writes the check into a bytearray faster than into NumPy
             whole = np.frombuffer(raw, dtype)
             send = result = whole[:size] if len(shape) == 1 else whole[:size].reshape(shape)
+        elif check is not None:
+            flat = buffers.empty((size + check.length,), dtype)
+            check = inband.trailer(dtype, op, self.size, flat.nbytes)
+            send = result = flat[:size].reshape(shape)
         elif callable(source):
             send = result = buffers.empty(shape, dtype)
         else:
@@ -119,12 +127,22 @@ class ProcessGroup:
         elif send is not source:
             send[...] = source
         nans = np.isnan(send) if op in ("max", "min") and dtype.kind in "fc" else None
-        with self._operation("Allreduce", (op, shape, dtype.str), agree_first=not small) as activity:
+        with self._operation("Allreduce", (op, shape, dtype.str), agree_first=check is None) as activity:
             if small:
                 assert check is not None
                 expected = check.write(raw, activity.chain)
                 self.comm.Allreduce(mpi_module().IN_PLACE, whole, op=mpi_op)
                 if not check.agrees(raw, expected):
+                    self._desync(activity, "the members' histories differ")
+            elif flat is not None:
+                assert check is not None
+                expected = check.write(flat, activity.chain)
+                if self._reducer is not None and flat.nbytes >= SHARED_MEMORY_FROM:
+                    self._reducer.allreduce(flat, flat, _NUMPY_OPS[op])  # NumPy propagates NaN itself
+                    nans = None
+                else:
+                    self.comm.Allreduce(mpi_module().IN_PLACE, flat, op=mpi_op)
+                if not check.agrees(flat, expected):
                     self._desync(activity, "the members' histories differ")
             elif self._reducer is not None and send.nbytes >= SHARED_MEMORY_FROM:  # NumPy propagates NaN itself
                 self._reducer.allreduce(send.reshape(-1), result.reshape(-1), _NUMPY_OPS[op])

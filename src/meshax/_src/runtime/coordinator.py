@@ -7,6 +7,17 @@ longer than the heartbeat timeout, is a dead process: every other process is
 told at once. On the same port it serves PMI-1 (see pmi.py). Connections reach
 it only once authenticated (listener.py), and act as the process they
 authenticated as; malformed requests are logged and dropped.
+
+Start-up failures end the job only when the job can know they are its own: a
+connection that authenticated (it knows the job token) but registers with a bad
+count or id, claims an id twice, reports that it cannot join (a process_id out of
+range; see distributed.py) or registers and then dies, ends the start-up of every
+process at once, naming it. A connection refused for a wrong token cannot end
+anything: it is indistinguishable from an outsider, who must not be able to stop a
+job by knocking on its port. It is remembered instead, and the "still waiting"
+lines and the initialization timeout name it next to the missing process it
+claimed to be (when, from where, why); the refused process itself fails at once,
+and `meshax launch` stops the job when one of its children exits during start-up.
 """
 from __future__ import annotations
 
@@ -18,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from . import survey
-from .client import STILL_WAITING_EVERY
-from .auth import Peer, preview
+from .client import STILL_WAITING_EVERY, SUSPENDED_AFTER
+from .auth import Peer, WrongToken, preview
 from .listener import Listener
 from .pmi import PmiService
 from .wire import LineSocket, LineTooLong
@@ -28,6 +39,8 @@ logger = logging.getLogger("meshax")
 
 MAX_CONTROL_LINE = 64 << 20  # bytes in one request of an authenticated process
 MAX_PMI_LINE = 64 << 10  # PMI-1 lines hold keys of <= 256 and values of <= 1024 characters
+MAX_REPORT_LINE = 8 << 10  # bytes of the one message of a process that cannot join
+REPORT_WAIT = 10.0  # seconds a reporting connection has to send its message
 
 
 @dataclass
@@ -81,8 +94,10 @@ class CoordinatorServer:
         self._reminded_at: float | None = None  # when registering processes were last told who is missing
         self._stopping = False
         self._control_connections: set[LineSocket] = set()
+        self._refusals: dict[int, str] = {}  # claimed process id -> the latest wrong-token refusal, described
         self.pmi = PmiService(num_processes, self._hostnames, self._on_pmi_abort)
-        self._listener = Listener(bind_host, port, token, self._serve, max_connections=2 * num_processes + 8)
+        self._listener = Listener(bind_host, port, token, self._serve, max_connections=2 * num_processes + 8,
+                                  on_refused=self._on_refused)
         self.port = self._listener.port
         threading.Thread(target=self._monitor_loop, name="meshax-coordinator-monitor", daemon=True).start()
 
@@ -90,15 +105,51 @@ class CoordinatorServer:
 
     def _serve(self, conn: LineSocket, peer: Peer) -> None:
         """Serve one authenticated connection until it ends (the listener then closes it)."""
-        if peer.process_id >= self.num_processes:
-            logger.warning("meshax coordinator: dropped a %s connection of process %d, out of range for a job of "
-                           "%d processes.", peer.kind, peer.process_id, self.num_processes)
+        if peer.kind == "report":
+            conn.max_line = MAX_REPORT_LINE
+            self._serve_report(conn)
+        elif peer.kind == "pmi" and peer.process_id >= self.num_processes:
+            logger.warning("meshax coordinator: dropped a PMI connection of process %d, out of range for a job of "
+                           "%d processes.", peer.process_id, self.num_processes)
         elif peer.kind == "pmi":
             conn.max_line = MAX_PMI_LINE
             self.pmi.serve(conn, peer.process_id)
-        else:
+        else:  # any id: registration refuses one out of range, naming both counts
             conn.max_line = MAX_CONTROL_LINE
             self._serve_control(conn, peer.process_id)
+
+    def _serve_report(self, conn: LineSocket) -> None:
+        """A process of this job (it knows the token) that cannot join says why, or `meshax launch` says that
+        one of its children exited: the start-up fails, naming it. A running job ignores such reports (it
+        notices a death itself)."""
+        try:
+            line = conn.read_line(time.monotonic() + REPORT_WAIT)
+            message = json.loads(line) if line is not None else None
+        except (LineTooLong, ValueError, RecursionError):
+            message = None
+        if not isinstance(message, dict) or message.get("op") != "cannot_join":
+            logger.warning("meshax coordinator: dropped a malformed report of a process that cannot join.")
+            return
+        who = message.get("who") or f"a process (pid {message.get('pid')!s:.12} on {message.get('hostname')!s:.100})"
+        error = f"{who!s:.200} could not join the job: {message.get('reason')!s:.1000}"
+        with self._cond:
+            if not self._started:
+                self._fail_locked(error, exclude=None)
+            elif self._failure is None and message.get("source") != "launcher":
+                logger.warning("meshax coordinator: ignored a report of a process that cannot join the running job: "
+                               "%s", error)
+        conn.write_message({"ok": True})
+
+    def _on_refused(self, refusal: WrongToken, address: str) -> None:
+        """Remember a connection refused for a wrong token that claimed to be one of this job's processes."""
+        if 0 <= refusal.process_id < self.num_processes:  # one entry per id: bounded whatever outsiders send
+            when = time.strftime("%H:%M:%S UTC", time.gmtime())
+            # no lock: the listener's handshake thread must never wait for the coordinator (one assignment is atomic)
+            self._refusals[refusal.process_id] = (
+                f"process {refusal.process_id}: a connection claiming to be it was refused at {when} from "
+                f"{address} for a wrong job token; was it started with another MESHAX_JOB_TOKEN or "
+                "~/.meshax/job_token?"
+            )
 
     def _serve_control(self, conn: LineSocket, peer_id: int) -> None:
         with self._cond:
@@ -173,7 +224,9 @@ class CoordinatorServer:
             error = self._registration_error(process_id, message)
             if error is not None:
                 conn.write_message({"rid": rid, "error": error})
-                if "already registered" not in error:
+                if self._started:  # a stray process of ours must not stop a job that runs fine
+                    logger.warning("meshax coordinator: refused a late registration: %s", error)
+                else:  # it knows the token, so it is one of ours, started wrongly: the job cannot start
                     self._fail_locked(error, exclude=None)
                 return None
             self._processes[process_id] = _Process(
@@ -189,6 +242,8 @@ class CoordinatorServer:
     def _registration_error(self, process_id: int, message: dict[str, Any]) -> str | None:
         if self._failure is not None:
             return self._failure
+        if self._started:
+            return f"process {process_id} tried to register with a job that has already started."
         their_count = message.get("num_processes")
         if their_count != self.num_processes:
             return (
@@ -289,28 +344,35 @@ class CoordinatorServer:
         self._report = None
         states, reason = report["states"], report["reason"]
         gone = set(range(self.num_processes)) - live
+        silent = {p: now - self._processes[p].last_seen for p in live - states.keys()}
         if reason == "stuck":
             headline = (f"process {report['trigger']} waited more than {report['timeout']:g} s "
                         "(collective_timeout) for a communication")
         elif reason == "desync":
             headline = survey.disagreement(states) or f"process {report['trigger']} received data that does not match its operation"
         else:
-            verdict, headline = self._judge.verdict(states, live, gone)
+            verdict, headline = self._judge.verdict(states, live, gone, silent)
             if verdict == "wait":
                 for process_id, state in states.items():
                     process = self._processes.get(process_id)
                     if "waiting" in state and process is not None and not process.said_goodbye:
                         process.conn.write_message({"event": "waiting_for", "busy": headline})
                 return
-        self._fail_locked(survey.report(headline, states, self.num_processes, gone), exclude=None)
+        self._fail_locked(survey.report(headline, states, self.num_processes, gone, silent), exclude=None)
 
     # ---- deadlines, heartbeats and failures -----------------------------------------------
 
     def _monitor_loop(self) -> None:
+        last_tick = time.monotonic()
+        suspended_after = min(SUSPENDED_AFTER, self.heartbeat_timeout / 2)
         while not self._stopping:
             time.sleep(min(0.25, self.ping_interval))
             now = time.monotonic()
             with self._cond:
+                if now - last_tick > suspended_after:  # process 0 itself was suspended: the others were not silent
+                    for process in self._processes.values():
+                        process.last_seen = now
+                last_tick = now
                 self._expire_registration(now)
                 self._remind_registration(now)
                 self._expire_barriers(now)
@@ -328,11 +390,18 @@ class CoordinatorServer:
         missing = sorted(set(range(self.num_processes)) - self._processes.keys())
         message = (
             f"initialization timed out: processes {missing} of {self.num_processes} never connected to the "
-            "coordinator; start them, or check their coordinator_address and process_id."
+            "coordinator; start them, or check their coordinator_address and process_id"
         )
+        notes = self._missing_notes(missing)
+        message += f" ({'; '.join(notes)})." if notes else "."
         for waiter in self._registration_waiters:  # all at once, so every process names the same missing ones
             waiter.conn.write_message({"rid": waiter.rid, "error": message})
         self._registration_waiters = []
+        self._failure = message  # start-up is over: late-comers hear why, and nothing more is broadcast
+
+    def _missing_notes(self, missing: list[int]) -> list[str]:
+        """What is known of the missing processes: connections refused while claiming to be them."""
+        return [self._refusals[i] for i in missing if i in self._refusals]
 
     def _remind_registration(self, now: float) -> None:
         """Every STILL_WAITING_EVERY s of registration, tell the registered processes who has not connected."""
@@ -344,8 +413,9 @@ class CoordinatorServer:
         elif now - self._reminded_at >= STILL_WAITING_EVERY:
             self._reminded_at = now
             missing = sorted(set(range(self.num_processes)) - self._processes.keys())
+            notes = self._missing_notes(missing)
             for waiter in self._registration_waiters:
-                waiter.conn.write_message({"event": "still_registering", "missing": missing})
+                waiter.conn.write_message({"event": "still_registering", "missing": missing, "notes": notes})
 
     def _expire_barriers(self, now: float) -> None:
         for name, arrived in list(self._barriers.items()):
@@ -391,11 +461,13 @@ class CoordinatorServer:
             process = self._processes.get(process_id)
             if process is None or process.said_goodbye or self._stopping:
                 return
-            if not self._started:  # still registering: it may come back; the deadline names it if not
-                del self._processes[process_id]
-                self._registration_waiters = [w for w in self._registration_waiters if w.process_id != process_id]
-                return
             process.said_goodbye = True
+            if not self._started:
+                self._registration_waiters = [w for w in self._registration_waiters if w.process_id != process_id]
+                self._fail_locked(
+                    f"{describe(process, process_id)} died during start-up: its connection to the coordinator "
+                    "closed before every process had joined.", exclude=process_id)
+                return
             self._fail_locked(
                 f"{describe(process, process_id)} died: its connection to the coordinator closed without a shutdown.",
                 exclude=process_id,

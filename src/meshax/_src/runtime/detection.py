@@ -47,6 +47,14 @@ class ClusterSpec:
     description: str    # one human line saying what was found
 
 
+class ProcessIdOutOfRange(ValueError):
+    """process_id is not in range(num_processes); `coordinator_address` is where the job it meant to join is."""
+
+    def __init__(self, message: str, coordinator_address: str | None) -> None:
+        super().__init__(message)
+        self.coordinator_address = coordinator_address
+
+
 class _Absent(Exception):
     """Raised by a detector whose cluster environment is not present; the message says why."""
 
@@ -430,9 +438,9 @@ def _complete_and_validate(draft: _Draft) -> None:
             "pass num_processes or set MESHAX_NUM_PROCESSES."
         )
     elif num is not None and not 0 <= pid < num:
-        raise ValueError(
+        raise ProcessIdOutOfRange(
             f"{draft.named('process_id')} is out of range for {draft.named('num_processes')}: "
-            f"process ids run from 0 to {num - 1}."
+            f"process ids run from 0 to {num - 1}.", address
         )
     if address is not None:
         _validate_address(draft)

@@ -7,20 +7,21 @@ one MPI world and installs the global device table.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import socket
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from .. import device_pool
 from .. import devices as device_table
 from ..config import config
-from . import detection, exits, history, job_token, mpi, progress, watch
+from . import channels, cpu_budget, detection, exits, history, job_token, mpi, progress, watch
 from .auth import AuthenticationError
-from .client import PEER_FAILURE_EXIT_CODE, CoordinatorClient, CoordinatorError, exit_with_failure
+from .client import (PEER_FAILURE_EXIT_CODE, CoordinatorClient, CoordinatorError, exit_with_failure,
+                     report_cannot_join)
 from .coordinator import CoordinatorServer
 from .wire import parse_address
 
@@ -48,22 +49,49 @@ class Runtime:
     hosts: list[str | None] = field(default_factory=list)  # each process's machine
 
     def process_group(self, ranks: Sequence[int]) -> ProcessGroup:
-        """The data-plane group of `ranks` (cached); call it on exactly those processes."""
+        """The data-plane group of `ranks` in this thread's channel (cached); call it on exactly those
+        processes."""
         key = tuple(ranks)
-        group = self.groups.get(key)
+        channel = channels.current()
+        groups = self.groups if channel is None else channel.groups
+        group = groups.get(key)
         if group is None:
-            assert self.communicators is not None, "no MPI in a single-process job"
+            communicators = self.communicators if channel is None else channel.communicators
+            if communicators is None and channel is not None:
+                raise _without_mpi(channel)
+            assert communicators is not None, "no MPI in a single-process job"
             from .comm import ProcessGroup
 
             one_machine = len({self.hosts[rank] for rank in key}) == 1 and None not in self.hosts
-            group = ProcessGroup(progress.patient(self.communicators.get(key)), key, one_machine)
-            self.groups[key] = group
+            group = ProcessGroup(progress.patient(communicators.get(key)), key, one_machine)
+            groups[key] = group
         return group
+
+    def p2p_comm(self) -> Any:
+        """The communicator of point-to-point exchanges in this thread's channel."""
+        channel = channels.current()
+        if channel is not None and channel.p2p is None and self.p2p is not None:
+            raise _without_mpi(channel)
+        return self.p2p if channel is None else channel.p2p
+
+
+def _without_mpi(channel: channels.Channel) -> RuntimeError:
+    return RuntimeError(f"the side channel {channel.name!r} has no MPI communicators; open it with side_channel() "
+                        "on the main thread of every process to communicate over MPI from its thread.")
+
+
+def side_channel(name: str) -> channels.Channel:
+    """The side channel `name` (channels.py) with MPI communicators of its own, for a background thread's
+    communication; call it on the main thread of every process, in the same order as their other operations."""
+    rt = _runtime
+    multi = rt is not None and rt.num_processes > 1 and rt.world is not None
+    return channels.open_channel(name, rt.world if multi else None)
 
 
 _lock = threading.Lock()
 _runtime: Runtime | None = None
 SIGNAL_GRACE = 0.1  # seconds a process told of a failure waits for a signal sent to the whole job
+REPORT_TIMEOUT = 5.0  # seconds a process that cannot join tries to tell the job why
 
 
 def runtime() -> Runtime | None:
@@ -116,9 +144,13 @@ def initialize(
             config.update("meshax_collective_timeout", float(collective_timeout_seconds))
         if isinstance(local_device_ids, int):
             local_device_ids = [local_device_ids]
-        spec = detection.resolve(coordinator_address, num_processes, process_id,
-                                 None if local_device_ids is None else list(local_device_ids),
-                                 cluster_detection_method)
+        try:
+            spec = detection.resolve(coordinator_address, num_processes, process_id,
+                                     None if local_device_ids is None else list(local_device_ids),
+                                     cluster_detection_method)
+        except detection.ProcessIdOutOfRange as error:
+            _report_cannot_join(error.coordinator_address, str(error))
+            raise ValueError(str(error)) from None
         logger.log(logging.DEBUG if spec.method == "explicit" else logging.INFO, spec.description)
         exits.install(spec.process_id)
         try:
@@ -132,9 +164,24 @@ def initialize(
         _install_excepthook()
 
 
+def _report_cannot_join(address: str | None, reason: str) -> None:
+    """Tell the job this process meant to join why it cannot, so that the others stop now instead of waiting
+    for it until the initialization timeout (an outsider cannot: it takes the job token)."""
+    if address is not None:
+        try:
+            token = job_token.job_token()
+        except (OSError, RuntimeError, ValueError):
+            return
+        report_cannot_join(address, token, {"reason": reason, "hostname": socket.gethostname(), "pid": os.getpid()},
+                           REPORT_TIMEOUT)
+
+
 def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: float,
            shutdown_timeout: float) -> Runtime:
-    world = mpi.start() if spec.launcher_pmi else None
+    world = None
+    if spec.launcher_pmi:  # mpiexec does not stop the job when a process exits before MPI_Init
+        with _deadline(init_timeout, _launcher_start_timed_out(spec, init_timeout)):
+            world = mpi.start()
     process_id, num_processes = _identity(spec, world)
     local = device_table.make_local_devices(process_id, spec.local_device_ids)
     if num_processes == 1:
@@ -163,10 +210,43 @@ def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: 
         world = _start_mpi_with_deadline(address, process_id, num_processes, token, init_timeout)
     _check_world(world, process_id, num_processes)
     world.Set_errhandler(mpi.mpi_module().ERRORS_RETURN)  # a mismatch is an exception to report, not an abort
-    device_pool.share_machine(sum(table.get("hostname") == socket.gethostname() for table in tables))
+    _share_host(tables, process_id)
     device_table.install_table(device_table.DeviceTable(process_id, num_processes, _devices_from(tables)))
     return Runtime(process_id, num_processes, address, shutdown_timeout, client, server, world,
                    mpi.CommunicatorCache(world), p2p=world.Dup(), hosts=[table.get("hostname") for table in tables])
+
+
+def _launcher_start_timed_out(spec: detection.ClusterSpec, timeout: float) -> str:
+    rank = next((os.environ[name] for name in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID")
+                 if name in os.environ), "?")
+    return (f"process {rank}: MPI_Init under the MPI launcher did not complete within {timeout:g} s "
+            "(initialization_timeout): some process of the job never reached it; it failed or exited before "
+            "meshax.distributed.initialize() (see its output), and the launcher did not stop the job.")
+
+
+@contextlib.contextmanager
+def _deadline(timeout: float, message: str) -> Iterator[None]:
+    """End the process with `message` if the block takes longer than `timeout` s (it may be stuck in C, in
+    MPI_Init, which may have made the job's shared-memory segment already: it is removed)."""
+
+    def give_up() -> None:
+        mpi.remove_shared_memory()
+        exit_with_failure(message)
+
+    timer = threading.Timer(timeout, give_up)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def _share_host(tables: list[dict[str, Any]], process_id: int) -> None:
+    """Tell the CPU budget how many of the job's controllers run on this host, and which one this is."""
+    host = socket.gethostname()
+    here = [table.get("process_id", i) for i, table in enumerate(tables) if table.get("hostname") == host]
+    cpu_budget.share_host(len(here), here.index(process_id) if process_id in here else 0)
 
 
 def _join(address: str, process_id: int, num_processes: int, local: list[device_table.Device],
@@ -221,15 +301,9 @@ def _job_token(world: Any, process_id: int) -> bytes:
 
 def _start_mpi_with_deadline(address: str, process_id: int, num_processes: int, token: bytes, timeout: float) -> Any:
     """Join the MPI world through our PMI server; fail loudly if it takes longer than `timeout`."""
-    timer = threading.Timer(timeout, exit_with_failure, args=(
-        f"process {process_id}: MPI initialisation through the coordinator's PMI server at {address} did not "
-        f"complete within {timeout:g} s.",))
-    timer.daemon = True
-    timer.start()
-    try:
+    with _deadline(timeout, f"process {process_id}: MPI initialisation through the coordinator's PMI server at "
+                            f"{address} did not complete within {timeout:g} s."):
         return mpi.start(address, process_id, num_processes, token, timeout)
-    finally:
-        timer.cancel()
 
 
 def _check_world(world: Any, process_id: int, num_processes: int) -> None:

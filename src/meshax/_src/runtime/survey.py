@@ -59,8 +59,21 @@ def disagreement(states: dict[int, State]) -> str | None:
                 f"#{n}" for n in numbers)
             return (f"processes {sorted(steps)} ran different operations: they are at {where} among processes "
                     f"[{group}] with different histories (a skipped or extra step, or a different operation, "
-                    "shape or dtype)")
+                    f"shape, dtype or layout){_last_difference({p: states[p] for p in steps})}")
     return None
+
+
+def _last_difference(states: dict[int, State]) -> str:
+    """The latest of their recent operations (history.py) in which the processes differ, if they remember it."""
+    recent = {p: s["recent"] for p, s in states.items() if s.get("recent")}
+    for back in range(1, min(map(len, recent.values()), default=0) + 1):
+        by_entry: dict[str, list[int]] = {}
+        for process_id, entries in sorted(recent.items()):
+            by_entry.setdefault(entries[-back], []).append(process_id)
+        if len(by_entry) > 1:
+            return "; the last operation in which they differ: " + "; ".join(
+                f"processes {ps} ran {entry.replace('|', ' at ')}" for entry, ps in by_entry.items())
+    return ""
 
 
 class Judge:
@@ -69,8 +82,10 @@ class Judge:
     def __init__(self) -> None:
         self._previous: tuple | None = None
 
-    def verdict(self, states: dict[int, State], live: set[int], gone: set[int]) -> tuple[str, str]:
-        """('fail', message) when the job cannot progress, else ('wait', what the waiting processes wait for)."""
+    def verdict(self, states: dict[int, State], live: set[int], gone: set[int],
+                silent: dict[int, float] | None = None) -> tuple[str, str]:
+        """('fail', message) when the job cannot progress, else ('wait', what the waiting processes wait for).
+        `silent`: the live processes that did not answer, and for how long nothing was heard from them."""
         departed = departed_peer(states, gone)
         if departed is not None:
             return "fail", departed
@@ -78,26 +93,35 @@ class Judge:
         signature = _signature(waiting)
         stable, self._previous = signature == self._previous, signature
         if set(waiting) != live or not stable or _some_operation_joined(waiting):
-            return "wait", self._busy(states, live)
+            return "wait", self._busy(states, live, silent or {})
         headline = disagreement(waiting) or "every process waits in a communication that the others never join"
         return "fail", headline
 
     @staticmethod
-    def _busy(states: dict[int, State], live: set[int]) -> str:
-        """Which processes are not in a communication, and what they run."""
-        busy = [f"process {p} ({states[p]['text'].replace('not in a communication; ', '')})" for p in sorted(live)
-                if p in states and "waiting" not in states[p]]
+    def _busy(states: dict[int, State], live: set[int], silent: dict[int, float]) -> str:
+        """Which processes are not in a communication, and what they run; or that they do not answer."""
+        busy = []
+        for p in sorted(live):
+            if p in silent:
+                busy.append(f"process {p}, which has not answered for {silent[p]:.0f} s (stopped? frozen?),")
+            elif p in states and "waiting" not in states[p]:
+                busy.append(f"process {p} ({states[p]['text'].replace('not in a communication; ', '')})")
         return " and ".join(busy)
 
 
-def report(headline: str, states: dict[int, State], num_processes: int, gone: set[int]) -> str:
-    """The failure message: the headline, then one line per process."""
+def report(headline: str, states: dict[int, State], num_processes: int, gone: set[int],
+           silent: dict[int, float] | None = None) -> str:
+    """The failure message: the headline, then one line per process (`silent`: how long nothing was heard from
+    the processes that did not answer)."""
     lines = [f"collective watchdog: {headline}; what each process is doing:"]
     for process_id in range(num_processes):
         if process_id in states:
             text = states[process_id]["text"]
         elif process_id in gone:
             text = "has finished or left the job"
+        elif silent and process_id in silent:
+            text = (f"did not answer, and nothing was heard from it for {silent[process_id]:.0f} s (stopped, e.g. by "
+                    "SIGSTOP, or stuck outside Python holding the GIL)")
         else:
             text = "did not answer (stuck outside Python, e.g. in a C call holding the GIL)"
         lines.append(f"  process {process_id}: {text}")

@@ -1,9 +1,10 @@
 """What this process is doing: the communication it is blocked in (if any) and where it came from.
 
-Every cross-process communication runs inside `communicating(...)`, which records the
-operation, a sequence number and the user's source line. The watchdog (client.py)
-reads it to notice a wait that lasts too long, and state reports sent to the
-coordinator quote it, or, outside communication, the line the main thread is running.
+Every cross-process communication runs inside `communicating(...)`, which records, for the
+thread that runs it, the operation, a sequence number and the user's source line. The
+watchdog (client.py) reads the main thread's to notice a wait that lasts too long; state
+reports sent to the coordinator quote it (or, outside communication, the line the main
+thread is running) and name those of other threads (an asynchronous save).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import threading
 import time
 from typing import Any, Callable, Iterable
 
-from .history import calls, history, sequences, site_key
+from .history import calls, channel_name, history, recent, sequences, site_key
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _THREADING = os.path.dirname(os.path.abspath(threading.__file__))
@@ -22,9 +23,10 @@ _THREADING = os.path.dirname(os.path.abspath(threading.__file__))
 
 class Activity:
     """A communication in progress; where it was called from is worked out only when asked. Operations among
-    a process set also carry that set's key, sequence number and history hash (history.py)."""
+    a process set also carry that set's key, sequence number and history hash (history.py), and the side
+    channel they run in (None: the main one)."""
 
-    __slots__ = ("sequence", "what", "frame", "started", "group", "group_sequence", "chain")
+    __slots__ = ("sequence", "what", "frame", "started", "group", "group_sequence", "chain", "channel", "thread")
 
     def __init__(self, sequence: int, what: str, frame, started: float) -> None:
         self.sequence = sequence
@@ -34,6 +36,8 @@ class Activity:
         self.group: str | None = None
         self.group_sequence = 0
         self.chain = 0
+        self.channel: str | None = None
+        self.thread = 0  # the ident of the thread in it
 
     @property
     def site(self) -> str:
@@ -45,8 +49,9 @@ class Activity:
 
 
 _sequence = itertools.count(1)
-_current: Activity | None = None
+_current: dict[int, Activity] = {}  # thread ident -> the communication that thread is in
 _main_thread_id = threading.main_thread().ident
+_get_ident = threading.get_ident
 
 
 def _frame_site(frame) -> str:
@@ -72,6 +77,11 @@ def _user_frame(frame):
     return None
 
 
+def user_site_key() -> str:
+    """The caller's user call site as histories record it (history.site_key)."""
+    return site_key(_user_frame(sys._getframe(1)))
+
+
 def user_site(frame=None) -> str:
     """Where the user's code is: file:line of the innermost frame outside meshax."""
     found = _user_frame(frame or sys._getframe(1))
@@ -81,7 +91,7 @@ def user_site(frame=None) -> str:
 class communicating:
     """Context manager marking this thread as blocked in communication `what` until the block ends. With
     `ranks`, it is an operation every one of those processes takes part in: `entry` (or `what`) and the user's
-    call site advance their history."""
+    call site advance their history in this thread's channel."""
 
     __slots__ = ("activity", "previous")
 
@@ -92,30 +102,47 @@ class communicating:
             record = history(ranks)
             record.advance(f"{entry or what}|{site_key(frame)}")
             activity.group, activity.group_sequence, activity.chain = record.key, record.sequence, record.chain
+            activity.channel = record.channel
+        else:
+            activity.channel = channel_name()
 
     def __enter__(self) -> Activity:
-        global _current
-        self.previous, _current = _current, self.activity
-        return self.activity
+        activity = self.activity
+        activity.thread = thread = _get_ident()
+        self.previous = _current.get(thread)
+        _current[thread] = activity
+        return activity
 
     def __exit__(self, *exc: object) -> None:
-        global _current
-        _current = self.previous
+        if self.previous is None:
+            _current.pop(self.activity.thread, None)
+        else:
+            _current[self.activity.thread] = self.previous
 
 
 def current() -> Activity | None:
-    return _current
+    """The communication the watchdog watches and the coordinator's survey compares with the other processes':
+    the main thread's, or the longest waiting main-channel one of another thread. A side channel's waits (an
+    async save's barriers) are bounded by their own timeouts and only named in the state's text: they keep
+    histories of their own, and may rightly outlast the collective timeout while training goes on."""
+    main = _current.get(_main_thread_id)
+    if main is not None and main.channel is None:
+        return main
+    found = [a for a in list(_current.values()) if a.channel is None]
+    return min(found, key=lambda a: a.started) if found else None
 
 
 def state(now: float | None = None) -> dict[str, Any]:
     """What this process is doing, for the coordinator's survey of a stalled communication."""
-    activity, now = _current, now or time.monotonic()
+    activity, now = current(), now or time.monotonic()
     found: dict[str, Any] = {"text": describe_process(now), "sequences": sequences()}
     if activity is not None and activity.group is not None and calls(activity.group):
         found["text"] += f" (after {calls(activity.group)} jit calls on these processes)"
     if activity is not None:
         found.update(waiting=now - activity.started, what=activity.what, site=activity.site,
                      group=activity.group, sequence=activity.group_sequence, chain=activity.chain)
+        if activity.group is not None:
+            found["recent"] = recent(activity.group)
     return found
 
 
@@ -140,12 +167,21 @@ def desync(activity: Activity, ranks: Iterable[int], detail: str) -> None:
 
 
 def describe_process(now: float | None = None) -> str:
-    """One line: the communication this process waits in, or the line its main thread is running."""
-    activity = _current
-    if activity is not None:
-        return activity.describe(now)
-    frame = sys._current_frames().get(_main_thread_id)
-    if frame is None:
-        return "its main thread has ended"
-    running, caller = _frame_site(frame), user_site(frame)
-    return f"not in a communication; running {running}" + ("" if caller == running else f" (called from {caller})")
+    """One line: the communication this process's main thread waits in, or the line it is running, and what
+    other threads that communicate wait in."""
+    activities = dict(_current)
+    main = activities.pop(_main_thread_id, None)
+    if main is not None:
+        text = main.describe(now)
+    else:
+        frame = sys._current_frames().get(_main_thread_id)
+        if frame is None:
+            text = "its main thread has ended"
+        else:
+            running, caller = _frame_site(frame), user_site(frame)
+            text = f"not in a communication; running {running}" + (
+                "" if caller == running else f" (called from {caller})")
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    for ident, activity in sorted(activities.items(), key=lambda item: item[1].started):
+        text += f"; its thread {names.get(ident, ident)!r} is {activity.describe(now)}"
+    return text

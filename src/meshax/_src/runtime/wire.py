@@ -19,10 +19,11 @@ class LineSocket:
     most `max_line` + one receive's worth of bytes was buffered.
     """
 
-    def __init__(self, sock: socket.socket, max_line: int | None = None) -> None:
+    def __init__(self, sock: socket.socket, max_line: int | None = None, received: bytes = b"") -> None:
+        """`received`: bytes already read from `sock` (they come first)."""
         self.sock = sock
         self.max_line = max_line
-        self._buffer = b""
+        self._buffer = received
         self._write_lock = threading.Lock()
         self.closed = False
 

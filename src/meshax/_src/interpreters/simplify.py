@@ -1,0 +1,175 @@
+"""Simplification of a jaxpr before it runs: no work whose result nobody reads, nothing computed twice.
+
+Three rewrites, all exact (the simplified program's values are bit for bit the original's):
+- scalar constants are folded: an operation on literals only, with a scalar result, becomes a literal
+  (computed once, by the same implementation);
+- identities are dropped: a conversion to the same type, a broadcast or reshape to the same shape,
+  x * 1, x / 1, x - 0, x + (-0.0), integer x + 0, -(-x), select(p, x, x), one broadcast of another;
+- common subexpressions: an equation that repeats an earlier one (same primitive, inputs and
+  parameters) reuses its outputs;
+then dead code (equations none of whose outputs is used) is eliminated. Only primitives with a plain
+NumPy implementation and no side effect are touched; calls, loops, collectives and callbacks stay.
+The printed program (make_jaxpr) is never simplified: this runs on the copy that executes.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..core import ShapedArray, impl_rules
+from ..jaxpr import Equation, Jaxpr, Literal, Var
+
+# primitives whose equations must run even when their results are unused, or run once per occurrence
+_EFFECTFUL = frozenset({"pure_callback", "debug_callback", "io_callback", "sharding_constraint"})
+# elementwise primitives whose scalar instances are folded into literals
+_FOLDABLE = frozenset({
+    "add", "sub", "mul", "div", "neg", "max", "min", "abs", "sign", "square", "reciprocal", "sqrt", "exp", "log",
+    "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "select", "convert_element_type", "add_any",
+    "floor", "ceil", "round", "pow", "rem", "floor_divide", "integer_pow",
+})
+
+
+def pure(eq: Equation) -> bool:
+    """Whether `eq` is a plain computation: a NumPy implementation and no side effect."""
+    return eq.primitive in impl_rules and eq.primitive.name not in _EFFECTFUL
+
+
+def simplify(jaxpr: Jaxpr) -> Jaxpr:
+    """`jaxpr` with constants folded, identities dropped, repeated and unused equations removed."""
+    replaced: dict[int, Any] = {}  # var id -> the Var or Literal that stands for it now
+    seen: dict[Any, list[Var]] = {}  # CSE: key of an equation -> its outputs
+    kept: list[Equation] = []
+    producers: dict[int, Equation] = {}  # var id -> the kept equation that computes it
+
+    def current(x: Any) -> Any:
+        return replaced.get(x.id, x) if isinstance(x, Var) else x
+
+    for eq in jaxpr.equations:
+        eq = Equation(eq.primitive, [current(x) for x in eq.inputs], eq.outputs, eq.params)
+        if pure(eq) and not eq.primitive.multiple_results:
+            same = _folded(eq) or _identity(eq) or _undone(eq, producers)
+            if same is not None:
+                replaced[eq.outputs[0].id] = same
+                continue
+            eq = _one_broadcast(eq, producers)
+        key = _cse_key(eq)
+        if key is not None:
+            if key in seen:
+                for var, earlier in zip(eq.outputs, seen[key]):
+                    replaced[var.id] = earlier
+                continue
+            seen[key] = eq.outputs
+        kept.append(eq)
+        producers.update((v.id, eq) for v in eq.outputs)
+    outvars = [current(v) for v in jaxpr.outvars]
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, _without_dead_code(kept, outvars), outvars, jaxpr.consts)
+
+
+def _without_dead_code(equations: list[Equation], outvars: list[Any]) -> list[Equation]:
+    live = {v.id for v in outvars if isinstance(v, Var)}
+    kept = []
+    for eq in reversed(equations):
+        if pure(eq) and eq.outputs and not any(v.id in live for v in eq.outputs):
+            continue
+        live.update(x.id for x in eq.inputs if isinstance(x, Var))
+        kept.append(eq)
+    return kept[::-1]
+
+
+def _literal_value(x: Literal) -> np.ndarray:
+    return np.asarray(x.value, dtype=x.aval.dtype)
+
+
+def _folded(eq: Equation) -> Literal | None:
+    """A literal for a scalar operation on literals."""
+    out = eq.outputs[0].aval
+    if eq.primitive.name not in _FOLDABLE or out.shape != () or not all(isinstance(x, Literal) for x in eq.inputs):
+        return None
+    with np.errstate(all="ignore"):
+        value = np.asarray(impl_rules[eq.primitive](*[_literal_value(x) for x in eq.inputs], **eq.params))
+    value = value.astype(out.dtype) if value.dtype != out.dtype else value
+    # a weak-typed literal is held as a Python scalar (as staging holds one), a strong one as a NumPy scalar
+    return Literal(value.item() if out.weak_type else value[()], out)
+
+
+def _is_constant(x: Any, number: float) -> bool:
+    if not isinstance(x, Literal):
+        return False
+    value = _literal_value(x)
+    return bool(value == number) and (number != 0 or value.dtype.kind not in "fc" or not np.signbit(value.real))
+
+
+def _is_negative_zero(x: Any) -> bool:
+    if not isinstance(x, Literal):
+        return False
+    value = _literal_value(x)
+    return value.dtype.kind == "f" and bool(value == 0) and bool(np.signbit(value))
+
+
+def _identity(eq: Equation) -> Any:
+    """The input that `eq` merely passes on (same type and shape as its output), or None."""
+    name, inputs, out = eq.primitive.name, eq.inputs, eq.outputs[0].aval
+
+    def passes(x: Any) -> bool:
+        return isinstance(x, Var) and _same_type(x.aval, out)
+
+    if name in ("convert_element_type", "reshape", "broadcast_in_dim", "stop_gradient") and passes(inputs[0]):
+        return inputs[0]
+    if name == "mul":
+        for a, b in ((inputs[0], inputs[1]), (inputs[1], inputs[0])):
+            if passes(a) and _is_constant(b, 1):
+                return a
+    if name == "div" and passes(inputs[0]) and _is_constant(inputs[1], 1):
+        return inputs[0]
+    if name == "sub" and passes(inputs[0]) and _is_constant(inputs[1], 0):
+        return inputs[0]  # x - 0 is x, -0.0 included
+    if name in ("add", "add_any"):
+        for a, b in ((inputs[0], inputs[1]), (inputs[1], inputs[0])):
+            # x + (-0.0) is x for every float x; x + 0 only for integers (-0.0 + 0.0 is 0.0)
+            if passes(a) and (_is_negative_zero(b) or (out.dtype.kind in "iu" and _is_constant(b, 0))):
+                return a
+    if name == "select" and isinstance(inputs[1], Var) and inputs[1] is inputs[2] and passes(inputs[1]):
+        return inputs[1]
+    return None
+
+
+def _undone(eq: Equation, producers: dict[int, Equation]) -> Any:
+    """x for -(-x)."""
+    if eq.primitive.name != "neg" or not isinstance(eq.inputs[0], Var):
+        return None
+    inner = producers.get(eq.inputs[0].id)
+    if inner is not None and inner.primitive.name == "neg" and isinstance(inner.inputs[0], Var) and \
+            _same_type(inner.inputs[0].aval, eq.outputs[0].aval):
+        return inner.inputs[0]
+    return None
+
+
+def _one_broadcast(eq: Equation, producers: dict[int, Equation]) -> Equation:
+    """A broadcast of a broadcast as one broadcast of the original (the intermediate is never made)."""
+    if eq.primitive.name != "broadcast_in_dim" or not isinstance(eq.inputs[0], Var):
+        return eq
+    inner = producers.get(eq.inputs[0].id)
+    if inner is None or inner.primitive is not eq.primitive:
+        return eq
+    dims = tuple(eq.params["broadcast_dimensions"][d] for d in inner.params["broadcast_dimensions"])
+    return Equation(eq.primitive, [inner.inputs[0]], eq.outputs, dict(eq.params, broadcast_dimensions=dims))
+
+
+def _same_type(a: ShapedArray, b: ShapedArray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and a.weak_type == b.weak_type
+
+
+def _cse_key(eq: Equation) -> Any:
+    """What identifies `eq`'s computation (None: never merged)."""
+    if not pure(eq) or not eq.outputs:
+        return None
+    inputs = tuple(("v", x.id) if isinstance(x, Var) else
+                   ("l", x.aval.dtype.str, x.aval.weak_type, _literal_value(x).tobytes()) for x in eq.inputs)
+    try:
+        params = tuple(sorted(eq.params.items()))
+        key = (eq.primitive, inputs, params, tuple((v.aval.shape, v.aval.dtype, v.aval.weak_type) for v in eq.outputs))
+        hash(key)
+    except TypeError:  # unhashable parameters (arrays): not merged
+        return None
+    return key
