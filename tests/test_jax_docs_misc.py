@@ -140,3 +140,12 @@ def test_traced_boolean_masks_raise_jaxs_error():
         with pytest.raises(IndexError):
             lib.jit(lambda v: v.at[v > 5].set(0.0))(x)
     np.testing.assert_array_equal(np.asarray(mnp.arange(10.0)[mnp.arange(10.0) > 7]), [8.0, 9.0])
+
+
+def test_debug_nans_names_the_operation_inside_fused_jitted_programs(debug_nans):
+    """Jitted programs fuse elementwise chains; with the check on they run unfused, as JAX's rerun does."""
+    x = mnp.array([1.0, 2.0, -3.0])
+    with pytest.raises(FloatingPointError, match="invalid value \\(nan\\) encountered in log"):
+        meshax.jit(lambda v: mnp.exp(mnp.log(v * 2.0) + 1.0) * 3.0)(x)
+    meshax.config.update("jax_debug_nans", False)
+    assert np.isnan(np.asarray(meshax.jit(lambda v: mnp.exp(mnp.log(v * 2.0) + 1.0) * 3.0)(x))[2])
