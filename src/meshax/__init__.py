@@ -19,6 +19,7 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 _SUBMODULES = ("checkpoint", "debug", "distributed", "dtypes", "errors", "experimental", "lax", "nn", "numpy", "random",
                "sharding", "tree", "tree_util")
+_SUBMODULES += ("ad_checkpoint", "stages")  # JAX documentation's modules (issue 25)
 
 # Public name -> module that defines it.
 _NAMES = {
@@ -94,6 +95,13 @@ _NAMES = {
     "checking_leaks": "meshax._src.api_extra",
     "custom_gradient": "meshax._src.api_extra",
 }
+_NAMES.update({  # JAX documentation's names (issue 25)
+    "debug_nans": "meshax._src.debug_nans",
+    "debug_infs": "meshax._src.debug_nans",
+    "new_ref": "meshax._src.refs",
+    "freeze": "meshax._src.refs",
+    "Ref": "meshax._src.refs",
+})
 
 __all__ = sorted((*_SUBMODULES, *_NAMES))
 

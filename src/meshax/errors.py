@@ -1,6 +1,8 @@
 """Errors meshax raises that programs catch (as jax.errors)."""
-from meshax._src.core import (ConcretizationTypeError, ShardingTypeError, TracerArrayConversionError,
-                              TracerBoolConversionError, TracerIntegerConversionError, UnexpectedTracerError)
+from meshax._src.core import (ConcretizationTypeError, NonConcreteBooleanIndexError, ShardingTypeError,
+                              TracerArrayConversionError, TracerBoolConversionError, TracerIntegerConversionError,
+                              UnexpectedTracerError)
 
-__all__ = ["ConcretizationTypeError", "ShardingTypeError", "TracerArrayConversionError", "TracerBoolConversionError",
-           "TracerIntegerConversionError", "UnexpectedTracerError"]
+__all__ = ["ConcretizationTypeError", "NonConcreteBooleanIndexError", "ShardingTypeError",
+           "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError",
+           "UnexpectedTracerError"]

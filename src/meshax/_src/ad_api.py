@@ -14,11 +14,12 @@ from . import numpy as jnp
 from .array import Array
 from .core import Tracer, aval_of, define_primitive
 from .dtypes import float0
-from .interpreters.ad import Zero, defzero, jvp_flat, linearize_flat, tangent_aval
+from .interpreters.ad import Zero, backward_pass, defzero, jvp_flat, linearize_flat, tangent_aval
+from .jaxpr import Jaxpr
 from . import custom_derivatives, remat, shard_map_ad  # noqa: F401  (register derivative rules)
 from .lax import ad_rules, ad_structural, parallel, scan_ad  # noqa: F401
 from .rules import elementwise
-from .tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
+from .tree_util import register_pytree_node, tree_flatten, tree_map, tree_structure, tree_unflatten
 
 
 # ---- stop_gradient -----------------------------------------------------------------------------------------------
@@ -58,13 +59,12 @@ def _materialize(ct: Any, aval: Any) -> Any:
     return ct
 
 
-def _like_primal(ct: Any, primal: Any) -> Any:
+def _like_sharding(ct: Any, sharding: Any) -> Any:
     """Gradients of Arrays come back laid out as the Array (JAX's gradient has its parameter's sharding)."""
-    if isinstance(primal, Array) and isinstance(ct, Array) and ct.sharding != primal.sharding \
-            and ct.shape == primal.shape:
+    if sharding is not None and isinstance(ct, Array) and ct.sharding != sharding:
         from .api import device_put
 
-        return device_put(ct, primal.sharding)
+        return device_put(ct, sharding)
     return ct
 
 
@@ -157,22 +157,66 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     primals_out, linear = linearize_flat(_flat_fun(fun, p_tree, out_tree, aux, has_aux), p_leaves)
     out_structure = out_tree[0]
     n_out = out_structure.num_leaves
+    shardings = tuple(p.sharding if isinstance(p, Array) else None for p in p_leaves)
+    f_vjp = VJP(_Backward(linear, p_tree, out_structure, shardings), list(linear.jaxpr.consts))
+    result = (tree_unflatten(out_structure, primals_out[:n_out]), f_vjp)
+    return result + (_aux(aux, primals_out, n_out),) if has_aux else result
 
-    def f_vjp(cotangent: Any) -> tuple[Any, ...]:
+
+class _Backward:
+    """What a VJP needs besides its residuals: the linear program (without its residual values) and the trees."""
+
+    def __init__(self, linear: Any, p_tree: Any, out_tree: Any, shardings: tuple) -> None:
+        program = linear.jaxpr
+        self.program = Jaxpr(program.constvars, program.invars, program.equations, program.outvars)
+        self.in_avals, self.out_avals = linear.in_avals, linear.out_avals
+        self.p_tree, self.out_tree, self.shardings = p_tree, out_tree, shardings
+
+
+class NotNeeded:
+    """An argument the backward pass does not keep (JAX's marker in `VJP.args_res`)."""
+
+    def __repr__(self) -> str:
+        return "NotNeeded()"
+
+
+class VJP:
+    """The backward function `jax.vjp` returns: call it with an output cotangent. A pytree whose leaves are the
+    residuals it keeps, so it can be returned from `jit` or passed through transformations."""
+
+    def __init__(self, backward: _Backward, residuals: list[Any]) -> None:
+        self._backward = backward
+        self.opaque_residuals = list(residuals)
+        self.in_tree, self.out_tree = backward.p_tree, backward.out_tree
+        self.args_res = [NotNeeded() for _ in range(backward.p_tree.num_leaves)]
+
+    @property
+    def jaxpr(self) -> Jaxpr:
+        program = self._backward.program
+        return Jaxpr(program.constvars, program.invars, program.equations, program.outvars, self.opaque_residuals)
+
+    def __call__(self, cotangent: Any) -> tuple[Any, ...]:
+        backward = self._backward
         c_leaves, c_tree = tree_flatten(cotangent)
-        if c_tree != out_structure:
+        if c_tree != backward.out_tree:
             raise TypeError(f"Tree structure of cotangent input {c_tree}, does not match structure of primal "
-                            f"output {out_structure}.")
-        for c, a in zip(c_leaves, linear.out_avals):
+                            f"output {backward.out_tree}.")
+        for c, a in zip(c_leaves, backward.out_avals):
             if tuple(np.shape(c)) != tuple(a.shape):
                 raise ValueError(f"vjp: the cotangent has shape {tuple(np.shape(c))} but the primal output has "
                                  f"shape {a.shape}; pass a cotangent shaped like the output.")
-        cts = linear.transpose(c_leaves + [Zero(a) for a in linear.out_avals[n_out:]])
-        cts = [_like_primal(_materialize(c, a), p) for c, a, p in zip(cts, linear.in_avals, p_leaves)]
-        return tuple(tree_unflatten(p_tree, cts))
+        n_out = backward.out_tree.num_leaves
+        cts = backward_pass(backward.program, self.opaque_residuals,
+                            c_leaves + [Zero(a) for a in backward.out_avals[n_out:]])
+        cts = [_like_sharding(_materialize(c, a), s) for c, a, s in zip(cts, backward.in_avals, backward.shardings)]
+        return tuple(tree_unflatten(backward.p_tree, cts))
 
-    result = (tree_unflatten(out_structure, primals_out[:n_out]), f_vjp)
-    return result + (_aux(aux, primals_out, n_out),) if has_aux else result
+    def __repr__(self) -> str:
+        return f"VJP(in_tree={self.in_tree}, out_tree={self.out_tree}, residuals={len(self.opaque_residuals)})"
+
+
+register_pytree_node(VJP, lambda f: (f.opaque_residuals, f._backward),
+                     lambda backward, residuals: VJP(backward, list(residuals)))
 
 
 def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,

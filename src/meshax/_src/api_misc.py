@@ -59,8 +59,9 @@ def clear_caches() -> None:
     """Forget every traced program (jit and shard_map re-trace on their next call)."""
     import gc
 
-    from .jit import Jitted
+    from .jit import Jitted, forget_traces
 
+    forget_traces()
     for obj in gc.get_objects():
         if isinstance(obj, Jitted):
             obj._cache.clear()

@@ -13,6 +13,19 @@ def _env_flag(*names: str, default: bool = False) -> bool:
     return default
 
 
+# JAX's options that its documentation sets, with JAX 0.10.2's defaults. `jax_debug_nans`/`jax_debug_infs` check
+# every operation's results; the others are accepted and change nothing in meshax (no XLA, no compilation
+# cache, one remat implementation, one partitioner, threefry keys that are always partitionable).
+JAX_OPTIONS: dict[str, Any] = {
+    "jax_debug_nans": False, "jax_debug_infs": False, "jax_remat3": False, "jax_traceback_filtering": "auto",
+    "jax_threefry_partitionable": True, "jax_use_shardy_partitioner": True, "jax_default_prng_impl": "threefry2x32",
+    "jax_enable_checks": False, "jax_log_compiles": False, "jax_explain_cache_misses": False,
+    "jax_check_tracer_leaks": False, "jax_compilation_cache_dir": None, "jax_softmax_custom_jvp": False,
+    "jax_traceback_in_locations_limit": 100, "jax_random_seed_offset": 0, "jax_enable_custom_prng": False,
+    "jax_persistent_cache_min_compile_time_secs": 1.0, "jax_persistent_cache_min_entry_size_bytes": 0,
+}
+
+
 class Config:
     """Holds meshax's options; `update(name, value)` changes one, as in `jax.config`."""
 
@@ -26,6 +39,7 @@ class Config:
             "meshax_buffer_pool_mb": float(os.environ.get("MESHAX_BUFFER_POOL_MB", 256)),
             "jax_num_cpu_devices": -1,  # -1: from JAX_NUM_CPU_DEVICES / MESHAX_NUM_CPU_DEVICES / XLA_FLAGS
         }
+        self._values.update(JAX_OPTIONS)
 
     def update(self, name: str, value: Any) -> None:
         """Set option `name` to `value`; unknown names raise AttributeError listing the known ones."""
@@ -44,6 +58,10 @@ class Config:
                                    "before any JAX operation is executed. You should initialize this config "
                                    "immediately after `import jax`.")
         self._values[name] = value
+        if name in ("jax_debug_nans", "jax_debug_infs"):
+            from .debug_nans import check_floats
+
+            check_floats(nans=bool(self._values["jax_debug_nans"]), infs=bool(self._values["jax_debug_infs"]))
 
     def read(self, name: str) -> Any:
         return self._values[name]

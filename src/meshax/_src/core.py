@@ -56,17 +56,37 @@ class ShapedArray(HasShape):
         return ",".join(f"{n}@{axes[0] if len(axes) == 1 else '(' + ','.join(axes) + ')'}" if axes else str(n)
                         for n, axes in zip(self.shape, self.explicit))
 
+    def _varying(self) -> str:
+        """The varying manual axes as JAX prints them: {V:x}, {V:(x,y)}."""
+        if not self.vma:
+            return ""
+        names = sorted(self.vma)
+        return f"{{V:{names[0]}}}" if len(names) == 1 else f"{{V:({','.join(names)})}}"
+
     def str_short(self) -> str:
         """As jaxprs print types: f32[8,4]{V:x}."""
-        varying = f"{{V:{','.join(sorted(self.vma))}}}" if self.vma else ""
-        return f"{_short_dtype(self.dtype)}[{self._dims()}]{varying}"
+        return f"{_short_dtype(self.dtype)}[{self._dims()}]{self._varying()}"
 
     def __str__(self) -> str:
-        return f"{'~' if self.weak_type else ''}{np.dtype(self.dtype).name}[{self._dims()}]"
+        return f"{'~' if self.weak_type else ''}{np.dtype(self.dtype).name}[{self._dims()}]{self._varying()}"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({np.dtype(self.dtype).name}[{self._dims()}]{weak})"
+
+    @property
+    def sharding(self) -> Any:
+        """The sharding this type carries (JAX's `typeof(x).sharding`): Explicit axes, on the abstract mesh."""
+        from .aval_sharding import sharding_of
+
+        return sharding_of(self)
+
+    @property
+    def manual_axis_type(self) -> Any:
+        """The manual mesh axes the value varies over (inside shard_map)."""
+        from .aval_sharding import manual_axis_type_of
+
+        return manual_axis_type_of(self)
 
     def update(self, **changes: Any) -> "ShapedArray":
         """A copy with some fields changed (without dataclasses.replace's checks: this runs on every operation in
@@ -215,6 +235,10 @@ class UnexpectedTracerError(Exception):
 class ShardingTypeError(TypeError):
     """Shardings in types that an operation cannot combine (JAX's ShardingTypeError, an Exception; a TypeError
     here, as meshax raised for an ambiguous contraction before types carried shardings)."""
+
+
+class NonConcreteBooleanIndexError(IndexError):
+    """A boolean mask index whose values are traced: the result's shape would depend on them."""
 
 
 class ConcretizationTypeError(TypeError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -26,6 +27,8 @@ from .jaxpr import Jaxpr, eval_jaxpr
 from .mesh import Mesh
 from . import devices as device_table
 from .partition import choose_mesh, sharding_for
+from .refs import Ref, unwrapped
+from . import residual_origins
 from .runtime.history import note as note_call
 from .rules import replicated
 from .sharding import PartitionSpec, Sharding
@@ -37,6 +40,11 @@ def _as_tuple(x: Any) -> tuple[Any, ...]:
     if x is None:
         return ()
     return (x,) if isinstance(x, (int, str)) else tuple(x)
+
+
+def _call_signature(leaf: Any) -> Any:
+    """A leaf's part of a call's cache key: its type, or ("Ref", its value's type) for an array Ref."""
+    return ("Ref", _signature_of(leaf._value)) if isinstance(leaf, Ref) else _signature_of(leaf)
 
 
 def _signature_of(leaf: Any) -> Any:
@@ -63,7 +71,9 @@ class Jitted:
         self.out_shardings = out_shardings
         self.static_argnums = tuple(static_argnums)
         self.static_argnames = tuple(static_argnames)
-        self._cache: dict[Any, tuple[Jaxpr, list[Any], Any]] = {}
+        self.donate_argnums = tuple(donate_argnums)
+        self._cache = _cache_of(fun, (_hashable(in_shardings), _hashable(out_shardings), self.static_argnums,
+                                      self.static_argnames, self.donate_argnums))
         self._entries: dict[Any, str] = {}  # call signature -> how a call is recorded in the history
         functools.update_wrapper(self, fun, updated=())  # not fun.__dict__ (a wrapped Jitted's state)
 
@@ -86,7 +96,7 @@ class Jitted:
         """The cache key of a call (tree structure, leaf signatures, static values) and its dynamic leaves."""
         dynamic_args, dynamic_kwargs, static_positional, static_named = self._split(args, kwargs)
         leaves, structure = self._flatten(dynamic_args, dynamic_kwargs)
-        key = (structure, tuple(_signature_of(x) for x in leaves), static_positional, static_named)
+        key = (structure, tuple(_call_signature(x) for x in leaves), static_positional, static_named)
         try:
             known = key in self._cache
         except TypeError as error:
@@ -110,9 +120,15 @@ class Jitted:
         """Evaluate the program traced for `key`. Host values it returns (constants, inputs passed through) become
         Arrays replicated over the mesh the call runs on, as jax.jit returns them."""
         _, (jaxpr, consts, out_structure) = key
+        refs = [leaf for leaf in leaves if isinstance(leaf, Ref)]
+        leaves = unwrapped(leaves)
         if device_table.process_count() > 1:
             self._note_call(key[0], leaves)
         outputs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=getattr(self.fun, "__name__", "fun"))
+        if refs:  # the Refs' final values come last: write them into the caller's Refs
+            for ref, value in zip(refs, outputs[len(outputs) - len(refs):]):
+                ref._value = value
+            outputs = outputs[:len(outputs) - len(refs)]
         if not all(isinstance(value, (Array, Tracer)) for value in outputs):
             mesh = choose_mesh(leaves)
             committed = any(isinstance(x, Array) and x.committed for x in leaves)
@@ -141,7 +157,12 @@ class Jitted:
     def _trace(self, structure: Any, leaves: list[Any], static_positional: tuple, static_named: tuple) -> tuple:
         out_structure = []
 
+        is_ref = [isinstance(leaf, Ref) for leaf in leaves]
+
         def flat_fun(*flat: Any) -> list[Any]:
+            refs = [Ref(x) for x, ref in zip(flat, is_ref) if ref]  # this trace's Refs, holding its values
+            it = iter(refs)
+            flat = [next(it) if ref else x for x, ref in zip(flat, is_ref)]
             dynamic_args, dynamic_kwargs = tree_unflatten(structure, list(flat))
             args = list(dynamic_args)
             for index, value in static_positional:
@@ -150,19 +171,61 @@ class Jitted:
             _check_outputs(self.fun, result)
             out_leaves, tree = tree_flatten(result)
             out_structure.append(tree)
-            return out_leaves
+            return out_leaves + [ref._value for ref in refs]
 
-        avals = [aval_of(x) for x in leaves]
+        avals = [aval_of(x) for x in unwrapped(leaves)]
         jaxpr, _ = trace_to_jaxpr(flat_fun, avals)
         return consts_as_inputs(jaxpr), list(jaxpr.consts), out_structure[0]
 
-    def lower(self, *args: Any, **kwargs: Any) -> "Lowered":
-        """The program traced for these arguments; `.compile()` makes it callable on arguments like them."""
+    def trace(self, *args: Any, **kwargs: Any) -> Any:
+        """The program traced for these arguments (a jax.stages.Traced: `.jaxpr`, `.out_info`, `.lower()`)."""
+        from .stages import Traced
+
         key, _ = self._prepare(args, kwargs)
-        return Lowered(self, key)
+        return Traced(self, key)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        """The program traced for these arguments; `.compile()` makes it callable on arguments like them."""
+        return self.trace(*args, **kwargs).lower()
+
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+        """The results' types for these arguments (ShapeDtypeStructs), from the traced program."""
+        return self.trace(*args, **kwargs).out_info
 
     def __get__(self, instance: Any, owner: Any) -> Any:
         return self if instance is None else functools.partial(self, instance)
+
+
+# One cache of traced programs per function and jit options, shared by every `jit(f)` of the same `f` (as in
+# JAX: a fresh `jax.jit(f)` reuses the programs traced for `f`, values of globals included).
+_caches: "weakref.WeakKeyDictionary[Any, dict[Any, dict]]" = weakref.WeakKeyDictionary()
+
+
+def _cache_of(fun: Callable[..., Any], options: Any) -> dict[Any, tuple[Jaxpr, list[Any], Any]]:
+    """The traced programs of `fun` under jit `options` (a private cache where `fun` or the options can't be keys)."""
+    while isinstance(fun, Jitted):  # jit(jit(f)) runs f's program: it shares f's cache
+        fun = fun.fun
+    try:
+        per_function = _caches.setdefault(fun, {})
+        return per_function.setdefault(options, {})
+    except TypeError:  # not weakly referable, not hashable, or options not hashable
+        return {}
+
+
+def forget_traces() -> None:
+    """Empty every function's shared cache of traced programs (jax.clear_caches)."""
+    for per_function in list(_caches.values()):
+        for cache in per_function.values():
+            cache.clear()
+
+
+def _hashable(value: Any) -> Any:
+    """`value` if it can be a dictionary key, else a marker that no other value equals."""
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return object()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -170,46 +233,19 @@ def _processes_of(sharding: Sharding) -> frozenset[int]:
     return frozenset(d.process_index for d in sharding.device_set)
 
 
-class Lowered:
-    """The program traced for one signature of arguments, printable (`as_text()`)."""
-
-    def __init__(self, jitted: Jitted, key: tuple) -> None:
-        self.jitted = jitted
-        self.key = key
-        self.jaxpr = key[1][0]
-
-    def as_text(self) -> str:
-        return str(self.jaxpr)
-
-    def compile(self) -> "Compiled":
-        return Compiled(self)
-
-
-class Compiled:
-    """A lowered program ready to run: call it with the non-static arguments it was lowered for."""
-
-    def __init__(self, lowered: Lowered) -> None:
-        self.lowered = lowered
-
-    def as_text(self) -> str:
-        return self.lowered.as_text()
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        jitted, key = self.lowered.jitted, self.lowered.key
-        leaves, structure = jitted._flatten(args, kwargs)
-        signature = tuple(_signature_of(x) for x in leaves)
-        if (structure, signature) != key[0][:2]:
-            raise TypeError(
-                f"this compiled program takes {_describe(*key[0][:2])} but was called with "
-                f"{_describe(structure, signature)}; pass arguments like those it was lowered with (without the "
-                "static ones), or call the jitted function, which traces again for new arguments."
-            )
-        return jitted._run(key, leaves)
-
-
 jit_p = Primitive("jit", multiple_results=True)
 abstract_eval_rules[jit_p] = lambda *avals, jaxpr, name: [v.aval for v in jaxpr.outvars]
-inline_rules[jit_p] = lambda *args, jaxpr, name: eval_jaxpr(jaxpr, (), args)
+
+
+def _inline(*args: Any, jaxpr: Jaxpr, name: str) -> list[Any]:
+    """The program's equations, in the current trace."""
+    if residual_origins.recording:  # print_saved_residuals describes what they stage as the function's outputs
+        with residual_origins.jitted_call(name):
+            return eval_jaxpr(jaxpr, (), args)
+    return eval_jaxpr(jaxpr, (), args)
+
+
+inline_rules[jit_p] = _inline
 vma_rules[jit_p] = keeps_own_vma
 structured_rules[jit_p] = lambda run, *args, jaxpr, name: run(jaxpr, (), args)
 eager_rules[jit_p] = lambda *args, jaxpr, name: run_eagerly(jaxpr, args)  # the simplified, fused program

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
 from . import primitives as P
+from .residual_origins import eval_jaxpr_keeping_origins
 from .core import Primitive, abstract_eval_rules, aval_of, keeps_own_vma, set_current_trace, vma_rules
 from .interpreters.ad import Zero, backward_pass, instantiate, is_undefined, jvp_flat, jvp_rules, tangent_aval, \
     transpose_rules
@@ -41,10 +42,58 @@ def dots_with_no_batch_dims_saveable(primitive: Primitive, *_: Any, dimension_nu
     return primitive is P.dot_general and not dimension_numbers[1][0]
 
 
+def _is_named(primitive: Primitive, params: dict[str, Any], names: frozenset[str]) -> bool:
+    from .ad_checkpoint import name_p
+
+    return primitive is name_p and params["name"] in names
+
+
+def save_only_these_names(*names: str) -> Callable[..., bool]:
+    """Save the values named (with checkpoint_name) one of `names`, and nothing else."""
+    chosen = frozenset(names)
+    return lambda primitive, *_, **params: _is_named(primitive, params, chosen)
+
+
+def save_any_names_but_these(*names: str) -> Callable[..., bool]:
+    """Save every named value except those named one of `names`; nothing unnamed."""
+    from .ad_checkpoint import name_p
+
+    excluded = frozenset(names)
+    return lambda primitive, *_, **params: primitive is name_p and params["name"] not in excluded
+
+
+def save_anything_except_these_names(*names: str) -> Callable[..., bool]:
+    """Save every value except those named one of `names`."""
+    excluded = frozenset(names)
+    return lambda primitive, *_, **params: not _is_named(primitive, params, excluded)
+
+
+def save_from_both_policies(first: Callable[..., bool], second: Callable[..., bool]) -> Callable[..., bool]:
+    """Save what either policy saves."""
+    return lambda *args, **params: first(*args, **params) or second(*args, **params)
+
+
+def save_and_offload_only_these_names(*, names_which_can_be_saved: Sequence[str],
+                                      names_which_can_be_offloaded: Sequence[str], offload_src: str = "device",
+                                      offload_dst: str = "pinned_host") -> Callable[..., bool]:
+    """Save the values of both name lists (meshax has one memory: an offloaded value is a saved one)."""
+    return save_only_these_names(*names_which_can_be_saved, *names_which_can_be_offloaded)
+
+
+def offload_dot_with_no_batch_dims(offload_src: str = "device", offload_dst: str = "pinned_host") -> Callable[..., bool]:
+    """Save the results of dots without batch dimensions (meshax has one memory: offloading is saving)."""
+    return dots_with_no_batch_dims_saveable
+
+
 checkpoint_policies = SimpleNamespace(
     everything_saveable=everything_saveable, nothing_saveable=nothing_saveable, dots_saveable=dots_saveable,
     checkpoint_dots=dots_saveable, dots_with_no_batch_dims_saveable=dots_with_no_batch_dims_saveable,
-    checkpoint_dots_with_no_batch_dims=dots_with_no_batch_dims_saveable)
+    checkpoint_dots_with_no_batch_dims=dots_with_no_batch_dims_saveable,
+    offload_dot_with_no_batch_dims=offload_dot_with_no_batch_dims,
+    save_anything_except_these_names=save_anything_except_these_names,
+    save_any_names_but_these=save_any_names_but_these, save_only_these_names=save_only_these_names,
+    save_from_both_policies=save_from_both_policies,
+    save_and_offload_only_these_names=save_and_offload_only_these_names)
 
 
 # ---- the primitive ---------------------------------------------------------------------------------------------
@@ -92,7 +141,7 @@ def _jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr, policy: Any, 
     def body(*args: Any) -> list[Any]:
         xs, rest = list(args[:len(primals)]), iter(args[len(primals):])
         ts = [next(rest) if nz else Zero(tangent_aval(a)) for nz, a in zip(nonzero, in_avals)]
-        outs, touts = jvp_flat(lambda *v: eval_jaxpr(jaxpr, (), v), xs, ts)
+        outs, touts = jvp_flat(lambda *v: eval_jaxpr_keeping_origins(jaxpr, v), xs, ts)
         return outs + [instantiate(t) for t in touts]
 
     new, _ = trace_to_jaxpr(body, in_avals + [tangent_aval(a) for a, nz in zip(in_avals, nonzero) if nz])
@@ -141,7 +190,7 @@ def _partial_eval(trace: Any, *args: Any, jaxpr: Jaxpr, policy: Any, prevent_cse
                         [v for v in jaxpr.outvars if isinstance(v, Literal) or v.id not in unknown_ids]
                         + residual_vars)
     with set_current_trace(trace.parent):
-        known_out = eval_jaxpr(known_jaxpr, (), known_in)
+        known_out = eval_jaxpr_keeping_origins(known_jaxpr, known_in)
     n_known = len(known_jaxpr.outvars) - len(residual_vars)
     residuals = known_out[n_known:]
     out_unknown = [not isinstance(v, Literal) and v.id in unknown_ids for v in jaxpr.outvars]

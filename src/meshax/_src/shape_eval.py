@@ -51,6 +51,18 @@ class ShapeDtypeStruct(HasShape):
     def __hash__(self) -> int:
         return hash((self.shape, self.dtype, self.sharding, self.weak_type))
 
+    @classmethod
+    def like(cls, x: Any) -> "ShapeDtypeStruct":
+        """The shape, dtype, weak type (and, for a committed Array, sharding) of `x`."""
+        from .array import Array
+        from .dtypes import canonicalize_dtype
+
+        if isinstance(x, ShapeDtypeStruct):
+            return cls(x.shape, x.dtype, sharding=x.sharding, weak_type=x.weak_type)
+        aval = aval_of(x)
+        sharding = x.sharding if isinstance(x, Array) and x.committed else None
+        return cls(aval.shape, canonicalize_dtype(aval.dtype), sharding=sharding, weak_type=aval.weak_type)
+
     def update(self, **changes: Any) -> "ShapeDtypeStruct":
         """A copy with some of shape, dtype, sharding, weak_type replaced."""
         fields = {"shape": self.shape, "dtype": self.dtype, "sharding": self.sharding, "weak_type": self.weak_type}

@@ -59,6 +59,14 @@ def _specs_for(specs: Any, tree: Any, count: int, what: str) -> list[PartitionSp
     return [s or PartitionSpec() for s in flat]
 
 
+def _out_specs_for(specs: Any, tree: Any, count: int) -> list[PartitionSpec]:
+    """out_specs for each output; None only fits a function that returns no arrays (None, (), ...)."""
+    if specs is None and count:
+        raise TypeError(f"shard_map got out_specs=None, but the function returns {count} arrays ({tree}); give "
+                        "out_specs: a PartitionSpec or a tree of them matching the function's outputs.")
+    return _specs_for(specs, tree, count, "out_specs")
+
+
 def _parts(mesh: Mesh, spec: PartitionSpec, ndim: int) -> list[int]:
     axes = spec.normalized()
     return [math.prod(mesh.shape[a] for a in (axes[d] if d < len(axes) else ())) for d in range(ndim)]
@@ -191,8 +199,6 @@ def shard_map(f: Callable[..., Any] | None = None, mesh: Mesh | None = None, in_
     if f is None:
         return functools.partial(shard_map, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
                                  check_vma=check_vma, axis_names=axis_names)
-    if out_specs is None:
-        raise TypeError("shard_map needs out_specs (a PartitionSpec or a tree of them matching f's outputs).")
     cache: dict[Any, tuple] = {}
 
     @functools.wraps(f, updated=())
@@ -250,7 +256,7 @@ def _run_eagerly(f: Callable[..., Any], mesh: Mesh, structure: Any, leaves: list
     with set_current_trace(trace, finish=True), extend_axis_env(AxisFrame(mesh, manual, check_vma)):
         out_leaves, out_tree = tree_flatten(f(*tree_unflatten(structure, inputs)))
         outputs = [trace.lift(o) for o in out_leaves]
-    out_spec_list = tuple(_specs_for(out_specs, out_tree, len(outputs), "out_specs"))
+    out_spec_list = tuple(_out_specs_for(out_specs, out_tree, len(outputs)))
     if check_vma:
         for index, (out, spec) in enumerate(zip(outputs, out_spec_list)):
             _check_replication(f, mesh, manual, out.aval, spec, index)
@@ -308,7 +314,7 @@ def _trace(f: Callable[..., Any], mesh: Mesh, structure: Any, avals: list[Shaped
 
     with extend_axis_env(AxisFrame(mesh, manual, check_vma)):
         jaxpr, outputs = trace_to_jaxpr(flat, local)
-    out_spec_list = tuple(_specs_for(out_specs, out_structure[0], len(outputs), "out_specs"))
+    out_spec_list = tuple(_out_specs_for(out_specs, out_structure[0], len(outputs)))
     out_local = [aval_of(o) for o in jaxpr.outvars]
     if check_vma:
         for index, (aval, spec) in enumerate(zip(out_local, out_spec_list)):

@@ -20,19 +20,42 @@ Box = tuple[tuple[int, int], ...]
 
 
 class PartitionSpec(tuple):
-    """For each array dimension: None (replicated), a mesh axis name, or a tuple of names."""
+    """For each array dimension: None (replicated), a mesh axis name, or a tuple of names. `unreduced`: mesh axes
+    over which the array holds partial sums; `reduced`: axes it is replicated over, whose cotangents are summed."""
 
-    def __new__(cls, *partitions: Any) -> "PartitionSpec":
+    def __new__(cls, *partitions: Any, unreduced: Any = frozenset(), reduced: Any = frozenset()) -> "PartitionSpec":
         for entry in partitions:
             names = entry if isinstance(entry, tuple) else (entry,)
             if not all(n is None or isinstance(n, str) for n in names) or (isinstance(entry, tuple) and None in entry):
                 raise TypeError(
                     f"PartitionSpec entries must be None, a mesh axis name or a tuple of names; got {entry!r}."
                 )
-        return super().__new__(cls, partitions)
+        spec = super().__new__(cls, partitions)
+        spec.unreduced = _axis_set(unreduced, "unreduced")
+        spec.reduced = _axis_set(reduced, "reduced")
+        used = {n for entry in partitions for n in (entry if isinstance(entry, tuple) else (entry,)) if n is not None}
+        for name, axes in (("unreduced", spec.unreduced), ("reduced", spec.reduced)):
+            if used & axes:
+                raise ValueError(f"partitions cannot overlap with {name} axes passed to PartitionSpec. Got partitions: "
+                                 f"{partitions} and {name} axes: {axes}")
+        if spec.unreduced & spec.reduced:
+            raise ValueError(f"`unreduced` and `reduced` argument to PartitionSpec cannot overlap. Got unreduced: "
+                             f"{spec.unreduced} and reduced: {spec.reduced}")
+        return spec
+
+    partitions = property(lambda self: tuple(self))
 
     def __repr__(self) -> str:
-        return "PartitionSpec(" + ", ".join(repr(p) for p in self) + ("," if len(self) == 1 else "") + ")"
+        entries = [repr(p) for p in self]
+        for name, axes in (("unreduced", self.unreduced), ("reduced", self.reduced)):
+            if axes:
+                entries.append(f"{name}={{{', '.join(repr(a) for a in sorted(axes))}}}")
+        return "PartitionSpec(" + ", ".join(entries) + ("," if len(self) == 1 and len(entries) == 1 else "") + ")"
+
+    def update(self, **changes: Any) -> "PartitionSpec":
+        """A copy with `partitions`, `unreduced` or `reduced` replaced."""
+        fields = {"partitions": tuple(self), "unreduced": self.unreduced, "reduced": self.reduced, **changes}
+        return PartitionSpec(*fields["partitions"], unreduced=fields["unreduced"], reduced=fields["reduced"])
 
     def normalized(self) -> tuple[tuple[str, ...], ...]:
         """Each entry as a tuple of axis names, trailing replicated dimensions dropped."""
@@ -43,9 +66,10 @@ class PartitionSpec(tuple):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PartitionSpec):
-            return self.normalized() == other.normalized()
+            return (self.normalized(), self.unreduced, self.reduced) == \
+                (other.normalized(), other.unreduced, other.reduced)
         if isinstance(other, tuple):
-            return self.normalized() == PartitionSpec(*other).normalized()
+            return not self.unreduced and not self.reduced and self.normalized() == PartitionSpec(*other).normalized()
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
@@ -53,10 +77,22 @@ class PartitionSpec(tuple):
         return equal if equal is NotImplemented else not equal
 
     def __hash__(self) -> int:
-        return hash(self.normalized())
+        return hash((self.normalized(), self.unreduced, self.reduced))
 
     def __reduce__(self):
-        return (PartitionSpec, tuple(self))
+        return (_rebuild_spec, (tuple(self), self.unreduced, self.reduced))
+
+
+def _rebuild_spec(partitions: tuple, unreduced: frozenset, reduced: frozenset) -> PartitionSpec:
+    return PartitionSpec(*partitions, unreduced=unreduced, reduced=reduced)
+
+
+def _axis_set(axes: Any, what: str) -> frozenset:
+    """`axes` (a name or a collection of names) as a frozenset of mesh axis names."""
+    names = frozenset((axes,) if isinstance(axes, str) else axes)
+    if not all(isinstance(n, str) for n in names):
+        raise TypeError(f"PartitionSpec({what}=...) takes mesh axis names; got {axes!r}.")
+    return names
 
 
 def chunk_bounds(size: int, parts: int, index: int) -> tuple[int, int]:
@@ -148,8 +184,12 @@ class NamedSharding(Sharding):
         self.spec = spec
         if memory_kind not in (None, "device"):
             raise ValueError(f"memory_kind={memory_kind!r} is not supported; CPU devices have one memory, 'device'.")
+        if spec.unreduced:
+            raise NotImplementedError(
+                f"NamedSharding({spec!r}): arrays holding unreduced partial sums over mesh axes are not implemented "
+                "in meshax yet; reduce them (psum inside shard_map, or a sharding without unreduced axes).")
         self._axes = spec.normalized()
-        used = [name for entry in self._axes for name in entry]
+        used = [name for entry in self._axes for name in entry] + sorted(spec.reduced)
         for name in used:
             mesh.axis_size(name)  # raises naming the axis and the mesh's axes
         if len(set(used)) != len(used):

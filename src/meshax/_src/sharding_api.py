@@ -22,8 +22,35 @@ from .tree_util import tree_flatten, tree_unflatten
 
 def typeof(x: Any) -> ShapedArray:
     """The abstract value of `x`; for an array on a mesh with Explicit axes, with the axes splitting each
-    dimension (as JAX prints them: float32[8@X,4])."""
-    return aval_of(x)
+    dimension (as JAX prints them: float32[8@X,4]). An Array's type knows its mesh (`typeof(x).sharding`)."""
+    from .refs import Ref
+
+    if isinstance(x, Ref):
+        return RefType(x.aval)
+    aval = aval_of(x)
+    sharding = getattr(x, "sharding", None) if not isinstance(x, Tracer) else None
+    if aval.mesh is None and isinstance(sharding, NamedSharding):
+        return aval.update(mesh=sharding.mesh)  # for display: typing still follows the mesh's axis types
+    return aval
+
+
+class RefType:
+    """The type of an array Ref, printed as JAX prints it: Ref{float32[3]}."""
+
+    def __init__(self, aval: ShapedArray) -> None:
+        self.aval = aval
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, RefType) and self.aval == other.aval
+
+    def __hash__(self) -> int:
+        return hash(("Ref", self.aval))
+
+    def __repr__(self) -> str:
+        return f"Ref{{{self.aval}}}"
 
 
 def _target(spec: Any) -> Sharding:

@@ -85,6 +85,13 @@ def add_tangents(x: Any, y: Any) -> Any:
 class JVPTrace(Trace):
     """Tracers carry (primal, tangent); primitives run through their jvp rules in the parent trace."""
 
+    def describe(self, tracer: Tracer) -> str:
+        """GradTracer under grad/vjp/linearize (the tangent is being staged), JVPTracer under jvp."""
+        primal, tangent = tracer.payload
+        if isinstance(tangent, Zero) or isinstance(tangent, Tracer) and isinstance(tangent._trace, PartialEvalTrace):
+            return f"GradTracer(primal={primal}, typeof(tangent)={tangent.aval.str_short()})"
+        return f"JVPTracer(primal={primal}, tangent={tangent})"
+
     def pair(self, x: Any) -> tuple[Any, Any]:
         if self.is_own(x):
             return x.payload

@@ -31,6 +31,9 @@ class BatchTrace(Trace):
         self.size = size
         self.spmd_axis_name = spmd_axis_name  # mesh axes that split the batch dimension of sharding constraints
 
+    def describe(self, tracer: Tracer) -> str:
+        return f"VmapTracer(aval={tracer.aval}, batched={aval_of(tracer.payload[0])})"
+
     def pair(self, x: Any) -> tuple[Any, int | None]:
         return x.payload if self.is_own(x) else (x, not_mapped)
 

@@ -36,7 +36,9 @@ class DeviceTrace(Trace):
         if primitive in inline_rules:
             return inline_rules[primitive](*args, **params)
         own = [self.is_own(a) for a in args]
-        constants = [None if mine else (np.asarray(a) if isinstance(a, Array) else a) for a, mine in zip(args, own)]
+        constants = [None if mine else np.asarray(a) if isinstance(a, Array) else
+                     np.asarray(a, aval_of(a).dtype) if isinstance(a, (bool, int, float, complex)) else a
+                     for a, mine in zip(args, own)]  # Python scalars (a jaxpr's literals) as NumPy values
         out_avals = abstract_eval(primitive, [aval_of(a) for a in args], params)
         extra = {"local_shapes": [a.shape for a in out_avals]} if primitive.needs_local_shape else {}
         impl = impl_rules[primitive]

@@ -16,6 +16,8 @@ from ..core import Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of
 from ..jaxpr import ClosedJaxpr, Equation, Jaxpr, Literal, Var
 
 inline_rules: dict[Primitive, Callable[..., Any]] = {}  # call-like primitives that other traces expand in place
+staging_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(trace, *args, **params): staged in their own way
+stage_observers: list[Callable[[Equation], None]] = []  # diagnostics (print_saved_residuals) seeing each equation
 
 
 class _CompileTimeEval(threading.local):
@@ -41,6 +43,9 @@ class StagingTrace(Trace):
     def new_arg(self, aval: ShapedArray) -> Tracer:
         return Tracer(self, aval, Var(aval))
 
+    def describe(self, tracer: Tracer) -> str:
+        return f"JitTracer({tracer.aval})"
+
     def input_of(self, x: Any) -> Any:
         """An input of an equation: our own tracer's var, a Literal scalar, or a captured value's constvar."""
         if self.is_own(x):
@@ -56,6 +61,9 @@ class StagingTrace(Trace):
         if compile_time_eval.active and not any(self.is_own(a) for a in args):
             with set_current_trace(self.parent):
                 return primitive.bind(*args, **params)
+        rule = staging_rules.get(primitive)
+        if rule is not None:
+            return rule(self, *args, **params)
         return self.stage(primitive, args, params)
 
     def stage(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any],
@@ -65,6 +73,8 @@ class StagingTrace(Trace):
             out_avals = abstract_eval(primitive, [aval_of(a) for a in args], params)
         outs = [Tracer(self, aval, Var(aval)) for aval in out_avals]
         self.equations.append(Equation(primitive, inputs, [t.payload for t in outs], dict(params)))
+        for observer in stage_observers:
+            observer(self.equations[-1])
         return outs if primitive.multiple_results else outs[0]
 
     def to_jaxpr(self, inputs: Sequence[Tracer], outputs: Sequence[Any]) -> Jaxpr:

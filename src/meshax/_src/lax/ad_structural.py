@@ -16,6 +16,7 @@ from .. import random as R
 from ..core import aval_of
 from ..interpreters.ad import (Zero, defjvp, deflinear, defzero, instantiate, is_undefined, jvp_rules, tangent_aval,
                                transpose_rules, zeros)
+from ..sharding import PartitionSpec
 from .ad_rules import add, broadcast_to, div, mul, unbroadcast
 
 for _primitive in (P.argmax, P.argmin, P.argsort, P.iota, P.REDUCE["or"], P.REDUCE["and"], R.threefry2x32_p):
@@ -91,33 +92,33 @@ defjvp(P.CUMULATIVE["cumprod"], lambda g, ans, x, *, axis, reverse=False: mul(
 # ---- dot_general -----------------------------------------------------------------------------------------------
 
 
-def _dot(a: Any, b: Any, contract: tuple, batch: tuple, params: dict) -> Any:
+def _dot(a: Any, b: Any, contract: tuple, batch: tuple, params: dict, out_sharding: Any = None) -> Any:
+    extra = {} if out_sharding is None else {"out_sharding": out_sharding}
     return P.dot_general.bind(a, b, dimension_numbers=(contract, batch),
-                              preferred_element_type=params.get("preferred_element_type"))
+                              preferred_element_type=params.get("preferred_element_type"), **extra)
 
 
 def _dot_transpose(ct: Any, lhs: Any, rhs: Any, *, dimension_numbers: Any, **params: Any) -> list[Any]:
     (lc, rc), (lb, rb) = dimension_numbers
     nb = len(lb)
     if is_undefined(lhs):
-        return [_dot_transpose_side(ct, rhs, lhs.aval.ndim, aval_of(rhs).ndim, lc, rc, lb, rb, nb, True, params),
-                None]
-    return [None, _dot_transpose_side(ct, lhs, rhs.aval.ndim, aval_of(lhs).ndim, rc, lc, rb, lb, nb, False, params)]
+        return [_dot_transpose_side(ct, rhs, lhs.aval, aval_of(rhs).ndim, lc, rc, lb, rb, nb, True, params), None]
+    return [None, _dot_transpose_side(ct, lhs, rhs.aval, aval_of(lhs).ndim, rc, lc, rb, lb, nb, False, params)]
 
 
-def _dot_transpose_side(ct: Any, other: Any, ndim: int, other_ndim: int, contract: Sequence[int],
+def _dot_transpose_side(ct: Any, other: Any, aval: Any, other_ndim: int, contract: Sequence[int],
                         other_contract: Sequence[int], batch: Sequence[int], other_batch: Sequence[int], nb: int,
                         is_lhs: bool, params: dict) -> Any:
     """The cotangent of one operand: ct contracted with the other operand over the other's free dimensions,
-    then transposed into the operand's own dimension order."""
+    then transposed into the operand's own dimension order. On Explicit mesh axes it is typed as the operand
+    (as JAX's transpose does), which also decides contractions over dimensions split alike."""
+    ndim = aval.ndim
     free = [d for d in range(ndim) if d not in contract and d not in batch]
     other_free = [d for d in range(other_ndim) if d not in other_contract and d not in other_batch]
     ct_free_self = list(range(nb, nb + len(free))) if is_lhs else \
         list(range(nb + len(other_free), nb + len(other_free) + len(free)))
     ct_free_other = list(range(nb + len(free), nb + len(free) + len(other_free))) if is_lhs else \
         list(range(nb, nb + len(other_free)))
-    result = _dot(ct, other, (tuple(ct_free_other), tuple(other_free)), (tuple(range(nb)), tuple(other_batch)),
-                  params)
     # result dims: batch, this operand's free dims, then the other's contracted dims in increasing order
     del ct_free_self
     order = sorted(other_contract)
@@ -128,6 +129,13 @@ def _dot_transpose_side(ct: Any, other: Any, ndim: int, other_ndim: int, contrac
         position[d] = nb + j
     for d, o in zip(contract, other_contract):
         position[d] = nb + len(free) + order.index(o)
+    out_sharding = None
+    if aval.mesh is not None:  # on a mesh with Explicit axes
+        at = {k: d for d, k in position.items()}
+        entries = [aval.explicit[at[k]] if aval.explicit else () for k in range(ndim)]
+        out_sharding = PartitionSpec(*[None if not e else e[0] if len(e) == 1 else tuple(e) for e in entries])
+    result = _dot(ct, other, (tuple(ct_free_other), tuple(other_free)), (tuple(range(nb)), tuple(other_batch)),
+                  params, out_sharding)
     permutation = tuple(position[d] for d in range(ndim))
     if permutation != tuple(range(ndim)):
         result = P.transpose.bind(result, permutation=permutation)

@@ -50,10 +50,18 @@ def _elementwise(primitive: Any, multiple: bool = False):
     return rule
 
 
+def _add_any(values: list[Any], dims: list[Any]) -> tuple[Any, Any]:
+    """Sum of two cotangents of one value, one of them perhaps unbatched: add_any's operands have equal shapes,
+    so the unbatched one is broadcast along the batch first."""
+    size = next(aval_of(v).shape[d] for v, d in zip(values, dims) if d is not None)
+    return add_any_p.bind(*[move_to_front(v, d, size) for v, d in zip(values, dims)]), 0
+
+
 _ELEMENTWISE = list(P.UNARY.values()) + list(P.BINARY.values()) + [
-    P.select, P.convert_element_type, add_any_p, R.fma_p, R.erf_inv_p, pvary_p]
+    P.select, P.convert_element_type, R.fma_p, R.erf_inv_p, pvary_p]
 for _p in _ELEMENTWISE:
     batching_rules[_p] = _elementwise(_p)
+batching_rules[add_any_p] = _add_any
 batching_rules[R.threefry2x32_p] = _elementwise(R.threefry2x32_p, multiple=True)
 
 

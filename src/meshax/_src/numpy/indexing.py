@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import primitives as P
-from ..core import Tracer, aval_of
+from ..core import NonConcreteBooleanIndexError, Tracer, aval_of
 from .util import ArrayLike, _axes, _cast, _is_array, _lift, _ndim, _promote, _shape
 from .ufuncs import _where, add, greater_equal, less, logical_or, remainder
 from .shape_ops import broadcast_to, expand_dims, pad, ravel, reshape
@@ -87,12 +87,14 @@ def getitem(a: Any, key: Any) -> Any:
 
 
 def _static_index(index: Any, size: int, dim: int) -> int:
-    """A static integer index, wrapped if negative. Out of range it is an IndexError, as in NumPy: JAX would
-    clamp it (as it clamps index arrays, which meshax does too), but a constant out of range is a mistake."""
+    """A static integer index, wrapped if negative, and out of range clamped into it as JAX does (x[11] of 10
+    values is x[9]); only an empty dimension has no entry to give."""
     index = int(index)
-    if not -size <= index < size:
-        raise IndexError(f"index {index} is out of bounds for axis {dim} with size {size}.")
-    return index % size
+    if size == 0:
+        raise IndexError(f"index {index} is out of bounds for axis {dim} with size 0.")
+    if index < 0:
+        index += size
+    return min(max(index, 0), size - 1)
 
 
 def _check_mask(mask: np.ndarray, shape: tuple[int, ...], dim: int) -> None:
@@ -126,7 +128,9 @@ def _gather(a: Any, entries: list[Any], mode: str | None = None, fill_value: Any
     for e in entries:
         if _is_bool_index(e):
             if isinstance(e, Tracer):
-                raise IndexError("boolean mask indexing needs concrete masks; inside jit use jnp.where instead.")
+                raise NonConcreteBooleanIndexError(
+                    f"Array boolean indices must be concrete; got {e.aval}: the result's shape would depend on the "
+                    "mask's values. Inside jit use jnp.where (or x.at[...].get with a static size) instead.")
             mask = np.asarray(e)
             _check_mask(mask, a.shape, dim)
             expanded.extend(np.nonzero(mask))
@@ -270,7 +274,9 @@ class _IndexUpdateRef:
                 continue
             if _is_bool_index(e):
                 if isinstance(e, Tracer):
-                    raise IndexError("boolean mask updates need concrete masks; inside jit use jnp.where instead.")
+                    raise NonConcreteBooleanIndexError(
+                        f"Array boolean indices must be concrete; got {e.aval}. Inside jit update with jnp.where "
+                        "instead.")
                 mask = np.asarray(e)
                 _check_mask(mask, a.shape, dim)
                 index.append("array")

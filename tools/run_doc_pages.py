@@ -1,0 +1,218 @@
+"""Run the Python cells of JAX's documentation pages under real JAX and under meshax, and compare them cell by cell.
+
+    python tools/run_doc_pages.py DIR_OR_PAGES... [--show-diffs] [--timeout SECONDS] [--devices N]
+
+Each `.md` page (MyST notebooks: ```{code-cell} blocks, or ```python blocks) runs twice, in fresh processes:
+once with JAX, once with `import jax` answered by meshax (the `meshax.as_jax` alias, or a small import shim
+where that alias is not installed). A cell's result is what it printed, its last expression's value (as a
+notebook shows it) and the name of the exception it raised, if any. Results are compared with numbers
+matched to a relative tolerance and the seeds' printing differences (`PartitionSpec(...)` for `P(...)`,
+meshes without their axis types) normalised. The summary prints, per page, how many cells gave the same result, differed, or raised under
+meshax only. Exit status 1 when any cell differs or fails.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import io
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```\s*$|^```python[^\n]*\n(.*?)^```\s*$", re.S | re.M)
+NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan")
+ADDRESS = re.compile(r" at 0x[0-9a-f]+")
+MESH_AXIS_TYPES = re.compile(r"(?<!Abstract)(Mesh\([^()]*?), axis_types=\([^()]*\)\)")  # the seeds' Mesh repr
+
+
+def cells_of(page: Path) -> list[str]:
+    """The Python cells of a page, without MyST options (`:tags: ...`) and IPython magics/shell lines."""
+    cells = []
+    for match in CELL.finditer(page.read_text()):
+        body = match.group(1) if match.group(1) is not None else match.group(2)
+        lines = body.splitlines()
+        while lines and (lines[0].startswith(":") or lines[0].startswith("---")):
+            lines.pop(0)
+        lines = [line for line in lines if not line.lstrip().startswith(("%", "!"))]
+        code = "\n".join(lines).strip("\n")
+        if code.strip():
+            cells.append(code)
+    return cells
+
+
+# ---- running one page (in a child process) ---------------------------------------------------------------------
+
+
+def _alias_jax_to_meshax() -> None:
+    """`import jax` answered by meshax: its own alias where installed, else a minimal import shim."""
+    try:
+        import meshax.as_jax  # noqa: F401  (installs the alias)
+        return
+    except ImportError:
+        pass
+    import importlib
+    import importlib.abc
+    import importlib.util
+
+    class _Shim(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+            if name == "jax" or name.startswith("jax."):
+                return importlib.util.spec_from_loader(name, self)
+            return None
+
+        def create_module(self, spec: Any) -> Any:
+            return importlib.import_module("meshax" + spec.name[3:])
+
+        def exec_module(self, module: Any) -> None:
+            pass
+
+    sys.meta_path.insert(0, _Shim())
+
+
+def _run_cell(code: str, namespace: dict[str, Any], filename: str) -> dict[str, Any]:
+    """Run one cell as a notebook does (its last expression's value is shown); what it printed and raised."""
+    out = io.StringIO()
+    error = None
+    with contextlib.redirect_stdout(out):
+        try:
+            tree = ast.parse(code)
+            last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+            if last is not None:
+                tree.body.pop()
+            exec(compile(tree, filename, "exec"), namespace)
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), filename, "eval"), namespace)
+                if value is not None:
+                    print(repr(value))
+        except BaseException as exc:  # noqa: BLE001 - a cell's exception is its result
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            error = type(exc).__name__
+            if os.environ.get("RUN_DOC_PAGES_TRACEBACKS"):
+                traceback.print_exc(file=sys.stderr)
+    return {"output": out.getvalue(), "error": error}
+
+
+def run_page(page: str, library: str) -> list[dict[str, Any]]:
+    """Every cell of `page` in one namespace, with `jax` being JAX or meshax."""
+    if library == "meshax":
+        _alias_jax_to_meshax()
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    results = []
+    for index, code in enumerate(cells_of(Path(page))):
+        results.append(_run_cell(code, namespace, f"{page}[cell {index}]"))
+    return results
+
+
+# ---- comparing ---------------------------------------------------------------------------------------------------
+
+
+def _normalised(text: str) -> str:
+    text = " ".join(ADDRESS.sub("", text).split())  # NumPy pads columns to the widest number
+    text = MESH_AXIS_TYPES.sub(r"\1)", text)
+    return re.sub(r"\bP\(", "PartitionSpec(", text)
+
+
+def same_output(ours: str, theirs: str, rtol: float = 1e-4, atol: float = 1e-6) -> bool:
+    """Equal texts, numbers compared to a tolerance."""
+    ours, theirs = _normalised(ours), _normalised(theirs)
+    if NUMBER.split(ours) != NUMBER.split(theirs):
+        return " ".join(ours.split()) == " ".join(theirs.split())
+    for a, b in zip(NUMBER.findall(ours), NUMBER.findall(theirs)):
+        x, y = float(a), float(b)
+        if not (x == y or (math.isnan(x) and math.isnan(y)) or abs(x - y) <= atol + rtol * abs(y)):
+            return False
+    return True
+
+
+def compare(ours: list[dict], theirs: list[dict]) -> list[str]:
+    """Per cell: 'same', 'differs', 'fails' (meshax raised, JAX did not) or 'missing'."""
+    verdicts = []
+    for index, reference in enumerate(theirs):
+        if index >= len(ours):
+            verdicts.append("missing")
+            continue
+        cell = ours[index]
+        if cell["error"] and not reference["error"]:
+            verdicts.append("fails")
+        elif cell["error"] != reference["error"] and not (cell["error"] and reference["error"]):
+            verdicts.append("differs")
+        else:
+            verdicts.append("same" if same_output(cell["output"], reference["output"]) else "differs")
+    return verdicts
+
+
+def _run_in_child(page: Path, library: str, timeout: float, devices: int) -> list[dict[str, Any]]:
+    env = dict(os.environ)
+    env.setdefault("XLA_FLAGS", f"--xla_force_host_platform_device_count={devices}")
+    env.setdefault("MESHAX_NUM_CPU_DEVICES", str(devices))
+    env.setdefault("JAX_PLATFORMS", "cpu")
+    env["PYTHONHASHSEED"] = "0"  # sets print in the same order under both libraries
+    command = [sys.executable, __file__, "--run-page", str(page), "--library", library]
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return []
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULTS ")]
+    if not lines:
+        sys.stderr.write(f"{page} under {library} gave no results (exit {done.returncode}):\n{done.stderr[-2000:]}\n")
+        return []
+    return json.loads(lines[-1][len("RESULTS "):])
+
+
+def pages_in(paths: list[str]) -> list[Path]:
+    found: list[Path] = []
+    for path in map(Path, paths):
+        found += sorted(path.rglob("*.md")) if path.is_dir() else [path]
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="*", help="directories of .md pages, or pages")
+    parser.add_argument("--show-diffs", action="store_true", help="print both outputs of every cell that differs")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per page and library")
+    parser.add_argument("--devices", type=int, default=8, help="CPU devices each run sees")
+    parser.add_argument("--json", help="write the per-cell verdicts to this file")
+    parser.add_argument("--run-page", help=argparse.SUPPRESS)
+    parser.add_argument("--library", choices=("jax", "meshax"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.run_page:
+        results = run_page(args.run_page, args.library)
+        sys.stdout.write("\nRESULTS " + json.dumps(results) + "\n")
+        return 0
+    if not args.paths:
+        parser.error("give a directory of .md pages (or pages)")
+    report, bad = {}, False
+    for page in pages_in(args.paths):
+        if not cells_of(page):
+            continue  # prose only
+        theirs = _run_in_child(page, "jax", args.timeout, args.devices)
+        ours = _run_in_child(page, "meshax", args.timeout, args.devices)
+        verdicts = compare(ours, theirs)
+        report[str(page)] = verdicts
+        counts = {kind: verdicts.count(kind) for kind in ("same", "differs", "fails", "missing")}
+        bad |= counts["same"] != len(verdicts)
+        print(f"{page}: {len(verdicts)} cells, {counts['same']} same, {counts['differs']} differ, "
+              f"{counts['fails']} fail under meshax only, {counts['missing']} missing")
+        if args.show_diffs:
+            cells = cells_of(page)
+            for index, verdict in enumerate(verdicts):
+                if verdict != "same":
+                    mine = ours[index] if index < len(ours) else {}
+                    print(f"--- cell {index} ({verdict}):\n{cells[index]}\n--- jax: error={theirs[index]['error']}\n"
+                          f"{theirs[index]['output']}--- meshax: error={mine.get('error')}\n{mine.get('output', '')}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
