@@ -25,7 +25,7 @@ def scalar_type_of(x: Any) -> type:
     """The Python scalar type of `x`'s kind: bool, int, float or complex."""
     dtype = np.dtype(_dtypes.dtype_of(x)[0])
     for kind, scalar in ((np.bool_, bool), (np.integer, int), (np.floating, float), (np.complexfloating, complex)):
-        if np.issubdtype(dtype, kind):
+        if _dtypes.issubdtype(dtype, kind):
             return scalar
     raise TypeError(f"scalar_type_of: {dtype} has no Python scalar type.")
 

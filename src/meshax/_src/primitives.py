@@ -15,6 +15,7 @@ from .config import config
 from .core import Primitive, ShapedArray, define_primitive
 from .interpreters.eager import eager_rules
 from .interpreters.shard_map import device_rules
+from .dtypes import issubdtype
 
 # ---- helpers --------------------------------------------------------------------------------------------
 
@@ -160,13 +161,13 @@ def _min(x: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
 def _lowest(dtype: np.dtype) -> Any:
     if dtype == np.bool_:
         return False
-    return -np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min
+    return -np.inf if issubdtype(dtype, np.floating) else np.iinfo(dtype).min
 
 
 def _highest(dtype: np.dtype) -> Any:
     if dtype == np.bool_:
         return True
-    return np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).max
+    return np.inf if issubdtype(dtype, np.floating) else np.iinfo(dtype).max
 
 
 _REDUCTIONS = {"sum": np.sum, "prod": np.prod, "max": _max, "min": _min, "or": np.any, "and": np.all}

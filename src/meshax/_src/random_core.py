@@ -18,6 +18,7 @@ from . import rules
 from .api import host_value
 from .array import Array
 from .core import ShapedArray, Tracer, define_primitive
+from .dtypes import issubdtype
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits", "random_bits", "clone",
@@ -297,7 +298,7 @@ def _seed_words(seed: Any) -> Any:
     if seed.ndim:
         raise TypeError(f"PRNGKey accepts a scalar seed, but was given an array of shape {tuple(seed.shape)} != (). "
                         "Use a loop, or fold_in on a batch of keys.")
-    if not (np.issubdtype(seed.dtype, np.integer) or seed.dtype == np.bool_):
+    if not (issubdtype(seed.dtype, np.integer) or seed.dtype == np.bool_):
         raise TypeError(f"PRNG key seed must be an integer; got {seed.dtype}")
     if not _is_array(seed):
         return _seed_words(seed.item())
@@ -360,7 +361,7 @@ def fold_in(key: Any, data: Any) -> Any:
 def bits(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Uniform random bits of an unsigned dtype (uint8/16/32, uint64 with x64)."""
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_uint_dtype())
-    if not np.issubdtype(dtype, np.unsignedinteger):
+    if not issubdtype(dtype, np.unsignedinteger):
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
     key = _key_array(key, "bits")
     return _bits(key, dtype.itemsize * 8, _canonical_shape(shape))

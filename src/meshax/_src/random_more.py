@@ -19,6 +19,7 @@ from .numpy import linalg as jla
 from .random_core import _canonical_shape, _cast_to, _is_array, _key_array, _lift, split
 from .random_distributions import _normal_real, _uniform, bernoulli, gumbel, normal
 from .out_sharding import accepts_out_sharding
+from .dtypes import issubdtype
 
 __all__ = [
     "exponential", "laplace", "logistic", "cauchy", "pareto", "rayleigh", "weibull_min", "lognormal", "maxwell",
@@ -32,14 +33,14 @@ __all__ = [
 
 def _float(dtype: Any, what: str) -> np.dtype:
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_float_dtype())
-    if not np.issubdtype(dtype, np.floating):
+    if not issubdtype(dtype, np.floating):
         raise ValueError(f"dtype argument to `{what}` must be a float dtype, got {dtype}")
     return dtype
 
 
 def _int(dtype: Any, what: str) -> np.dtype:
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_int_dtype())
-    if not np.issubdtype(dtype, np.integer):
+    if not issubdtype(dtype, np.integer):
         raise ValueError(f"dtype argument to `{what}` must be an int dtype, got {dtype}")
     return dtype
 
@@ -76,7 +77,7 @@ def _param(x: Any, dtype: np.dtype, shape: tuple[int, ...] | None = None) -> Any
 def _up(fn: Any, x: Any) -> Any:
     """A transcendental function; float16/bfloat16 go through float32 and are rounded back, as XLA does."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if np.dtype(x.dtype).itemsize < 4 and np.issubdtype(x.dtype, np.floating):
+        if np.dtype(x.dtype).itemsize < 4 and issubdtype(x.dtype, np.floating):
             return jnp.astype(fn(jnp.astype(x, np.float32)), x.dtype)
         return fn(x)
 
@@ -187,7 +188,7 @@ def lognormal(key: Any, sigma: Any = np.float32(1), shape: Any = None, dtype: An
     """Log-normal samples: exp(sigma * n), n standard normal."""
     key = _key_array(key, "lognormal")
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_float_dtype())
-    if not np.issubdtype(dtype, np.inexact):
+    if not issubdtype(dtype, np.inexact):
         raise ValueError(f"dtype argument to `lognormal` must be a float or complex dtype, got {dtype}")
     shape = _param_shape("lognormal", shape, sigma)
     sigma = _param(sigma, dtype)
@@ -265,7 +266,7 @@ def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None) -> Any:
     dtype = _int(dtype, "geometric")
     shape = _param_shape("geometric", shape, p)
     p = _lift(p)
-    if not np.issubdtype(p.dtype, np.inexact):
+    if not issubdtype(p.dtype, np.inexact):
         p = _cast_to(p, dtypes.default_float_dtype())
     elif _is_array(p) and p.weak_type:
         p = _cast_to(p, p.dtype)

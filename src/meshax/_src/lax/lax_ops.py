@@ -16,6 +16,7 @@ from .. import primitives as P
 from ..core import aval_of
 from ..numpy import util as U
 from ..sharding_api import reshard
+from ..dtypes import issubdtype
 
 __all__ = [
     "abs", "acos", "acosh", "add", "argmax", "argmin", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
@@ -157,13 +158,13 @@ shift_right_arithmetic = _bin("shift_right_arithmetic", "shift_right")
 
 
 def _div(x: Any, y: Any) -> Any:
-    if not np.issubdtype(aval_of(x).dtype, np.integer):
+    if not issubdtype(aval_of(x).dtype, np.integer):
         return P.BINARY["div"].bind(x, y)
     jnp = _jnp()  # integers: rounded toward zero, as C (and XLA) divide
     q = jnp.floor_divide(x, y)
     inexact = jnp.not_equal(jnp.multiply(q, y), x)
     return jnp.where(jnp.logical_and(inexact, jnp.less(jnp.bitwise_xor(x, y), 0)), jnp.add(q, 1), q) \
-        if np.issubdtype(aval_of(x).dtype, np.signedinteger) else q
+        if issubdtype(aval_of(x).dtype, np.signedinteger) else q
 
 
 div = _binary("div", _div)
@@ -194,7 +195,7 @@ def convert_element_type(operand: Any, new_dtype: Any) -> Any:
     x = _lift(operand)
     if U._is_array(x) and x.dtype == dtype and not x.weak_type:
         return x
-    if np.issubdtype(dtype, np.integer) and not np.issubdtype(aval_of(x).dtype, np.integer) and \
+    if issubdtype(dtype, np.integer) and not issubdtype(aval_of(x).dtype, np.integer) and \
             aval_of(x).dtype != np.bool_:
         x = P.UNARY["trunc"].bind(x) if not np.iscomplexobj(np.zeros((), aval_of(x).dtype)) else x
     return P.convert_element_type.bind(x, new_dtype=dtype, weak_type=False)

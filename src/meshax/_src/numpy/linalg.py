@@ -16,6 +16,7 @@ from .. import numpy as jnp
 from ..core import aval_of
 from ..lax import linalg as L
 from ..numpy.util import ArrayLike, _as_array, _promote_inexact as _promote_host, _shape
+from ..dtypes import issubdtype
 
 
 class EighResult(NamedTuple):
@@ -65,7 +66,7 @@ def _matrix(a: ArrayLike, name: str) -> Any:
 
 
 def _is_complex(x: Any) -> bool:
-    return np.issubdtype(aval_of(x).dtype, np.complexfloating)
+    return issubdtype(aval_of(x).dtype, np.complexfloating)
 
 
 def _H(x: Any) -> Any:

@@ -14,13 +14,14 @@ from .. import primitives as P
 from ..array import Array
 from ..core import Tracer, aval_of
 from ..sharding import Sharding
-from .util import ArrayLike, _axes, _cast, _lift, _ndim, _promote, _shape
+from .util import ArrayLike, _as_array, _axes, _cast, _lift, _ndim, _promote, _shape, _weak
 from .ufuncs import conjugate, multiply, subtract
 from .shape_ops import (
     broadcast_arrays, broadcast_to, expand_dims, moveaxis, pad, ravel, reshape, squeeze, stack, transpose,
 )
 from .reductions import sum
 from .searching import where
+from ..dtypes import issubdtype
 
 
 def _dot_general(a: Any, b: Any, contract: tuple[Sequence[int], Sequence[int]],
@@ -95,7 +96,7 @@ def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None, preferred_element_
 
 def vdot(a: ArrayLike, b: ArrayLike) -> Any:
     a = _lift(a)
-    if np.issubdtype(aval_of(a).dtype, np.complexfloating):
+    if issubdtype(aval_of(a).dtype, np.complexfloating):
         a = conjugate(a)
     return dot(ravel(a), ravel(b))
 
@@ -248,7 +249,7 @@ def _contract_pair(sa: str, a: Any, sb: str, b: Any, rest: str, last: Any = None
 
 
 def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-    a = _promote(a)[0]
+    a = _as_array(_promote(a)[0])
     n = a.ndim
     if n < 2:
         raise ValueError(f"diagonal requires an array of at least two dimensions; got shape {a.shape}.")
@@ -272,7 +273,7 @@ def _triangle(m: ArrayLike, k: int, lower: bool) -> Any:
         raise ValueError("tril/triu need an array of rank at least 2.")
     rows, cols = m.shape[-2:]
     mask = np.tri(rows, cols, k, dtype=bool) if lower else ~np.tri(rows, cols, k - 1, dtype=bool)
-    return where(mask, m, _cast(0, m.dtype, m.weak_type))
+    return where(mask, m, _cast(0, m.dtype, _weak(m)))
 
 
 def tril(m: ArrayLike, k: int = 0) -> Any:
@@ -291,7 +292,7 @@ def diag(v: ArrayLike, k: int = 0) -> Any:
         raise ValueError("diag needs a 1-D or 2-D array.")
     n = v.shape[0] + builtins.abs(k)
     padded = pad(v, (0, k) if k >= 0 else (-k, 0))
-    return where(np.eye(n, k=k, dtype=bool), reshape(padded, (n, 1)), _cast(0, v.dtype, v.weak_type))
+    return where(np.eye(n, k=k, dtype=bool), reshape(padded, (n, 1)), _cast(0, v.dtype, _weak(v)))
 
 
 def diagflat(v: ArrayLike, k: int = 0) -> Any:
@@ -333,7 +334,7 @@ def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: i
 def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Any:
     x1, x2 = _promote(x1, x2)
     x1, x2 = broadcast_arrays(x1, x2)
-    if np.issubdtype(x1.dtype, np.complexfloating):
+    if issubdtype(x1.dtype, np.complexfloating):
         x1 = conjugate(x1)
     (axis,) = _axes(axis, x1.ndim)
     batch = tuple(d for d in range(x1.ndim) if d != axis)
@@ -346,6 +347,6 @@ def matvec(x1: ArrayLike, x2: ArrayLike, /) -> Any:
 
 def vecmat(x1: ArrayLike, x2: ArrayLike, /) -> Any:
     x1 = _lift(x1)
-    if np.issubdtype(aval_of(x1).dtype, np.complexfloating):
+    if issubdtype(aval_of(x1).dtype, np.complexfloating):
         x1 = conjugate(x1)
     return squeeze(matmul(expand_dims(x1, -2), x2), -2)

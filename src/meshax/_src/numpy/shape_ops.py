@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import primitives as P
-from .util import ArrayLike, _axes, _dims, _ndim, _promote, _shape
+from .util import ArrayLike, _as_array, _axes, _dims, _ndim, _promote, _shape
 from .ufuncs import astype, subtract
 
 
@@ -34,7 +34,7 @@ def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any 
     if out_sharding is not None:
         return P.reshape.bind(a, new_sizes=shape, out_sharding=getattr(out_sharding, "spec", out_sharding))
     if shape == tuple(a.shape):
-        return a
+        return _as_array(a)
     return P.reshape.bind(a, new_sizes=shape)
 
 
@@ -105,7 +105,7 @@ def broadcast_to(a: ArrayLike, shape: Any) -> Any:
     if builtins.any(n < 0 for n in shape):
         raise ValueError(f"broadcast_to: negative dimensions are not allowed; got shape {shape}.")
     if tuple(a.shape) == shape:
-        return a
+        return _as_array(a)
     if len(shape) < a.ndim or builtins.any(n not in (1, m) for n, m in zip(a.shape[::-1], shape[::-1])):
         raise ValueError(f"cannot broadcast an array of shape {a.shape} to shape {shape}.")
     dims = tuple(range(len(shape) - a.ndim, len(shape)))
@@ -118,12 +118,12 @@ def broadcast_arrays(*args: ArrayLike) -> list[Any]:
 
 
 def atleast_1d(*arys: ArrayLike) -> Any:
-    out = [reshape(a, (1,)) if _ndim(a) == 0 else _promote(a)[0] for a in arys]
+    out = [reshape(a, (1,)) if _ndim(a) == 0 else _as_array(_promote(a)[0]) for a in arys]
     return out[0] if len(out) == 1 else out
 
 
 def atleast_2d(*arys: ArrayLike) -> Any:
-    out = [reshape(a, (1,) * (2 - _ndim(a)) + _shape(a)) if _ndim(a) < 2 else _promote(a)[0] for a in arys]
+    out = [reshape(a, (1,) * (2 - _ndim(a)) + _shape(a)) if _ndim(a) < 2 else _as_array(_promote(a)[0]) for a in arys]
     return out[0] if len(out) == 1 else out
 
 
@@ -142,7 +142,7 @@ def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0, dtype: Any = 
     for a in arrays[1:]:
         if a.ndim != first.ndim or builtins.any(n != m for d, (n, m) in enumerate(zip(a.shape, first.shape)) if d != axis):
             raise ValueError(f"concatenate: shapes {[tuple(x.shape) for x in arrays]} differ outside axis {axis}.")
-    return P.concatenate.bind(*arrays, axis=axis) if len(arrays) > 1 else first
+    return P.concatenate.bind(*arrays, axis=axis) if len(arrays) > 1 else _as_array(first)
 
 
 concat = concatenate
@@ -316,7 +316,7 @@ def dsplit(ary: ArrayLike, indices_or_sections: Any) -> list[Any]:
 
 
 def unstack(x: ArrayLike, axis: int = 0) -> tuple[Any, ...]:
-    x = _promote(x)[0]
+    x = _as_array(_promote(x)[0])
     (axis,) = _axes(axis, x.ndim)
     moved = moveaxis(x, axis, 0)
     return tuple(moved[i] for i in range(moved.shape[0]))

@@ -11,7 +11,8 @@ from .. import dtypes
 from .. import primitives as P
 from ..api import device_put
 from ..core import Tracer, aval_of
-from .util import ArrayLike, _as_array, _cast, _dtype, _lift, _promote, _promote_inexact
+from .util import ArrayLike, _as_array, _cast, _dtype, _lift, _promote, _promote_inexact, _weak
+from ..dtypes import issubdtype
 
 
 def _unary(name: str, inexact: bool = False):
@@ -151,7 +152,7 @@ logical_and, logical_or, logical_xor = _logical("and"), _logical("or"), _logical
 
 
 def positive(x: ArrayLike) -> Any:
-    return _promote(x)[0]
+    return _as_array(_promote(x)[0])
 
 
 def _where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Any:
@@ -166,14 +167,14 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], defau
     result = default
     for condition, choice in reversed(list(zip(condlist, choicelist))):
         result = _where(condition, choice, result)
-    return _promote(result)[0]
+    return _as_array(_promote(result)[0])
 
 
 def clip(a: ArrayLike, a_min: ArrayLike = None, a_max: ArrayLike = None, *, min: ArrayLike = None,
          max: ArrayLike = None) -> Any:
     low = a_min if a_min is not None else min
     high = a_max if a_max is not None else max
-    result = _promote(a)[0]
+    result = _as_array(_promote(a)[0])
     if low is not None:
         result = maximum(result, low)
     if high is not None:
@@ -205,12 +206,12 @@ def divmod(x: ArrayLike, y: ArrayLike) -> tuple[Any, Any]:
 
 def deg2rad(x: ArrayLike) -> Any:
     (x,) = _promote_inexact(x)
-    return multiply(x, _cast(np.pi / 180, x.dtype, x.weak_type))
+    return multiply(x, _cast(np.pi / 180, x.dtype, _weak(x)))
 
 
 def rad2deg(x: ArrayLike) -> Any:
     (x,) = _promote_inexact(x)
-    return multiply(x, _cast(180 / np.pi, x.dtype, x.weak_type))
+    return multiply(x, _cast(180 / np.pi, x.dtype, _weak(x)))
 
 
 radians, degrees = deg2rad, rad2deg
@@ -219,21 +220,21 @@ radians, degrees = deg2rad, rad2deg
 def fmax(x1: ArrayLike, x2: ArrayLike) -> Any:
     """The larger of each pair, ignoring NaN unless both are NaN."""
     x1, x2 = _promote(x1, x2)
-    if not np.issubdtype(x1.dtype, np.inexact):
+    if not issubdtype(x1.dtype, np.inexact):
         return maximum(x1, x2)
     return _where(isnan(x1), x2, _where(isnan(x2), x1, maximum(x1, x2)))
 
 
 def fmin(x1: ArrayLike, x2: ArrayLike) -> Any:
     x1, x2 = _promote(x1, x2)
-    if not np.issubdtype(x1.dtype, np.inexact):
+    if not issubdtype(x1.dtype, np.inexact):
         return minimum(x1, x2)
     return _where(isnan(x1), x2, _where(isnan(x2), x1, minimum(x1, x2)))
 
 
 def heaviside(x1: ArrayLike, x2: ArrayLike) -> Any:
     x1, x2 = _promote_inexact(x1, x2)
-    zero, one = _cast(0, x1.dtype, x1.weak_type), _cast(1, x1.dtype, x1.weak_type)
+    zero, one = _cast(0, x1.dtype, _weak(x1)), _cast(1, x1.dtype, _weak(x1))
     return _where(less(x1, 0), zero, _where(greater(x1, 0), one, x2))
 
 
@@ -241,15 +242,15 @@ def logaddexp2(x1: ArrayLike, x2: ArrayLike) -> Any:
     x1, x2 = _promote_inexact(x1, x2)
     peak = maximum(x1, x2)
     delta = subtract(x1, x2)
-    spread = divide(log1p(exp2(negative(absolute(delta)))), _cast(np.log(2), x1.dtype, x1.weak_type))
+    spread = divide(log1p(exp2(negative(absolute(delta)))), _cast(np.log(2), x1.dtype, _weak(x1)))
     return _where(isnan(delta), add(x1, x2), add(peak, spread))
 
 
 def sinc(x: ArrayLike) -> Any:
     (x,) = _promote_inexact(x)
-    scaled = multiply(x, _cast(np.pi, x.dtype, x.weak_type))
-    safe = _where(equal(x, 0), _cast(1, x.dtype, x.weak_type), scaled)
-    return _where(equal(x, 0), _cast(1, x.dtype, x.weak_type), divide(sin(safe), safe))
+    scaled = multiply(x, _cast(np.pi, x.dtype, _weak(x)))
+    safe = _where(equal(x, 0), _cast(1, x.dtype, _weak(x)), scaled)
+    return _where(equal(x, 0), _cast(1, x.dtype, _weak(x)), divide(sin(safe), safe))
 
 
 def modf(x: ArrayLike) -> tuple[Any, Any]:
@@ -260,6 +261,6 @@ def modf(x: ArrayLike) -> tuple[Any, Any]:
 
 def ldexp(x1: ArrayLike, x2: ArrayLike) -> Any:
     (x1,) = _promote_inexact(x1)
-    if not np.issubdtype(aval_of(_lift(x2)).dtype, np.integer):
+    if not issubdtype(aval_of(_lift(x2)).dtype, np.integer):
         raise TypeError("ldexp: the exponents must be integers.")
     return multiply(x1, exp2(astype(x2, x1.dtype)))

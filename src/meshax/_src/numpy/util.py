@@ -16,6 +16,7 @@ from ..array import Array
 from ..core import Tracer
 from ..devices import Device
 from ..sharding import Sharding
+from ..dtypes import issubdtype
 
 
 ArrayLike = Any
@@ -47,6 +48,11 @@ def _cast(x: Any, dtype: np.dtype, weak: bool = False) -> Any:
     return value
 
 
+def _weak(x: Any) -> bool:
+    """Whether `x` (an array, a tracer or a host value already lifted by _promote) is weakly typed."""
+    return bool(getattr(x, "weak_type", False))
+
+
 def _promote(*args: Any) -> list[Any]:
     dtype, weak = dtypes.result_type(*args)
     return [_cast(_lift(a), dtype, weak) for a in args]
@@ -54,7 +60,7 @@ def _promote(*args: Any) -> list[Any]:
 
 def _promote_inexact(*args: Any) -> list[Any]:
     dtype, weak = dtypes.result_type(*args)
-    if not (np.issubdtype(dtype, np.inexact)):
+    if not (issubdtype(dtype, np.inexact)):
         dtype = dtypes.default_float_dtype()
     return [_cast(_lift(a), dtype, weak) for a in args]
 
