@@ -215,6 +215,11 @@ CUMULATIVE = {
 
 def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
                       preferred_element_type: Any = None, out_sharding: Any = None) -> np.ndarray:
+    if preferred_element_type is not None and np.dtype(preferred_element_type) != lhs.dtype:
+        # accumulate in the wider of the operands' type and the preferred one (int8 products summed in int32)
+        wide = np.promote_types(lhs.dtype, preferred_element_type)
+        product = _dot_general_impl(lhs.astype(wide), rhs.astype(wide), dimension_numbers=dimension_numbers)
+        return product.astype(preferred_element_type)
     (lc, rc), (lb, rb) = dimension_numbers
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     lhs_sub = [next(letters) for _ in range(lhs.ndim)]
