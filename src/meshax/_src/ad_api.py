@@ -196,8 +196,11 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, ha
         out = vjp(partial, *diff_args, has_aux=has_aux)
         value, f_vjp = out[0], out[1]
         _check_scalar_output(value, holomorphic)
-        ct = jnp.ones((), aval_of(value).dtype) if not isinstance(value, Tracer) else \
-            np.ones((), aval_of(value).dtype)
+        aval = aval_of(value)
+        if aval.weak_type:  # a weakly typed output seeds a weakly typed cotangent, as in JAX
+            ct = jnp._cast(np.ones((), aval.dtype), aval.dtype, True)
+        else:
+            ct = jnp.ones((), aval.dtype) if not isinstance(value, Tracer) else np.ones((), aval.dtype)
         grads = f_vjp(ct)
         grads = grads[0] if isinstance(argnums, int) else tuple(grads)
         return ((value, out[2]), grads) if has_aux else (value, grads)

@@ -120,8 +120,31 @@ def _select_aval(pred: ShapedArray, on_true: ShapedArray, on_false: ShapedArray)
 select = _define("select", _plain(np.where), lambda p, t, f, **_: _select_aval(p, t, f), rules.elementwise)
 
 
-def _convert_impl(x: np.ndarray, *, new_dtype: np.dtype, weak_type: bool = False) -> np.ndarray:
+def convert_values(x: Any, new_dtype: Any) -> np.ndarray:
+    """`x` (a NumPy value) as `new_dtype`, converted as XLA does on CPU: a float becomes an integer by truncation,
+    saturated to the integer type's range (NaN gives 0, -1.5 gives 0 in an unsigned type); a complex value
+    becomes a real one by its real part (and a bool by being nonzero). Integers narrowed wrap, as in NumPy."""
+    x, new_dtype = np.asarray(x), np.dtype(new_dtype)
+    if issubdtype(x.dtype, np.complexfloating) and not issubdtype(new_dtype, np.complexfloating):
+        x = x != 0 if new_dtype == np.bool_ else x.real
+    if issubdtype(x.dtype, np.inexact) and issubdtype(new_dtype, np.integer):
+        return _float_to_int(x, new_dtype)
     return x.astype(new_dtype, copy=False)
+
+
+def _float_to_int(x: np.ndarray, new_dtype: np.dtype) -> np.ndarray:
+    from .dtypes import iinfo
+
+    values = np.trunc(x.astype(np.float64))
+    info = iinfo(new_dtype)
+    high, low = values >= float(info.max), values <= float(info.min)
+    inside = np.where(np.isnan(values) | high | low, 0, values).astype(new_dtype)
+    limits = np.where(high, np.asarray(info.max, new_dtype), np.asarray(info.min, new_dtype))
+    return np.where(high | low, limits, inside).astype(new_dtype, copy=False)
+
+
+def _convert_impl(x: np.ndarray, *, new_dtype: np.dtype, weak_type: bool = False) -> np.ndarray:
+    return convert_values(x, new_dtype)
 
 
 def _convert_aval(x: ShapedArray, *, new_dtype: np.dtype, weak_type: bool = False) -> ShapedArray:

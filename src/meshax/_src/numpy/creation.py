@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes
+from .. import primitives as P
 from ..api import device_put, host_value
 from ..array import Array
 from ..core import Tracer
@@ -50,7 +51,7 @@ def _filled(shape: Any, fill: Any, dtype: Any, device: Any, weak: bool = False) 
     if builtins.any(n < 0 for n in shape):
         raise ValueError(f"negative dimensions are not allowed: shape {shape}.")
     dtype = _dtype(dtype if dtype is not None else dtypes.default_float_dtype())
-    return _placed(np.broadcast_to(np.asarray(fill, dtype), shape), device, weak)
+    return _placed(np.broadcast_to(P.convert_values(fill, dtype), shape), device, weak)
 
 
 @accepts_out_sharding

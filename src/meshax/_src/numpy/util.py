@@ -42,7 +42,8 @@ def _cast(x: Any, dtype: np.dtype, weak: bool = False) -> Any:
         if x.dtype == dtype and bool(x.weak_type) == weak:
             return x
         return P.convert_element_type.bind(x, new_dtype=dtype, weak_type=weak)
-    value = np.asarray(x, dtype=dtype)
+    # NumPy values convert as arrays do (floats saturate into integer types); Python scalars as NumPy says
+    value = P.convert_values(x, dtype) if isinstance(x, (np.ndarray, np.generic)) else np.asarray(x, dtype=dtype)
     if weak:
         return P.convert_element_type.bind(value, new_dtype=dtype, weak_type=True)
     return value
