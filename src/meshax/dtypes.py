@@ -1,4 +1,5 @@
-"""Dtype utilities (as jax.dtypes): canonical dtypes, promotion, machine limits, float0 and bfloat16."""
+"""Dtype utilities (as jax.dtypes): canonical dtypes, promotion, machine limits, float0, bfloat16 and the
+extended (typed PRNG key) dtypes."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,11 +9,12 @@ import numpy as np
 from meshax._src import dtypes as _dtypes
 from meshax._src.dtypes import canonicalize_dtype, finfo, float0, iinfo
 from meshax._src.numpy.logic import issubdtype
+from meshax._src.random_keys import extended, prng_key
 
-__all__ = ["bfloat16", "canonicalize_dtype", "finfo", "float0", "iinfo", "issubdtype", "itemsize_bits",
-           "result_type", "scalar_type_of"]
+__all__ = ["bfloat16", "canonicalize_dtype", "extended", "finfo", "float0", "iinfo", "issubdtype", "itemsize_bits",
+           "prng_key", "result_type", "scalar_type_of"]
 
-bfloat16 = getattr(_dtypes._ml_dtype("bfloat16"), "type", None)  # the scalar type, as jax.dtypes.bfloat16
+bfloat16 = _dtypes.bfloat16.type  # the scalar type (ml_dtypes.bfloat16), as jax.dtypes.bfloat16
 
 
 def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:

@@ -17,6 +17,7 @@ from . import dtypes
 from . import numpy as jnp
 from .numpy import linalg as jla
 from .random_core import _canonical_shape, _cast_to, _is_array, _key_array, _lift, split
+from .random_keys import KEY_DTYPE, KeyDType
 from .random_distributions import _normal_real, _uniform, bernoulli, gumbel, normal
 from .out_sharding import accepts_out_sharding
 from .dtypes import issubdtype
@@ -371,32 +372,14 @@ def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | No
 # ---- key metadata --------------------------------------------------------------------------------------------
 
 
-class _KeyDtype:
-    """What jax.random.key_dtype returns, for display and comparison (meshax keys are raw uint32[..., 2])."""
-
-    name = "key<fry>"
-    impl = "threefry2x32"
-
-    def __repr__(self) -> str:
-        return self.name
-
-    __str__ = __repr__
-
-    def __eq__(self, other: Any) -> bool:
-        return isinstance(other, _KeyDtype) or other == self.name
-
-    def __hash__(self) -> int:
-        return hash(self.name)
-
-
 def key_impl(keys: Any) -> str:
     """The PRNG implementation of `keys`: always 'threefry2x32'."""
     _key_array(keys, "key_impl")
     return "threefry2x32"
 
 
-def key_dtype(impl: Any = None) -> _KeyDtype:
+def key_dtype(impl: Any = None) -> KeyDType:
     """The key dtype of a PRNG implementation (only threefry2x32 exists here)."""
     if impl not in (None, "threefry2x32"):
         raise ValueError(f"meshax.random implements only the threefry2x32 PRNG; got {impl!r}.")
-    return _KeyDtype()
+    return KEY_DTYPE
