@@ -473,6 +473,7 @@ def is_complex(x: Any) -> bool:
     return _predicate_category(x) == "c"
 
 
+_ML_DTYPE_NAMES = frozenset({"bfloat16", *_NARROW_FLOATS, *_SUBBYTE_INTS})
 _ABSTRACT_TYPES = (np.generic, np.number, np.integer, np.signedinteger, np.unsignedinteger, np.inexact,
                    np.floating, np.complexfloating, np.flexible, np.character)
 _EXTENDED_PARENTS = {
@@ -494,7 +495,7 @@ def issubdtype(arg1: Any, arg2: Any) -> bool:
     if not (isinstance(arg2, type) and arg2 in _ABSTRACT_TYPES) or (isinstance(arg1, type) and arg1 in _ABSTRACT_TYPES):
         return bool(np.issubdtype(arg1, arg2))
     dt = _to_dtype(arg1)
-    if dt.kind == "V" and dt.name in _DTYPES:
+    if dt.name in _ML_DTYPE_NAMES and dt == _DTYPES[dt.name][0]:
         return arg2 in _EXTENDED_PARENTS[_DTYPES[dt.name][1]]
     return bool(np.issubdtype(dt, arg2))
 
