@@ -111,3 +111,13 @@ def test_shard_map_over_a_batch_of_keys() -> None:
                             out_specs=PartitionSpec("x"))
     theirs = jax.vmap(lambda k: jax.random.normal(k, (1,)))(jax.random.split(jax.random.key(0), 8)).reshape(8)
     assert_matches(draw(ks), theirs)
+
+
+def test_key_array_is_a_pytree_node_over_its_data() -> None:
+    """A deliberate difference (README): JAX's key array is a pytree leaf, meshax's a node whose one leaf is its
+    uint32 data, which is how keys pass through every transformation unchanged."""
+    ks = meshax.random.split(meshax.random.key(0), 2)
+    leaves, treedef = meshax.tree_util.tree_flatten(ks)
+    assert len(leaves) == 1 and leaves[0].dtype == np.uint32 and leaves[0].shape == (2, 2)
+    assert repr(meshax.tree_util.tree_unflatten(treedef, leaves)) == repr(ks)
+    assert jax.tree_util.tree_leaves(jax.random.split(jax.random.key(0), 2))[0].shape == (2,)
