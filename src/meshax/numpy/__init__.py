@@ -5,7 +5,7 @@ import numpy as _np
 
 from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax._src import numpy as _api
-from meshax._src.basearray import Array as ndarray
+from meshax._src.basearray import Array as ndarray  # noqa: F401  (jnp.ndarray is meshax.Array, as in JAX)
 from meshax._src.dtypes import finfo, iinfo  # noqa: F401
 from meshax._src.numpy import *  # noqa: F401,F403
 from meshax._src.numpy import (  # noqa: F401
