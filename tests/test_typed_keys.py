@@ -121,3 +121,14 @@ def test_key_array_is_a_pytree_node_over_its_data() -> None:
     assert len(leaves) == 1 and leaves[0].dtype == np.uint32 and leaves[0].shape == (2, 2)
     assert repr(meshax.tree_util.tree_unflatten(treedef, leaves)) == repr(ks)
     assert jax.tree_util.tree_leaves(jax.random.split(jax.random.key(0), 2))[0].shape == (2,)
+
+
+def test_checkpoint_saves_typed_keys_as_their_data(tmp_path) -> None:
+    from meshax import checkpoint
+
+    tree = {"key": meshax.random.split(meshax.random.key(3), 2), "w": mnp.ones(2)}
+    checkpoint.save(str(tmp_path / "ckpt"), tree)
+    restored = checkpoint.restore(str(tmp_path / "ckpt"), tree)
+    assert repr(restored["key"]) == repr(tree["key"])
+    data = checkpoint.restore(str(tmp_path / "ckpt"))["key"]
+    np.testing.assert_array_equal(np.asarray(data[0]), np.asarray(meshax.random.key_data(tree["key"])))
