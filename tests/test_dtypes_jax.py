@@ -317,3 +317,33 @@ def test_jit_accepts_unhashable_aux_data() -> None:
     listed = meshax.jit(lambda box: box.x * box.meta[0])  # a list as aux data
     np.testing.assert_array_equal(listed(Box(ones, [4.0])), [4.0, 4.0])
     np.testing.assert_array_equal(listed(Box(ones, [5.0])), [5.0, 5.0])
+
+
+# ---- explicit dtypes at creation; broadcasting errors as JAX words them ------------------------------------------
+
+
+@pytest.mark.parametrize("value, dtype", [(4294967295, "uint32"), ([1, 2.5], "int32"), ([True, False], "float32"),
+                                          (np.float32(2.5), "bfloat16"), (np.arange(3.0), "float16"), (1.5, "float64")])
+def test_array_with_dtype_converts_straight_to_it(value, dtype) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_matches(mnp.array(value, dtype), jjnp.array(value, dtype), rtol=0)
+        assert_matches(mnp.asarray(value, dtype=dtype), jjnp.asarray(value, dtype=dtype), rtol=0)
+
+
+def test_array_with_a_dtype_too_small_raises_as_jax() -> None:
+    with pytest.raises(OverflowError):
+        mnp.array(300, "uint8")
+    with pytest.raises(OverflowError):
+        jjnp.array(300, "uint8")
+
+
+@pytest.mark.parametrize("call", [lambda L: L.numpy.broadcast_shapes((2,), (3,)),
+                                  lambda L: L.numpy.broadcast_arrays(L.numpy.ones(2), L.numpy.ones(3)),
+                                  lambda L: L.lax.broadcast_shapes((2, 4), (3, 4))])
+def test_broadcast_shape_errors_as_jax(call) -> None:
+    with pytest.raises(ValueError) as theirs:
+        call(jax)
+    with pytest.raises(ValueError) as ours:
+        call(meshax)
+    assert str(ours.value) == str(theirs.value)

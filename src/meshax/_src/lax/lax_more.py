@@ -228,7 +228,7 @@ def complex(x: Any, y: Any) -> Any:  # noqa: A001 - jax.lax.complex
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     """The shape all of `shapes` broadcast to (NumPy's rule)."""
-    return tuple(int(n) for n in np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    return _jnp().broadcast_shapes(*[tuple(s) for s in shapes])
 
 
 def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:

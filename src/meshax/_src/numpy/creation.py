@@ -28,9 +28,10 @@ def array(object: ArrayLike, dtype: Any = None, copy: bool = True, order: Any = 
         return object if dtype is None else astype(object, dtype)
     if isinstance(object, (list, tuple)) and builtins.any(_is_array(e) for e in _flatten_nested(object)):
         return stack([array(e, dtype) for e in object]) if object else array(np.asarray(object), dtype)
-    value, weak = host_value(object)
-    if dtype is not None:
-        value, weak = np.asarray(value, _dtype(dtype)), False
+    if dtype is not None:  # straight to `dtype`: jnp.array(2**32 - 1, np.uint32) must not pass through int32
+        value, weak = np.asarray(object, _dtype(dtype)), False
+    else:
+        value, weak = host_value(object)
     if ndmin > value.ndim:
         value = value.reshape((1,) * (ndmin - value.ndim) + value.shape)
     return _placed(value, device, weak and np.ndim(object) == 0)

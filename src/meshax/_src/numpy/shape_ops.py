@@ -113,7 +113,7 @@ def broadcast_to(a: ArrayLike, shape: Any) -> Any:
 
 
 def broadcast_arrays(*args: ArrayLike) -> list[Any]:
-    shape = np.broadcast_shapes(*[_shape(a) for a in args])
+    shape = broadcast_shapes(*[_shape(a) for a in args])
     return [broadcast_to(a, shape) for a in args]
 
 
@@ -278,7 +278,13 @@ def ndim(a: ArrayLike) -> int:
     return _ndim(a)
 
 
-broadcast_shapes = np.broadcast_shapes
+def broadcast_shapes(*shapes: Any) -> tuple[int, ...]:
+    """The shape all of `shapes` broadcast to (NumPy's rules); JAX's error names them all if there is none."""
+    shapes = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
+    try:
+        return tuple(int(n) for n in np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
 
 
 def atleast_3d(*arys: ArrayLike) -> Any:
