@@ -109,11 +109,16 @@ def test_narrow_floats_do_not_promote_implicitly(name: str) -> None:
     if name == "bfloat16":
         assert mnp.promote_types(a, mnp.float32) == jjnp.promote_types(getattr(jjnp, name), jjnp.float32)
         return
-    with pytest.raises(meshax.dtypes.TypePromotionError if hasattr(meshax.dtypes, "TypePromotionError")
-                       else Exception):
+    with pytest.raises(meshax.dtypes.TypePromotionError):
         mnp.promote_types(a, mnp.float32)
     with pytest.raises(jax.dtypes.TypePromotionError):
         jjnp.promote_types(getattr(jjnp, name), jjnp.float32)
+
+
+@pytest.mark.parametrize("name", ["float4_e2m1fn", "float6_e2m3fn", "float8_e4m3fn", "bfloat16", "int4", "uint1",
+                                  "int2", "float32", "bool", "complex64"])
+def test_itemsize_bits(name: str) -> None:
+    assert meshax.dtypes.itemsize_bits(name) == jax.dtypes.itemsize_bits(name)
 
 
 # ---- float -> integer conversion -------------------------------------------------------------------------------

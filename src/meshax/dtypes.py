@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 
 from meshax._src import dtypes as _dtypes
-from meshax._src.dtypes import canonicalize_dtype, finfo, float0, iinfo
+from meshax._src.dtypes import TypePromotionError, canonicalize_dtype, finfo, float0, iinfo
 from meshax._src.numpy.logic import issubdtype
 from meshax._src.random_keys import extended, prng_key
 
-__all__ = ["bfloat16", "canonicalize_dtype", "extended", "finfo", "float0", "iinfo", "issubdtype", "itemsize_bits",
+__all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0", "iinfo", "issubdtype", "itemsize_bits",
            "prng_key", "result_type", "scalar_type_of"]
 
 bfloat16 = _dtypes.bfloat16.type  # the scalar type (ml_dtypes.bfloat16), as jax.dtypes.bfloat16
@@ -33,5 +33,10 @@ def scalar_type_of(x: Any) -> type:
 
 
 def itemsize_bits(dtype: Any) -> int:
-    """The size of one element of `dtype` in bits."""
-    return np.dtype(dtype).itemsize * 8
+    """The size of one element of `dtype` in bits (4 for int4 and float4_e2m1fn, 6 for the float6 types)."""
+    dt = np.dtype(dtype)
+    if dt.name in _dtypes._SUBBYTE_INTS:
+        return int(iinfo(dt).bits)
+    if dt.name in _dtypes._NARROW_FLOATS:
+        return int(finfo(dt).bits)
+    return dt.itemsize * 8
