@@ -352,3 +352,17 @@ def test_broadcast_shape_errors_as_jax(call) -> None:
     with pytest.raises(ValueError) as ours:
         call(meshax)
     assert str(ours.value) == str(theirs.value)
+
+
+VIEWS = {"same_size": "uint32", "narrower": "uint8", "half": "float16", "wider": "int64"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(VIEWS))
+def test_view_reads_the_bits_as_jax(name: str, mode: str) -> None:
+    x = np.arange(8, dtype=np.float32).reshape(2, 4) * 1.5
+    target = VIEWS[name]
+    if target == "int64":  # without x64 the widest view is of int16 data as int32
+        check_case(lambda L, a: a.astype(L.numpy.int16).view(L.numpy.int32), (x,), mode, rtol=0, atol=0)
+    else:
+        check_case(lambda L, a: a.view(target), (x,), mode, rtol=0, atol=0)
