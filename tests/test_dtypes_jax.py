@@ -366,3 +366,10 @@ def test_view_reads_the_bits_as_jax(name: str, mode: str) -> None:
         check_case(lambda L, a: a.astype(L.numpy.int16).view(L.numpy.int32), (x,), mode, rtol=0, atol=0)
     else:
         check_case(lambda L, a: a.view(target), (x,), mode, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_limits_of_bfloat16_in_computations(mode: str) -> None:
+    x = np.array([np.nan, np.inf, -np.inf, 1.0, 3e38], jjnp.bfloat16)
+    check_case(lambda L, a: (L.numpy.nan_to_num(a), L.lax.reduce_precision(a, exponent_bits=5, mantissa_bits=3),
+                             L.numpy.max(a[3:]), L.numpy.argmax(a[3:])), (x,), mode, rtol=0, atol=0)

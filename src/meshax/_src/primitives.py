@@ -15,7 +15,7 @@ from .config import config
 from .core import Primitive, ShapedArray, define_primitive
 from .interpreters.eager import eager_rules
 from .interpreters.shard_map import device_rules
-from .dtypes import issubdtype
+from .dtypes import iinfo, issubdtype
 
 # ---- helpers --------------------------------------------------------------------------------------------
 
@@ -133,8 +133,6 @@ def convert_values(x: Any, new_dtype: Any) -> np.ndarray:
 
 
 def _float_to_int(x: np.ndarray, new_dtype: np.dtype) -> np.ndarray:
-    from .dtypes import iinfo
-
     values = np.trunc(x.astype(np.float64))
     info = iinfo(new_dtype)
     high, low = values >= float(info.max), values <= float(info.min)
@@ -184,13 +182,13 @@ def _min(x: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
 def _lowest(dtype: np.dtype) -> Any:
     if dtype == np.bool_:
         return False
-    return -np.inf if issubdtype(dtype, np.floating) else np.iinfo(dtype).min
+    return -np.inf if issubdtype(dtype, np.floating) else iinfo(dtype).min
 
 
 def _highest(dtype: np.dtype) -> Any:
     if dtype == np.bool_:
         return True
-    return np.inf if issubdtype(dtype, np.floating) else np.iinfo(dtype).max
+    return np.inf if issubdtype(dtype, np.floating) else iinfo(dtype).max
 
 
 _REDUCTIONS = {"sum": np.sum, "prod": np.prod, "max": _max, "min": _min, "or": np.any, "and": np.all}

@@ -17,7 +17,7 @@ from ..interpreters.batching import batching_rules
 from .ad_rules import mul, neg, sub
 from .batching_rules import _elementwise
 from .lax_ops import _same_dtype
-from ..dtypes import issubdtype
+from ..dtypes import finfo, issubdtype
 
 __all__ = ["betainc", "bessel_i0e", "bessel_i1e", "bitcast_convert_type", "clz", "digamma", "erfc", "igamma",
            "igammac", "lgamma", "mulhi", "polygamma", "population_count", "reduce_precision", "zeta"]
@@ -221,7 +221,7 @@ def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
 def _reduce_precision_impl(x: np.ndarray, *, exponent_bits: int, mantissa_bits: int) -> np.ndarray:
     """x rounded (to nearest even) to `mantissa_bits` of mantissa, overflowing to infinity and underflowing to zero
     past `exponent_bits` of exponent; NaNs stay NaN."""
-    info = np.finfo(x.dtype)
+    info = finfo(x.dtype)
     source_mantissa, source_exponent = info.nmant, info.nexp
     uint = np.dtype(f"uint{x.dtype.itemsize * 8}")
     bits = x.view(uint).copy()

@@ -12,7 +12,7 @@ from ..core import Tracer, aval_of
 from .util import ArrayLike, _axes, _cast, _is_array, _lift, _ndim, _promote, _shape
 from .ufuncs import _where, add, greater_equal, less, logical_or, remainder
 from .shape_ops import broadcast_to, expand_dims, pad, ravel, reshape
-from ..dtypes import issubdtype
+from ..dtypes import iinfo, issubdtype
 
 
 def repeat(a: ArrayLike, repeats: Any, axis: int | None = None, *, total_repeat_length: Any = None) -> Any:
@@ -111,7 +111,7 @@ def _default_fill(dtype: np.dtype) -> Any:
         return np.nan
     if dtype == np.bool_:
         return True
-    info = np.iinfo(dtype)
+    info = iinfo(dtype)
     return info.min if issubdtype(dtype, np.signedinteger) else info.max
 
 

@@ -14,7 +14,7 @@ from .reductions import mean, sum
 from .searching import where
 from .linalg_ops import diagonal, matmul
 from .logic import isneginf, isposinf
-from ..dtypes import issubdtype
+from ..dtypes import finfo, issubdtype
 
 
 def nan_to_num(x: ArrayLike, copy: bool = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
@@ -24,7 +24,7 @@ def nan_to_num(x: ArrayLike, copy: bool = True, nan: Any = 0.0, posinf: Any = No
         return add(parts[0], multiply(parts[1], _cast(1j, x.dtype)))
     if not issubdtype(x.dtype, np.inexact):
         return x
-    info = np.finfo(x.dtype)
+    info = finfo(x.dtype)
     out = where(isnan(x), _cast(nan, x.dtype), x)
     out = where(isposinf(x), _cast(info.max if posinf is None else posinf, x.dtype), out)
     return where(isneginf(x), _cast(info.min if neginf is None else neginf, x.dtype), out)
