@@ -117,15 +117,26 @@ def float_power(x: ArrayLike, y: ArrayLike) -> Any:
 
 
 def round(a: ArrayLike, decimals: int = 0) -> Any:
+    """Round half to even at `decimals` places; integers stay as they are (negative `decimals` are refused for
+    them, as in JAX)."""
+    (a,) = _promote(a)
+    if issubdtype(a.dtype, np.integer):
+        if decimals < 0:
+            raise NotImplementedError("integer np.round not implemented for decimals < 0")
+        return _as_array(a)
     if decimals:
         factor = 10.0 ** decimals
         return divide(round(multiply(a, factor)), factor)
-    (a,) = _promote(a)
     return P.UNARY["round"].bind(a)
 
 
 around = round
-rint = round
+
+
+def rint(x: ArrayLike) -> Any:
+    """Round half to even to an integer value, in an inexact type (integers become the default float)."""
+    (x,) = _promote_inexact(x)
+    return P.UNARY["round"].bind(x)
 
 
 def invert(x: ArrayLike) -> Any:
