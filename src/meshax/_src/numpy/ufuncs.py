@@ -15,12 +15,15 @@ from .util import ArrayLike, _as_array, _cast, _dtype, _lift, _promote, _promote
 from ..dtypes import issubdtype
 
 
-def _unary(name: str, inexact: bool = False):
+def _unary(name: str, inexact: bool = False, strong: bool = False):
+    """The elementwise function `name`; `strong` results are never weakly typed (JAX's log2, log10, isinf and
+    signbit of a Python scalar are strong)."""
     primitive = P.UNARY[name]
 
     def function(x: ArrayLike) -> Any:
         (x,) = _promote_inexact(x) if inexact else _promote(x)
-        return primitive.bind(x)
+        result = primitive.bind(x)
+        return _cast(result, result.dtype, False) if strong else result
 
     function.__name__ = name
     return function
@@ -42,12 +45,14 @@ arcsin, arccos, arctan = _unary("asin", True), _unary("acos", True), _unary("ata
 sinh, cosh, tanh = _unary("sinh", True), _unary("cosh", True), _unary("tanh", True)
 arcsinh, arccosh, arctanh = _unary("asinh", True), _unary("acosh", True), _unary("atanh", True)
 exp, exp2, expm1 = _unary("exp", True), _unary("exp2", True), _unary("expm1", True)
-log, log1p, log2, log10 = _unary("log", True), _unary("log1p", True), _unary("log2", True), _unary("log10", True)
+log, log1p = _unary("log", True), _unary("log1p", True)
+log2, log10 = _unary("log2", True, strong=True), _unary("log10", True, strong=True)
 sqrt, cbrt = _unary("sqrt", True), _unary("cbrt", True)
 negative, absolute, sign = _unary("neg"), _unary("abs"), _unary("sign")
 floor, ceil, trunc = _unary("floor"), _unary("ceil"), _unary("trunc")
 square, conjugate, real, imag = _unary("square"), _unary("conj"), _unary("real"), _unary("imag")
-isnan, isinf, isfinite, signbit = _unary("isnan"), _unary("isinf"), _unary("isfinite"), _unary("signbit")
+isnan, isfinite = _unary("isnan"), _unary("isfinite")
+isinf, signbit = _unary("isinf", strong=True), _unary("signbit", strong=True)
 abs = absolute
 conj = conjugate
 arcsin.__name__ = "arcsin"
