@@ -132,3 +132,17 @@ def test_checkpoint_saves_typed_keys_as_their_data(tmp_path) -> None:
     assert repr(restored["key"]) == repr(tree["key"])
     data = checkpoint.restore(str(tmp_path / "ckpt"))["key"]
     np.testing.assert_array_equal(np.asarray(data[0]), np.asarray(meshax.random.key_data(tree["key"])))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_stack_concatenate_and_asarray_of_typed_keys(mode: str) -> None:
+    def case(L, d):
+        ks = keys(L, d)
+        stacked = L.numpy.stack([ks[1], ks[0]])
+        joined = L.numpy.concatenate([ks, stacked])
+        return (L.random.key_data(stacked), L.random.key_data(joined),
+                L.random.key_data(L.numpy.stack([ks, ks], axis=1)), L.random.key_data(L.numpy.asarray(ks)))
+
+    check_case(case, (DATA,), mode, rtol=0, atol=0)
+    k = meshax.random.key(0)
+    assert mnp.asarray(k) is k and isinstance(meshax.device_put(k), type(k))

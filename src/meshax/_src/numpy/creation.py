@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import primitives as P
+from ..random_keys import KeyArray
 from ..api import device_put, host_value
 from ..array import Array
 from ..core import Tracer
@@ -26,6 +27,8 @@ def array(object: ArrayLike, dtype: Any = None, copy: bool = True, order: Any = 
         return result if device is None else device_put(result, device)
     if isinstance(object, Tracer):
         return object if dtype is None else astype(object, dtype)
+    if isinstance(object, KeyArray) and dtype is None:  # typed keys are arrays already
+        return object
     if isinstance(object, (list, tuple)) and builtins.any(_is_array(e) for e in _flatten_nested(object)):
         return stack([array(e, dtype) for e in object]) if object else array(np.asarray(object), dtype)
     if dtype is not None:  # straight to `dtype`: jnp.array(2**32 - 1, np.uint32) must not pass through int32

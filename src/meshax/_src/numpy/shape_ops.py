@@ -12,6 +12,7 @@ from .. import dtypes
 from .. import primitives as P
 from .util import ArrayLike, _as_array, _axes, _dims, _ndim, _promote, _shape
 from .ufuncs import astype, subtract
+from ..random_keys import KeyArray
 
 
 def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any = None,
@@ -130,6 +131,9 @@ def atleast_2d(*arys: ArrayLike) -> Any:
 def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0, dtype: Any = None) -> Any:
     if not len(arrays):
         raise ValueError("need at least one array to concatenate.")
+    if builtins.all(isinstance(a, KeyArray) for a in arrays) and axis is not None and dtype is None:
+        (axis,) = _axes(axis, arrays[0].ndim)  # typed keys: join their key data along the same key axis
+        return KeyArray(concatenate([a._data for a in arrays], axis=axis))
     arrays = _promote(*arrays)
     if dtype is not None:
         arrays = [astype(a, dtype) for a in arrays]
@@ -156,6 +160,8 @@ def stack(arrays: Sequence[ArrayLike], axis: int = 0, dtype: Any = None) -> Any:
         raise ValueError(f"all input arrays must have the same shape to stack; got {sorted(shapes)}.")
     ndim = len(shapes.pop()) + 1
     (axis,) = _axes(axis, ndim)
+    if builtins.all(isinstance(a, KeyArray) for a in arrays) and dtype is None:
+        return concatenate([a.reshape(a.shape[:axis] + (1,) + a.shape[axis:]) for a in arrays], axis=axis)
     return concatenate([expand_dims(a, axis) for a in arrays], axis=axis, dtype=dtype)
 
 
