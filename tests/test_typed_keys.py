@@ -113,14 +113,24 @@ def test_shard_map_over_a_batch_of_keys() -> None:
     assert_matches(draw(ks), theirs)
 
 
-def test_key_array_is_a_pytree_node_over_its_data() -> None:
-    """A deliberate difference (README): JAX's key array is a pytree leaf, meshax's a node whose one leaf is its
-    uint32 data, which is how keys pass through every transformation unchanged."""
-    ks = meshax.random.split(meshax.random.key(0), 2)
-    leaves, treedef = meshax.tree_util.tree_flatten(ks)
-    assert len(leaves) == 1 and leaves[0].dtype == np.uint32 and leaves[0].shape == (2, 2)
-    assert repr(meshax.tree_util.tree_unflatten(treedef, leaves)) == repr(ks)
-    assert jax.tree_util.tree_leaves(jax.random.split(jax.random.key(0), 2))[0].shape == (2,)
+def test_key_arrays_are_pytree_leaves_as_in_jax() -> None:
+    trees = [{"k": L.random.split(L.random.key(0), 2), "w": L.numpy.ones(3)} for L in (meshax, jax)]
+    ours, theirs = trees
+    assert [np.shape(x) for x in meshax.tree_util.tree_leaves(ours)] == \
+        [np.shape(x) for x in jax.tree_util.tree_leaves(theirs)] == [(2,), (3,)]
+    assert str(meshax.tree_util.tree_structure(ours)) == str(jax.tree_util.tree_structure(theirs))
+    assert str(meshax.tree.structure(ours)) == str(jax.tree.structure(theirs))
+    mapped = meshax.tree.map(lambda x: x.shape, ours)
+    assert mapped == jax.tree.map(lambda x: x.shape, theirs)
+    # the structure of the keys split like a tree of parameters is that tree's (optax.tree_utils.tree_split_key_like)
+    params = {"a": mnp.ones(2), "b": [mnp.ones(3), mnp.zeros(1)]}
+    structure = meshax.tree.structure(params)
+    keys_like = meshax.tree.unflatten(structure, list(meshax.random.split(meshax.random.key(1), structure.num_leaves)))
+    assert meshax.tree.structure(keys_like) == structure
+    # inside transformations a key array still travels as its uint32 data
+    leaves, treedef = meshax._src.tree_util.tree_flatten(ours)
+    assert leaves[0].dtype == np.uint32 and leaves[0].shape == (2, 2)
+    assert repr(meshax.tree_util.tree_unflatten(treedef, leaves)["k"]) == repr(ours["k"])
 
 
 def test_checkpoint_saves_typed_keys_as_their_data(tmp_path) -> None:

@@ -1,7 +1,8 @@
 """Typed PRNG key arrays (as jax.random.key returns): a key array of shape S overlays uint32 data of shape S + (2,).
 
-A key array is a pytree node whose one child is that data, so it passes through jit, vmap, scan, grad and
-shard_map as its data does (a spec or an axis given for the key array applies to the data's leading axes).
+Inside meshax a key array is a pytree node whose one child is that data, so it passes through jit, vmap, scan,
+grad and shard_map as its data does (a spec or an axis given for the key array applies to the data's leading
+axes); the public meshax.tree_util and meshax.tree functions treat it as a leaf, as JAX does.
 Its dtype is ``key<fry>``, a sub-dtype of ``meshax.dtypes.prng_key`` (and ``extended``) as in JAX:
 ``jnp.issubdtype(k.dtype, meshax.dtypes.prng_key)`` holds. ``meshax.random.key_data`` gives the data back.
 """
@@ -58,6 +59,7 @@ class KeyArray:
 
     __slots__ = ("_data",)
     __array_priority__ = 300
+    _meshax_public_leaf = True  # a leaf for meshax.tree_util / meshax.tree, as JAX's key arrays are
 
     def __init__(self, data: Any) -> None:
         self._data = data  # not checked: tree_util may unflatten with placeholders (shapes, None, ...)
