@@ -393,3 +393,10 @@ def test_limits_of_bfloat16_in_computations(mode: str) -> None:
     x = np.array([np.nan, np.inf, -np.inf, 1.0, 3e38], jjnp.bfloat16)
     check_case(lambda L, a: (L.numpy.nan_to_num(a), L.lax.reduce_precision(a, exponent_bits=5, mantissa_bits=3),
                              L.numpy.max(a[3:]), L.numpy.argmax(a[3:])), (x,), mode, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_max_and_min_of_complex_values_compare_lexicographically(mode: str) -> None:
+    z = np.array([[1 + 2j, 2 + 0j, 2 - 1j], [2 + 1j, 0j, -1 + 5j]], np.complex64)
+    check_case(lambda L, a: (L.numpy.max(a), L.numpy.min(a), L.numpy.max(a, axis=0), L.numpy.min(a, axis=1)),
+               (z,), mode, rtol=0, atol=0)

@@ -180,14 +180,19 @@ def _min(x: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
 
 
 def _lowest(dtype: np.dtype) -> Any:
+    """The identity of max in `dtype` (complex values compare lexicographically, as in NumPy and JAX)."""
     if dtype == np.bool_:
         return False
+    if issubdtype(dtype, np.complexfloating):
+        return complex(-np.inf, -np.inf)
     return -np.inf if issubdtype(dtype, np.floating) else iinfo(dtype).min
 
 
 def _highest(dtype: np.dtype) -> Any:
     if dtype == np.bool_:
         return True
+    if issubdtype(dtype, np.complexfloating):
+        return complex(np.inf, np.inf)
     return np.inf if issubdtype(dtype, np.floating) else iinfo(dtype).max
 
 
