@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build meshax's wheel and sdist, check their metadata with twine, install the wheel (not -e) into a
-# fresh venv and run `meshax --version`, `meshax info` and the toy demo on 4 processes from it.
+# fresh venv, import every module of the package from it (so every import is a declared dependency) and run
+# `meshax --version`, `meshax info` and the toy demo on 4 processes from it.
 # Fails on the first step that fails. Run by scripts/test.sh; PYTHON is the interpreter that has
 # `build` and `twine` (default: .venv/bin/python, as scripts/test.sh sets it up).
 set -euo pipefail
@@ -30,6 +31,26 @@ unset PYTHONPATH
 cd "$work"
 "$work/venv/bin/python" -m pip install -q --disable-pip-version-check "${wheels[0]}"
 "$work/venv/bin/python" -c "import meshax, sys; assert meshax.__file__.startswith(sys.prefix), meshax.__file__"
+
+step "importing every module of the installed package (no extras installed)"
+"$work/venv/bin/python" - <<'PY'
+import importlib, pkgutil, sys
+import meshax
+
+failed = []
+walked = pkgutil.walk_packages(meshax.__path__, "meshax.", onerror=lambda name: failed.append(f"{name}: {sys.exc_info()[1]!r}"))
+names = sorted(m.name for m in walked if not m.name.endswith("__main__"))  # __main__ runs the command line
+for name in names:
+    try:
+        importlib.import_module(name)
+    except Exception as error:  # noqa: BLE001 - every failure is reported below
+        failed.append(f"{name}: {type(error).__name__}: {error}")
+if failed:
+    print("check_wheel: these modules fail to import from the wheel installed without extras:", *failed,
+          sep="\n  ", file=sys.stderr)
+    sys.exit(1)
+print(f"imported {len(names)} modules")
+PY
 
 step "meshax --version"
 version=$("$work/venv/bin/meshax" --version)

@@ -29,7 +29,7 @@ _NAMES = {
     "make_array_from_callback": "meshax._src.api",
     "make_array_from_process_local_data": "meshax._src.api",
     "make_array_from_single_device_arrays": "meshax._src.api",
-    "Array": "meshax._src.array",
+    "Array": "meshax._src.basearray",
     "Shard": "meshax._src.array",
     "config": "meshax._src.config",
     "Device": "meshax._src.devices",

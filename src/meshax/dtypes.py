@@ -1,4 +1,5 @@
-"""Dtype utilities (as jax.dtypes): canonical dtypes, promotion, machine limits, float0 and bfloat16."""
+"""Dtype utilities (as jax.dtypes): canonical dtypes, promotion, machine limits, float0, bfloat16 and the
+extended (typed PRNG key) dtypes."""
 from __future__ import annotations
 
 from typing import Any
@@ -6,13 +7,14 @@ from typing import Any
 import numpy as np
 
 from meshax._src import dtypes as _dtypes
-from meshax._src.dtypes import canonicalize_dtype, finfo, float0, iinfo
+from meshax._src.dtypes import TypePromotionError, canonicalize_dtype, finfo, float0, iinfo
 from meshax._src.numpy.logic import issubdtype
+from meshax._src.random_keys import extended, prng_key
 
-__all__ = ["bfloat16", "canonicalize_dtype", "finfo", "float0", "iinfo", "issubdtype", "itemsize_bits",
-           "result_type", "scalar_type_of"]
+__all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0", "iinfo", "issubdtype", "itemsize_bits",
+           "prng_key", "result_type", "scalar_type_of"]
 
-bfloat16 = getattr(_dtypes._ml_dtype("bfloat16"), "type", None)  # the scalar type, as jax.dtypes.bfloat16
+bfloat16 = _dtypes.bfloat16.type  # the scalar type (ml_dtypes.bfloat16), as jax.dtypes.bfloat16
 
 
 def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
@@ -25,11 +27,16 @@ def scalar_type_of(x: Any) -> type:
     """The Python scalar type of `x`'s kind: bool, int, float or complex."""
     dtype = np.dtype(_dtypes.dtype_of(x)[0])
     for kind, scalar in ((np.bool_, bool), (np.integer, int), (np.floating, float), (np.complexfloating, complex)):
-        if np.issubdtype(dtype, kind):
+        if _dtypes.issubdtype(dtype, kind):
             return scalar
     raise TypeError(f"scalar_type_of: {dtype} has no Python scalar type.")
 
 
 def itemsize_bits(dtype: Any) -> int:
-    """The size of one element of `dtype` in bits."""
-    return np.dtype(dtype).itemsize * 8
+    """The size of one element of `dtype` in bits (4 for int4 and float4_e2m1fn, 6 for the float6 types)."""
+    dt = np.dtype(dtype)
+    if dt.name in _dtypes._SUBBYTE_INTS:
+        return int(iinfo(dt).bits)
+    if dt.name in _dtypes._NARROW_FLOATS:
+        return int(finfo(dt).bits)
+    return dt.itemsize * 8

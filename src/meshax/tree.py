@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from meshax import tree_util as _public
 from meshax._src import tree_util as _tu
 
 __all__ = ["all", "broadcast", "flatten", "flatten_with_path", "leaves", "leaves_with_path", "map", "map_with_path",
@@ -17,22 +18,22 @@ _NO_INIT = _tu._NO_INIT
 
 def map(f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: IsLeaf = None) -> Any:  # noqa: A001
     """``f`` applied leafwise to ``tree`` and the matching leaves (or subtrees) of ``rest``."""
-    return _tu.tree_map(f, tree, *rest, is_leaf=is_leaf)
+    return _public.tree_map(f, tree, *rest, is_leaf=is_leaf)
 
 
 def leaves(tree: Any, is_leaf: IsLeaf = None) -> list:
     """The leaves of ``tree``, in flattening order."""
-    return _tu.tree_leaves(tree, is_leaf)
+    return _public.tree_leaves(tree, is_leaf)
 
 
 def structure(tree: Any, is_leaf: IsLeaf = None) -> Any:
     """The PyTreeDef of ``tree``."""
-    return _tu.tree_structure(tree, is_leaf)
+    return _public.tree_structure(tree, is_leaf)
 
 
 def flatten(tree: Any, is_leaf: IsLeaf = None) -> tuple[list, Any]:
     """``(leaves, treedef)`` of ``tree``."""
-    return _tu.tree_flatten(tree, is_leaf)
+    return _public.tree_flatten(tree, is_leaf)
 
 
 def unflatten(treedef: Any, leaves: Any) -> Any:
@@ -43,13 +44,13 @@ def unflatten(treedef: Any, leaves: Any) -> Any:
 def reduce(function: Callable[[Any, Any], Any], tree: Any, initializer: Any = _NO_INIT,
            is_leaf: IsLeaf = None) -> Any:  # noqa: A001
     """``functools.reduce`` over the leaves of ``tree``."""
-    return _tu.tree_reduce(function, tree, initializer, is_leaf)
+    return _public.tree_reduce(function, tree, initializer, is_leaf)
 
 
 def reduce_associative(operation: Callable[[Any, Any], Any], tree: Any, *, identity: Any = _NO_INIT,
                        is_leaf: IsLeaf = None) -> Any:
     """Combine the leaves of ``tree`` pairwise with the associative ``operation`` (a balanced tree of calls)."""
-    items = _tu.tree_leaves(tree, is_leaf)
+    items = _public.tree_leaves(tree, is_leaf)
     if not items:
         if identity is _NO_INIT:
             raise TypeError("Must specify identity for reduce_associative with an empty tree.")
@@ -67,30 +68,30 @@ def transpose(outer_treedef: Any, inner_treedef: Any, pytree_to_transpose: Any) 
 
 def all(tree: Any, *, is_leaf: IsLeaf = None) -> bool:  # noqa: A001
     """Whether every leaf of ``tree`` is truthy."""
-    return _tu.tree_all(tree, is_leaf=is_leaf)
+    return _public.tree_all(tree, is_leaf=is_leaf)
 
 
 def map_with_path(f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: IsLeaf = None) -> Any:
     """Like :func:`map`, with ``f(key_path, leaf, *others)``."""
-    return _tu.tree_map_with_path(f, tree, *rest, is_leaf=is_leaf)
+    return _public.tree_map_with_path(f, tree, *rest, is_leaf=is_leaf)
 
 
 def leaves_with_path(tree: Any, is_leaf: IsLeaf = None) -> list:
     """``[(key_path, leaf), ...]`` of ``tree``."""
-    return _tu.tree_leaves_with_path(tree, is_leaf)
+    return _public.tree_leaves_with_path(tree, is_leaf)
 
 
 def flatten_with_path(tree: Any, is_leaf: IsLeaf = None) -> tuple[list, Any]:
     """``([(key_path, leaf), ...], treedef)`` of ``tree``."""
-    return _tu.tree_flatten_with_path(tree, is_leaf)
+    return _public.tree_flatten_with_path(tree, is_leaf)
 
 
 def broadcast(prefix_tree: Any, full_tree: Any, is_leaf: IsLeaf = None) -> Any:
     """``prefix_tree`` broadcast to ``full_tree``'s structure: each leaf of the prefix is repeated over the
     leaves of the corresponding subtree of ``full_tree``."""
-    prefix_leaves, prefix_def = _tu.tree_flatten(prefix_tree, is_leaf)
+    prefix_leaves, prefix_def = _public.tree_flatten(prefix_tree, is_leaf)
     subtrees = prefix_def.flatten_up_to(full_tree)
-    return prefix_def.unflatten([_tu.tree_map(lambda _, value=value: value, sub, is_leaf=is_leaf)
+    return prefix_def.unflatten([_public.tree_map(lambda _, value=value: value, sub, is_leaf=is_leaf)
                                  for value, sub in zip(prefix_leaves, subtrees)])
 
 

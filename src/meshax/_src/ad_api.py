@@ -13,7 +13,7 @@ import numpy as np
 from . import numpy as jnp
 from .array import Array
 from .core import Tracer, aval_of, define_primitive
-from .dtypes import float0
+from .dtypes import float0, issubdtype
 from .interpreters.ad import Zero, backward_pass, defzero, jvp_flat, linearize_flat, tangent_aval
 from .jaxpr import Jaxpr
 from . import custom_derivatives, remat, shard_map_ad  # noqa: F401  (register derivative rules)
@@ -34,7 +34,7 @@ def stop_gradient(x: Any) -> Any:
 
 
 def _is_inexact(x: Any) -> bool:
-    return np.issubdtype(aval_of(x).dtype, np.inexact)
+    return issubdtype(aval_of(x).dtype, np.inexact)
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------------
@@ -72,10 +72,10 @@ def _check_inputs(leaves: Sequence[Any], name: str, holomorphic: bool, allow_int
     for leaf in leaves:
         dtype = aval_of(leaf).dtype
         if holomorphic:
-            if not np.issubdtype(dtype, np.complexfloating):
+            if not issubdtype(dtype, np.complexfloating):
                 raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, but got "
                                 f"{dtype.name}.")
-        elif not np.issubdtype(dtype, np.inexact) and not allow_int:
+        elif not issubdtype(dtype, np.inexact) and not allow_int:
             raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
                             f"np.inexact), but got {dtype.name}. If you want to use Boolean- or integer-valued "
                             "inputs, use vjp or set allow_int to True.")
@@ -101,7 +101,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
                              f"{expected.shape} and tangent shape as {tuple(np.shape(t))}")
     out_tree, aux = [], []
     tangents_in = [Zero(tangent_aval(aval_of(p))) if aval_of(p).dtype != aval_of(t).dtype and
-                   not np.issubdtype(aval_of(p).dtype, np.inexact) else t for p, t in zip(p_leaves, t_leaves)]
+                   not issubdtype(aval_of(p).dtype, np.inexact) else t for p, t in zip(p_leaves, t_leaves)]
     primals_out, tangents_out = jvp_flat(_flat_fun(fun, p_tree, out_tree, aux, has_aux), p_leaves, tangents_in)
     n_out = out_tree[0].num_leaves
     tangents_out = [_materialize(t, None) for t in tangents_out[:n_out]]
@@ -239,8 +239,11 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, ha
         out = vjp(partial, *diff_args, has_aux=has_aux)
         value, f_vjp = out[0], out[1]
         _check_scalar_output(value, holomorphic)
-        ct = jnp.ones((), aval_of(value).dtype) if not isinstance(value, Tracer) else \
-            np.ones((), aval_of(value).dtype)
+        aval = aval_of(value)
+        if aval.weak_type:  # a weakly typed output seeds a weakly typed cotangent, as in JAX
+            ct = jnp._cast(np.ones((), aval.dtype), aval.dtype, True)
+        else:
+            ct = jnp.ones((), aval.dtype) if not isinstance(value, Tracer) else np.ones((), aval.dtype)
         grads = f_vjp(ct)
         grads = grads[0] if isinstance(argnums, int) else tuple(grads)
         return ((value, out[2]), grads) if has_aux else (value, grads)
@@ -275,10 +278,10 @@ def _check_scalar_output(value: Any, holomorphic: bool) -> None:
     aval = aval_of(leaves[0])
     if aval.shape != ():
         raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: {aval.shape}.")
-    if np.issubdtype(aval.dtype, np.complexfloating) and not holomorphic:
+    if issubdtype(aval.dtype, np.complexfloating) and not holomorphic:
         raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but "
                         f"got {aval.dtype.name}. For holomorphic differentiation, pass holomorphic=True. For "
                         "differentiating non-holomorphic functions involving complex outputs, use jax.vjp directly.")
-    if not np.issubdtype(aval.dtype, np.inexact):
+    if not issubdtype(aval.dtype, np.inexact):
         raise TypeError(f"grad requires real- or complex-valued outputs (output dtype that is a sub-dtype of "
                         f"np.inexact), but got {aval.dtype.name}.")

@@ -22,6 +22,7 @@ from .interpreters.staging import compile_time_eval, consts_as_inputs, trace_to_
 from .jaxpr import eval_jaxpr
 from .rules import replicate_all
 from .tree_util import tree_flatten, tree_map, tree_unflatten
+from .dtypes import issubdtype
 
 # ---- pure_callback -------------------------------------------------------------------------------------------
 
@@ -106,7 +107,7 @@ def closure_convert(fun: Callable[..., Any], *example_args: Any) -> tuple[Callab
         return out
 
     jaxpr, _ = trace_to_jaxpr(flat_fun, [aval_of(x) for x in flat])
-    hoisted = [isinstance(c, Tracer) and np.issubdtype(aval_of(c).dtype, np.inexact) for c in jaxpr.consts]
+    hoisted = [isinstance(c, Tracer) and issubdtype(aval_of(c).dtype, np.inexact) for c in jaxpr.consts]
     consts = [c for c, h in zip(jaxpr.consts, hoisted) if h]
     program = consts_as_inputs(jaxpr)
 

@@ -17,6 +17,7 @@ from . import devices as device_table
 from .devices import Device
 from .explicit_types import array_aval
 from .sharding import Box, Sharding, SingleDeviceSharding, unique_boxes
+from .dtypes import issubdtype
 
 NOT_ADDRESSABLE = (
     "Fetching value for `jax.Array` that spans non-addressable (non process local) devices is not possible. "
@@ -164,7 +165,7 @@ class Array:
         return int(self._read())
 
     def __index__(self) -> int:
-        if not np.issubdtype(self._dtype, np.integer):
+        if not issubdtype(self._dtype, np.integer):
             raise TypeError(f"only integer arrays can be used as an index; this one is {self._dtype}.")
         return int(self._read())
 

@@ -12,6 +12,7 @@ import sys
 import threading
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 DEVICE_ID_STRIDE = 131072
 
@@ -202,13 +203,27 @@ def more_devices_hint(needed: int) -> str:
     )
 
 
-def devices() -> list[Device]:
-    """All devices of the job, process by process."""
+def _check_backend(backend: Any) -> None:
+    """meshax has one backend, 'cpu' (the name JAX gives CPU devices); any other name is an error, as in JAX."""
+    if backend is None or backend == "cpu":
+        return
+    if backend in ("gpu", "cuda", "rocm", "tpu"):
+        raise RuntimeError(f"Unknown backend: {backend!r} requested, but meshax runs on CPUs only: the only "
+                           "backend is 'cpu'. Call meshax.devices() or meshax.devices('cpu').")
+    raise RuntimeError(f"Unknown backend {backend!r}. Available backends are ['cpu'].")
+
+
+def devices(backend: Any = None) -> list[Device]:
+    """All devices of the job, process by process (`backend` may be None or 'cpu')."""
+    _check_backend(backend)
     return list(table().devices)
 
 
-def local_devices(process_index: int | None = None) -> list[Device]:
-    """The devices of `process_index` (this process by default)."""
+def local_devices(process_index: int | None = None, backend: Any = None, host_id: int | None = None) -> list[Device]:
+    """The devices of `process_index` (this process by default; `host_id` is its old name)."""
+    _check_backend(backend)
+    if process_index is None:
+        process_index = host_id
     t = table()
     if process_index is None:
         return list(t.local)
@@ -217,11 +232,13 @@ def local_devices(process_index: int | None = None) -> list[Device]:
     return t.local_devices_of(process_index)
 
 
-def device_count() -> int:
+def device_count(backend: Any = None) -> int:
+    _check_backend(backend)
     return len(table().devices)
 
 
-def local_device_count() -> int:
+def local_device_count(backend: Any = None) -> int:
+    _check_backend(backend)
     return len(table().local)
 
 

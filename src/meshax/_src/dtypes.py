@@ -30,8 +30,8 @@ Conventions, as in JAX:
   none exists (e.g. int4 with int8, float8_e4m3fn with float16) a
   :class:`TypePromotionError` is raised.
 
-The ml_dtypes extended types (bfloat16, float8_*, int4, ...) take part only if
-``ml_dtypes`` can be imported; meshax does not require it.
+The ml_dtypes extended types (bfloat16, float8_*, int4, ...) take part like NumPy's own: bfloat16 and the
+narrow floats are floating types (:func:`issubdtype` says so, where ``np.issubdtype`` does not), int4 etc. integers.
 """
 from __future__ import annotations
 
@@ -42,10 +42,7 @@ import numpy as np
 
 from meshax._src.config import config
 
-try:  # Optional: extended dtypes (bfloat16, float8, int4, ...).
-    import ml_dtypes as _ml_dtypes
-except ImportError:  # pragma: no cover - exercised only without ml_dtypes
-    _ml_dtypes = None
+import ml_dtypes as _ml_dtypes  # the extended dtypes (bfloat16, float8, int4, ...)
 
 __all__ = [
     "TypePromotionError",
@@ -65,6 +62,7 @@ __all__ = [
     "is_signed_integer",
     "is_unsigned_integer",
     "is_weakly_typed",
+    "issubdtype",
     "promote_types",
     "result_type",
     "x64_enabled",
@@ -102,7 +100,7 @@ _NARROW_FLOAT_NAMES = (
 
 
 def _ml_dtype(name: str) -> np.dtype | None:
-    if _ml_dtypes is None or not hasattr(_ml_dtypes, name):
+    if not hasattr(_ml_dtypes, name):
         return None
     try:
         return np.dtype(getattr(_ml_dtypes, name))
@@ -476,6 +474,38 @@ def is_floating(x: Any) -> bool:
 
 def is_complex(x: Any) -> bool:
     return _predicate_category(x) == "c"
+
+
+_ML_DTYPE_NAMES = frozenset({"bfloat16", *_NARROW_FLOATS, *_SUBBYTE_INTS})
+_ABSTRACT_TYPES = (np.generic, np.number, np.integer, np.signedinteger, np.unsignedinteger, np.inexact,
+                   np.floating, np.complexfloating, np.flexible, np.character)
+_EXTENDED_PARENTS = {
+    "f": (np.floating, np.inexact, np.number, np.generic),
+    "i": (np.signedinteger, np.integer, np.number, np.generic),
+    "u": (np.unsignedinteger, np.integer, np.number, np.generic),
+}
+
+
+def issubdtype(arg1: Any, arg2: Any) -> bool:
+    """``np.issubdtype`` that also places ml_dtypes' types in NumPy's hierarchy, as JAX does: bfloat16 and the
+    float8 types are ``np.floating`` (and so ``np.inexact``), int4 is ``np.signedinteger``, uint4 unsigned."""
+    hook = getattr(arg1, "_meshax_issubdtype", None) or getattr(getattr(arg1, "dtype", None), "_meshax_issubdtype",
+                                                                 None)
+    if hook is not None:
+        return hook(arg2)
+    if getattr(arg2, "_meshax_extended", False):
+        return False
+    if not (isinstance(arg2, type) and arg2 in _ABSTRACT_TYPES) or (isinstance(arg1, type) and arg1 in _ABSTRACT_TYPES):
+        return bool(np.issubdtype(arg1, arg2))
+    dt = _to_dtype(arg1)
+    if dt.name in _ML_DTYPE_NAMES and dt == _DTYPES[dt.name][0]:
+        return arg2 in _EXTENDED_PARENTS[_DTYPES[dt.name][1]]
+    return bool(np.issubdtype(dt, arg2))
+
+
+def is_inexact(dtype: Any) -> bool:
+    """Whether `dtype` is a floating or complex type (bfloat16 and the float8 types included)."""
+    return issubdtype(dtype, np.inexact)
 
 
 def iinfo(int_type: Any) -> Any:

@@ -55,6 +55,32 @@ def _transpose(self, *axes: Any) -> Any:
     return jnp.transpose(self, None if not axes else _shape_args(axes))
 
 
+def _view(self, dtype: Any = None, type: Any = None) -> Any:  # noqa: A002  (NumPy's parameter names)
+    """The array's bits read as `dtype`, as NumPy's view: a narrower type multiplies the last dimension, a wider one
+    divides it."""
+    import numpy as np
+
+    from .lax.special import bitcast_convert_type
+
+    if type is not None:
+        raise NotImplementedError("view(type=...) is not supported: meshax arrays have one array type.")
+    if dtype is None:
+        return self
+    new, old = np.dtype(dtype), np.dtype(self.dtype)
+    if new.itemsize == old.itemsize:
+        return bitcast_convert_type(self, new)
+    if not self.ndim:
+        raise ValueError(f"view of a 0-d {old} array as {new} (another item size) needs at least one dimension.")
+    if new.itemsize < old.itemsize:
+        words = bitcast_convert_type(self, new)
+        return jnp.reshape(words, self.shape[:-1] + (self.shape[-1] * (old.itemsize // new.itemsize),))
+    ratio = new.itemsize // old.itemsize
+    if self.shape[-1] % ratio:
+        raise ValueError(f"view of a {old} array of shape {self.shape} as {new}: the last dimension must be a "
+                         f"multiple of {ratio}.")
+    return bitcast_convert_type(jnp.reshape(self, self.shape[:-1] + (self.shape[-1] // ratio, ratio)), new)
+
+
 def _iter(self):
     if not self.shape:
         raise TypeError("iteration over a 0-d array")
@@ -67,6 +93,7 @@ def install(cls: type) -> None:
     cls.__hash__ = None
     cls.reshape = _reshape
     cls.transpose = _transpose
+    cls.view = _view
     cls.__iter__ = _iter
     cls.T = property(lambda self: jnp.transpose(self))
     cls.mT = property(lambda self: jnp.matrix_transpose(self))

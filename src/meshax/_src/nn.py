@@ -7,6 +7,7 @@ import numpy as np
 
 from . import numpy as jnp
 from . import primitives as P
+from .ad_api import stop_gradient
 from .custom_derivatives import custom_jvp
 
 
@@ -54,15 +55,31 @@ def softplus(x: Any) -> Any:
 
 def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False,
               where: Any = None) -> Any:
-    (a,) = jnp._promote_inexact(a)
-    peak = jnp.max(a, axis=axis, keepdims=True, initial=-np.inf, where=where)
-    peak = jnp.where(jnp.isfinite(peak), peak, 0)
-    shifted = jnp.exp(jnp.subtract(a, peak))
+    """log(sum(b * exp(a))) along `axis`, computed stably (as jax.nn.logsumexp).
+
+    Entries whose scale `b` is 0 take no part (not even in the shift by the maximum, so one huge entry with
+    b == 0 cannot swamp the others); entries outside `where` neither. With `return_sign` the result is
+    (log|sum|, sign of sum); without it a negative real sum gives NaN, and a complex sum its complex log.
+    """
+    if b is None:
+        (a,) = jnp._promote_inexact(a)
+    else:
+        a, b = jnp._promote_inexact(a, b)
+        a = jnp.where(jnp.not_equal(b, 0), a, -np.inf)
+    real = jnp.real(a) if jnp.iscomplexobj(a) else a
+    peak = jnp.max(real, axis=axis, keepdims=True, initial=-np.inf, where=where)
+    peak = stop_gradient(jnp.where(jnp.isfinite(peak), peak, 0))
+    scaled = jnp.exp(jnp.subtract(a, jnp.astype(peak, a.dtype)))
     if b is not None:
-        shifted = jnp.multiply(shifted, b)
-    total = jnp.sum(shifted, axis=axis, keepdims=True, where=where)
+        scaled = jnp.multiply(scaled, b)
+    total = jnp.sum(scaled, axis=axis, keepdims=True, where=where)
     sign = jnp.sign(total)
     out = jnp.add(jnp.log(jnp.absolute(total)), peak)
+    if not return_sign:
+        if jnp.iscomplexobj(a):
+            out = jnp.add(out, jnp.log(sign))
+        else:
+            out = jnp.where(jnp.less(sign, 0), np.nan, out)
     if not keepdims:
         axes = jnp._axes(axis, a.ndim)
         out = jnp.squeeze(out, axes)

@@ -16,6 +16,7 @@ from .config import config
 from .core import Primitive, ShapedArray, define_primitive
 from .interpreters.eager import eager_rules
 from .interpreters.shard_map import device_rules
+from .dtypes import iinfo, issubdtype
 
 # ---- helpers --------------------------------------------------------------------------------------------
 
@@ -145,8 +146,29 @@ _BLEND_MIN_ELEMENTS = 4096  # below this, np.where's own cost is smaller than th
 select = _define("select", _select_impl, lambda p, t, f, **_: _select_aval(p, t, f), rules.elementwise)
 
 
-def _convert_impl(x: np.ndarray, *, new_dtype: np.dtype, weak_type: bool = False) -> np.ndarray:
+def convert_values(x: Any, new_dtype: Any) -> np.ndarray:
+    """`x` (a NumPy value) as `new_dtype`, converted as XLA does on CPU: a float becomes an integer by truncation,
+    saturated to the integer type's range (NaN gives 0, -1.5 gives 0 in an unsigned type); a complex value
+    becomes a real one by its real part (and a bool by being nonzero). Integers narrowed wrap, as in NumPy."""
+    x, new_dtype = np.asarray(x), np.dtype(new_dtype)
+    if issubdtype(x.dtype, np.complexfloating) and not issubdtype(new_dtype, np.complexfloating):
+        x = x != 0 if new_dtype == np.bool_ else x.real
+    if issubdtype(x.dtype, np.inexact) and issubdtype(new_dtype, np.integer):
+        return _float_to_int(x, new_dtype)
     return x.astype(new_dtype, copy=False)
+
+
+def _float_to_int(x: np.ndarray, new_dtype: np.dtype) -> np.ndarray:
+    values = np.trunc(x.astype(np.float64))
+    info = iinfo(new_dtype)
+    high, low = values >= float(info.max), values <= float(info.min)
+    inside = np.where(np.isnan(values) | high | low, 0, values).astype(new_dtype)
+    limits = np.where(high, np.asarray(info.max, new_dtype), np.asarray(info.min, new_dtype))
+    return np.where(high | low, limits, inside).astype(new_dtype, copy=False)
+
+
+def _convert_impl(x: np.ndarray, *, new_dtype: np.dtype, weak_type: bool = False) -> np.ndarray:
+    return convert_values(x, new_dtype)
 
 
 def _convert_aval(x: ShapedArray, *, new_dtype: np.dtype, weak_type: bool = False) -> ShapedArray:
@@ -184,15 +206,20 @@ def _min(x: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
 
 
 def _lowest(dtype: np.dtype) -> Any:
+    """The identity of max in `dtype` (complex values compare lexicographically, as in NumPy and JAX)."""
     if dtype == np.bool_:
         return False
-    return -np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min
+    if issubdtype(dtype, np.complexfloating):
+        return complex(-np.inf, -np.inf)
+    return -np.inf if issubdtype(dtype, np.floating) else iinfo(dtype).min
 
 
 def _highest(dtype: np.dtype) -> Any:
     if dtype == np.bool_:
         return True
-    return np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).max
+    if issubdtype(dtype, np.complexfloating):
+        return complex(np.inf, np.inf)
+    return np.inf if issubdtype(dtype, np.floating) else iinfo(dtype).max
 
 
 _REDUCTIONS = {"sum": np.sum, "prod": np.prod, "max": _max, "min": _min, "or": np.any, "and": np.all}
@@ -243,6 +270,11 @@ def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: An
     """A (batched) matrix product on BLAS: each operand viewed as (batch, free, contracted) matrices, transposed
     and reshaped (views where the strides allow), then one np.matmul (an outer product contracts nothing: k = 1),
     or one per block of the result where this call may use several threads (device_pool.call_parts)."""
+    if preferred_element_type is not None and np.dtype(preferred_element_type) != lhs.dtype:
+        # accumulate in the wider of the operands' type and the preferred one (int8 products summed in int32)
+        wide = np.promote_types(lhs.dtype, preferred_element_type)
+        product = _dot_general_impl(lhs.astype(wide), rhs.astype(wide), dimension_numbers=dimension_numbers)
+        return product.astype(preferred_element_type)
     (lc, rc), (lb, rb) = dimension_numbers
     lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
     rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]

@@ -1,8 +1,9 @@
-"""meshax.random: JAX's default PRNG (threefry-2x32 with raw uint32[2] keys), bit for bit.
+"""meshax.random: JAX's default PRNG (threefry-2x32), bit for bit, with raw and typed keys.
 
-Keys are ordinary meshax arrays of dtype uint32 whose last dimension has size 2 (JAX's
-"raw" keys, what `jax.random.PRNGKey` returns). `key(seed)` returns the same raw key
-rather than a typed key array, and `key_data` / `wrap_key_data` / `clone` return raw keys as they are.
+Raw keys are ordinary meshax arrays of dtype uint32 whose last dimension has size 2 (what
+`jax.random.PRNGKey` returns). `key(seed)` returns a typed key array (dtype key<fry>, see
+meshax._src.random_keys) overlaying the same data; `key_data` / `wrap_key_data` convert between the two, and
+split, fold_in and clone return keys of the kind they are given.
 
 The scheme is JAX's default with `jax_threefry_partitionable=True` (the default of the JAX 0.10
 used as the test oracle):

@@ -18,6 +18,8 @@ from . import rules
 from .api import host_value
 from .array import Array
 from .core import ShapedArray, Tracer, define_primitive
+from .dtypes import issubdtype
+from .random_keys import KeyArray
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits", "random_bits", "clone",
@@ -201,6 +203,9 @@ def _as_u32(x: Any) -> Any:
 
 
 def _key_array(key: Any, what: str) -> Any:
+    """The uint32[..., 2] data of `key`: a typed key array's data, or a raw key (checked)."""
+    if isinstance(key, KeyArray):
+        key = key._data
     key = _lift(key)
     if key.dtype != _U32 or key.ndim < 1 or key.shape[-1] != 2:
         raise TypeError(
@@ -305,7 +310,7 @@ def _seed_words(seed: Any) -> Any:
     if seed.ndim:
         raise TypeError(f"PRNGKey accepts a scalar seed, but was given an array of shape {tuple(seed.shape)} != (). "
                         "Use a loop, or fold_in on a batch of keys.")
-    if not (np.issubdtype(seed.dtype, np.integer) or seed.dtype == np.bool_):
+    if not (issubdtype(seed.dtype, np.integer) or seed.dtype == np.bool_):
         raise TypeError(f"PRNG key seed must be an integer; got {seed.dtype}")
     if not _is_array(seed):
         return _seed_words(seed.item())
@@ -325,36 +330,43 @@ def PRNGKey(seed: Any, *, impl: Any = None) -> Any:
     return words if _is_array(words) else jnp.asarray(words)
 
 
-def key(seed: Any, *, impl: Any = None) -> Any:
-    """Like `jax.random.key`, but returns the raw uint32[2] key (meshax has no typed key arrays)."""
-    return PRNGKey(seed, impl=impl)
+def key(seed: Any, *, impl: Any = None) -> KeyArray:
+    """A typed key array of shape () (dtype key<fry>) for `seed`: its data is PRNGKey(seed)."""
+    return KeyArray(PRNGKey(seed, impl=impl))
 
 
 def key_data(keys: Any) -> Any:
-    """The uint32 data of raw keys: the keys themselves."""
+    """The uint32[..., 2] data of typed keys (raw keys are their own data)."""
     return _key_array(keys, "key_data")
 
 
-def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> Any:
-    """Keys from their uint32 data: the data itself, as meshax keys are raw."""
-    return _key_array(key_bits_array, "wrap_key_data")
+def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> KeyArray:
+    """Typed keys overlaying uint32[..., 2] data (as key_data returns it)."""
+    if impl not in (None, "threefry2x32"):
+        raise ValueError(f"meshax.random implements only the threefry2x32 PRNG; got impl={impl!r}.")
+    return KeyArray(_key_array(key_bits_array, "wrap_key_data"))
+
+
+def _like(key: Any, data: Any) -> Any:
+    """New key data returned as `key` came: typed if it was typed, raw if raw."""
+    return KeyArray(data) if isinstance(key, KeyArray) else data
 
 
 def clone(key: Any) -> Any:
     """Keys are immutable values here: the key itself."""
-    return _key_array(key, "clone")
+    return _like(key, _key_array(key, "clone"))
 
 
 def split(key: Any, num: int | tuple[int, ...] = 2) -> Any:
     """`num` new keys (an int or a shape): key i is threefry2x32(key, [i >> 32, i & 0xFFFFFFFF])."""
-    key = _key_array(key, "split")
+    data = _key_array(key, "split")
     shape = _canonical_shape(num, "num")
-    return _stack_key(*_hash(key, shape))
+    return _like(key, _stack_key(*_hash(data, shape)))
 
 
 def fold_in(key: Any, data: Any) -> Any:
     """A new key from `key` and 32-bit `data`: threefry2x32(key, [0, uint32(data)])."""
-    key = _key_array(key, "fold_in")
+    typed, key = key, _key_array(key, "fold_in")
     if isinstance(data, (int, np.integer)) and not isinstance(data, (bool, np.bool_)):
         if not 0 <= int(data) <= _MASK:
             raise OverflowError(f"Python integer {int(data)} out of bounds for uint32")
@@ -362,13 +374,13 @@ def fold_in(key: Any, data: Any) -> Any:
     data = _as_u32(data)
     k0, k1 = key[..., 0], key[..., 1]
     out0, out1 = threefry2x32_p.bind(k0, k1, np.uint32(0), data)
-    return _stack_key(out0, out1)
+    return _like(typed, _stack_key(out0, out1))
 
 
 def bits(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Uniform random bits of an unsigned dtype (uint8/16/32, uint64 with x64)."""
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_uint_dtype())
-    if not np.issubdtype(dtype, np.unsignedinteger):
+    if not issubdtype(dtype, np.unsignedinteger):
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
     key = _key_array(key, "bits")
     return _bits(key, dtype.itemsize * 8, _canonical_shape(shape))

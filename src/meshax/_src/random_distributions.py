@@ -16,6 +16,7 @@ from .random_core import (
     _bits, _canonical_shape, _cast_to, _fma, _is_array, _key_array, _lift, _single_key, erf_inv_p, split,
 )
 from .out_sharding import accepts_out_sharding
+from .dtypes import issubdtype
 
 __all__ = [
     "uniform", "normal", "randint", "bernoulli", "permutation", "choice", "truncated_normal", "gumbel",
@@ -81,7 +82,7 @@ def normal(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     key = _key_array(key, "normal")
     shape = _canonical_shape(shape)
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_float_dtype())
-    if np.issubdtype(dtype, np.complexfloating):
+    if issubdtype(dtype, np.complexfloating):
         real_dtype = np.zeros((), dtype).real.dtype
         keys = split(key)
         re = jnp.astype(_normal_real(keys[..., 0, :], shape, real_dtype), dtype)
@@ -158,7 +159,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Any = None) -> Any:
 
 def _int_bounds(value: Any) -> Any:
     value = _lift(value)
-    if not (np.issubdtype(value.dtype, np.integer)):
+    if not (issubdtype(value.dtype, np.integer)):
         value = jnp.astype(value, dtypes.default_int_dtype())
     return value
 
@@ -205,7 +206,7 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None) -
     key = _key_array(key, "randint")
     shape = _canonical_shape(shape)
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_int_dtype())
-    if not np.issubdtype(dtype, np.integer):
+    if not issubdtype(dtype, np.integer):
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
     minval, maxval = _int_bounds(minval), _int_bounds(maxval)
     _check_broadcast(minval, shape, "randint", "minval")
@@ -284,7 +285,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
         return _shuffle(key, jnp.arange(int(x), dtype=dtypes.default_int_dtype()), 0)
     x = _lift(x)
     if x.ndim == 0:
-        if not np.issubdtype(x.dtype, np.integer):
+        if not issubdtype(x.dtype, np.integer):
             raise TypeError("x must be an integer or at least 1-dimensional")
         return _shuffle(key, jnp.arange(_concrete_int(x, "permutation"), dtype=dtypes.default_int_dtype()), 0)
     axis = jnp._axes(axis, x.ndim)[0]

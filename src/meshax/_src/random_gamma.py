@@ -22,6 +22,7 @@ from .random_more import (
     _const, _exp, _exponential, _float, _log, _log1p, _param, _param_shape, _pow, _shape_of, _split2, _sqrt,
     _uniform01, rademacher,
 )
+from .dtypes import issubdtype
 
 __all__ = [
     "gamma", "loggamma", "beta", "dirichlet", "chisquare", "f", "t", "generalized_normal", "ball", "poisson",
@@ -303,7 +304,7 @@ def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = None) -> Any:
     above (computed in float32)."""
     key = _single_key(key, "poisson")
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_int_dtype())
-    if not np.issubdtype(dtype, np.integer):
+    if not issubdtype(dtype, np.integer):
         raise ValueError(f"dtype argument to `poisson` must be an int dtype, got {dtype}")
     shape = _shape_of(lam) if shape is None else _canonical_shape(shape)
     lam = _param(lam, np.dtype(np.float32), shape)
@@ -396,7 +397,7 @@ def _btrs(key: Any, count: Any, prob: Any, shape: tuple[int, ...], dtype: np.dty
 
 def _promote_float(x: Any) -> Any:
     x = _lift(x)
-    if not np.issubdtype(x.dtype, np.inexact):
+    if not issubdtype(x.dtype, np.inexact):
         x = jnp.astype(x, dtypes.default_float_dtype()) if _is_array(x) else np.asarray(
             x, dtypes.default_float_dtype())
     return x

@@ -17,8 +17,10 @@ from . import dtypes
 from . import numpy as jnp
 from .numpy import linalg as jla
 from .random_core import _canonical_shape, _cast_to, _is_array, _key_array, _lift, split
+from .random_keys import KEY_DTYPE, KeyDType
 from .random_distributions import _normal_real, _uniform, bernoulli, gumbel, normal
 from .out_sharding import accepts_out_sharding
+from .dtypes import issubdtype
 
 __all__ = [
     "exponential", "laplace", "logistic", "cauchy", "pareto", "rayleigh", "weibull_min", "lognormal", "maxwell",
@@ -32,14 +34,14 @@ __all__ = [
 
 def _float(dtype: Any, what: str) -> np.dtype:
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_float_dtype())
-    if not np.issubdtype(dtype, np.floating):
+    if not issubdtype(dtype, np.floating):
         raise ValueError(f"dtype argument to `{what}` must be a float dtype, got {dtype}")
     return dtype
 
 
 def _int(dtype: Any, what: str) -> np.dtype:
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_int_dtype())
-    if not np.issubdtype(dtype, np.integer):
+    if not issubdtype(dtype, np.integer):
         raise ValueError(f"dtype argument to `{what}` must be an int dtype, got {dtype}")
     return dtype
 
@@ -76,7 +78,7 @@ def _param(x: Any, dtype: np.dtype, shape: tuple[int, ...] | None = None) -> Any
 def _up(fn: Any, x: Any) -> Any:
     """A transcendental function; float16/bfloat16 go through float32 and are rounded back, as XLA does."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if np.dtype(x.dtype).itemsize < 4 and np.issubdtype(x.dtype, np.floating):
+        if np.dtype(x.dtype).itemsize < 4 and issubdtype(x.dtype, np.floating):
             return jnp.astype(fn(jnp.astype(x, np.float32)), x.dtype)
         return fn(x)
 
@@ -187,7 +189,7 @@ def lognormal(key: Any, sigma: Any = np.float32(1), shape: Any = None, dtype: An
     """Log-normal samples: exp(sigma * n), n standard normal."""
     key = _key_array(key, "lognormal")
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_float_dtype())
-    if not np.issubdtype(dtype, np.inexact):
+    if not issubdtype(dtype, np.inexact):
         raise ValueError(f"dtype argument to `lognormal` must be a float or complex dtype, got {dtype}")
     shape = _param_shape("lognormal", shape, sigma)
     sigma = _param(sigma, dtype)
@@ -265,7 +267,7 @@ def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None) -> Any:
     dtype = _int(dtype, "geometric")
     shape = _param_shape("geometric", shape, p)
     p = _lift(p)
-    if not np.issubdtype(p.dtype, np.inexact):
+    if not issubdtype(p.dtype, np.inexact):
         p = _cast_to(p, dtypes.default_float_dtype())
     elif _is_array(p) and p.weak_type:
         p = _cast_to(p, p.dtype)
@@ -370,32 +372,14 @@ def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | No
 # ---- key metadata --------------------------------------------------------------------------------------------
 
 
-class _KeyDtype:
-    """What jax.random.key_dtype returns, for display and comparison (meshax keys are raw uint32[..., 2])."""
-
-    name = "key<fry>"
-    impl = "threefry2x32"
-
-    def __repr__(self) -> str:
-        return self.name
-
-    __str__ = __repr__
-
-    def __eq__(self, other: Any) -> bool:
-        return isinstance(other, _KeyDtype) or other == self.name
-
-    def __hash__(self) -> int:
-        return hash(self.name)
-
-
 def key_impl(keys: Any) -> str:
     """The PRNG implementation of `keys`: always 'threefry2x32'."""
     _key_array(keys, "key_impl")
     return "threefry2x32"
 
 
-def key_dtype(impl: Any = None) -> _KeyDtype:
+def key_dtype(impl: Any = None) -> KeyDType:
     """The key dtype of a PRNG implementation (only threefry2x32 exists here)."""
     if impl not in (None, "threefry2x32"):
         raise ValueError(f"meshax.random implements only the threefry2x32 PRNG; got {impl!r}.")
-    return _KeyDtype()
+    return KEY_DTYPE

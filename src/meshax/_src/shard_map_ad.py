@@ -24,6 +24,7 @@ from .jaxpr import Jaxpr, eval_jaxpr
 from .lax.parallel import preduce_p
 from .shard_map import _global_aval, shard_map_p, spec_axes
 from .sharding import PartitionSpec
+from .dtypes import is_inexact
 
 
 def _traced_body(fun: Any, mesh: Any, manual: tuple, avals: Sequence[Any], check_vma: bool
@@ -48,7 +49,7 @@ def _jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr, mesh: Any, in
          out_avals: tuple, check_vma: bool, manual_axes: tuple) -> tuple[list[Any], list[Any]]:
     nonzero = [not isinstance(t, Zero) for t in tangents]
     local_in = [v.aval for v in jaxpr.invars]
-    differentiable = [a.dtype.kind in "fc" for a in (v.aval for v in jaxpr.outvars)]
+    differentiable = [is_inexact(a.dtype) for a in (v.aval for v in jaxpr.outvars)]
 
     def body(*args: Any) -> list[Any]:
         xs, rest = list(args[:len(primals)]), iter(args[len(primals):])

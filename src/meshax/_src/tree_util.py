@@ -90,6 +90,11 @@ def _safe_eq(a, b) -> bool:
         return False
 
 
+def _aux_shape(aux: Any) -> Any:
+    """A hashable stand-in for unhashable aux data: its type, and its keys if it is a dict."""
+    return (type(aux), tuple(aux) if isinstance(aux, dict) else None)
+
+
 class PyTreeDef:
     """Immutable description of a pytree's structure.
 
@@ -167,7 +172,10 @@ class PyTreeDef:
     def __hash__(self) -> int:
         h = self._hash
         if h is None:
-            h = hash((self._type, self._aux, self._children))
+            try:
+                h = hash((self._type, self._aux, self._children))
+            except TypeError:  # unhashable aux data (a dict, a list), as JAX allows: equality still compares it
+                h = hash((self._type, _aux_shape(self._aux), self._children))
             self._hash = h
         return h
 

@@ -5,21 +5,19 @@ import numpy as _np
 
 from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax._src import numpy as _api
-from meshax._src.array import Array as ndarray
-from meshax._src.dtypes import bfloat16, finfo, iinfo  # noqa: F401
+from meshax._src.basearray import Array as ndarray  # noqa: F401  (jnp.ndarray is meshax.Array, as in JAX)
+from meshax._src.dtypes import finfo, iinfo  # noqa: F401
 from meshax._src.numpy import *  # noqa: F401,F403
 from meshax._src.numpy import (  # noqa: F401
     abs, all, any, divmod, max, min, pow, round, sum,
 )
 
-bool_ = bool = _np.bool_
-int_, uint, float_, complex_ = _np.int64, _np.uint64, _np.float64, _np.complex128  # canonicalized when used
-single, double, csingle, cdouble = _np.float32, _np.float64, _np.complex64, _np.complex128
+from meshax._src.numpy.scalar_types import SCALAR_TYPES as _SCALAR_TYPES
+
+# The scalar types (float32, bfloat16, float8_e4m3fn, int4, ... and the aliases bool_, int_, single, ...): each
+# stands for its dtype wherever a dtype is expected, and calling it makes an Array, as in jax.numpy.
+globals().update(_SCALAR_TYPES)
 generic, character, flexible = _np.generic, _np.character, _np.flexible
-int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
-uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
-float16, float32, float64 = _np.float16, _np.float32, _np.float64
-complex64, complex128 = _np.complex64, _np.complex128
 dtype = _np.dtype
 integer, floating, inexact, number, signedinteger, unsignedinteger, complexfloating = (
     _np.integer, _np.floating, _np.inexact, _np.number, _np.signedinteger, _np.unsignedinteger, _np.complexfloating)

@@ -18,6 +18,7 @@ from ..core import Primitive, ShapedArray, Trace, Tracer, aval_of, current_trace
 from ..dtypes import float0
 from ..jaxpr import Jaxpr, Literal
 from .staging import PartialEvalTrace, inline_rules
+from ..dtypes import issubdtype
 
 jvp_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(primals, tangents, **params) -> (primal_out, tangent_out)
 transpose_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(ct, *args, **params) -> cts of args
@@ -53,7 +54,7 @@ def is_undefined(x: Any) -> bool:
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
     """Integer and boolean values have float0 tangents, as in JAX."""
-    if np.issubdtype(aval.dtype, np.inexact):
+    if issubdtype(aval.dtype, np.inexact):
         return aval
     return aval.update(dtype=float0, weak_type=False)
 
@@ -98,7 +99,7 @@ class JVPTrace(Trace):
         return x, Zero(tangent_aval(aval_of(x)))
 
     def new(self, primal: Any, tangent: Any) -> Any:
-        if isinstance(tangent, Zero) and not np.issubdtype(aval_of(primal).dtype, np.inexact):
+        if isinstance(tangent, Zero) and not issubdtype(aval_of(primal).dtype, np.inexact):
             return primal  # integer results carry no derivative
         return Tracer(self, aval_of(primal), (primal, tangent))
 

@@ -16,6 +16,7 @@ from .. import primitives as P
 from ..core import ShapedArray, aval_of
 from ..interpreters.ad import (Zero, defjvp, deflinear, defzero, instantiate, is_undefined, jvp_rules, tangent_aval,
                                transpose_rules, zeros)
+from ..dtypes import issubdtype
 
 U, B = P.UNARY, P.BINARY
 
@@ -211,7 +212,7 @@ def _convert_jvp(primals: list[Any], tangents: list[Any], *, new_dtype: Any, wea
                  ) -> tuple[Any, Any]:
     ans = P.convert_element_type.bind(primals[0], new_dtype=new_dtype, weak_type=weak_type)
     t = tangents[0]
-    if isinstance(t, Zero) or not np.issubdtype(np.dtype(new_dtype), np.inexact):
+    if isinstance(t, Zero) or not issubdtype(np.dtype(new_dtype), np.inexact):
         return ans, Zero(tangent_aval(aval_of(ans)))
     return ans, P.convert_element_type.bind(t, new_dtype=new_dtype, weak_type=weak_type)
 

@@ -18,6 +18,7 @@ from ..interpreters.ad import (Zero, defjvp, deflinear, defzero, instantiate, is
                                transpose_rules, zeros)
 from ..sharding import PartitionSpec
 from .ad_rules import add, broadcast_to, div, mul, unbroadcast
+from ..dtypes import issubdtype
 
 for _primitive in (P.argmax, P.argmin, P.argsort, P.iota, P.REDUCE["or"], P.REDUCE["and"], R.threefry2x32_p):
     defzero(_primitive)
@@ -269,7 +270,7 @@ def _wrapped(indices: Sequence[Any], index: Sequence[Any], shape: Sequence[int])
     for dim, entry in enumerate(e for e in index if e is not None):
         if entry == "array":
             i = next(arrays)
-            if np.issubdtype(aval_of(i).dtype, np.integer):
+            if issubdtype(aval_of(i).dtype, np.integer):
                 size = np.asarray(shape[dim], aval_of(i).dtype)
                 i = P.select.bind(P.BINARY["lt"].bind(i, np.zeros((), aval_of(i).dtype)), add(i, size), i)
             out.append(i)

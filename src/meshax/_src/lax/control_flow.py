@@ -24,6 +24,8 @@ from ..interpreters.shard_map import device_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, trace_to_jaxpr
 from ..jaxpr import Jaxpr, eval_jaxpr
 from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from ..dtypes import issubdtype
+from ..numpy import util as U
 
 
 def _traced(fun: Callable[..., Any], avals: Sequence[Any], in_tree: Any) -> tuple[Jaxpr, list[Any], Any]:
@@ -227,7 +229,7 @@ def _while_jvp(primals: list[Any], tangents: list[Any], *, cond_jaxpr: Jaxpr, bo
     """A while loop over (carry, carry tangents): the body's jvp, the same condition."""
     n_fixed = cond_nconsts + body_nconsts
     carry_avals = [v.aval for v in body_jaxpr.invars[body_nconsts:]]
-    diff = [np.issubdtype(a.dtype, np.inexact) for a in carry_avals]
+    diff = [issubdtype(a.dtype, np.inexact) for a in carry_avals]
     body_const_tangents = [instantiate(t) for t in tangents[cond_nconsts:n_fixed]]
     carry_tangents = [instantiate(t) for t, d in zip(tangents[n_fixed:], diff) if d]
     n_carry = len(carry_avals)
@@ -431,7 +433,7 @@ def select_n(which: Any, *cases: Any) -> Any:
         pick = P.UNARY["not"].bind(which) if aval_of(which).dtype == np.bool_ else \
             P.BINARY["le"].bind(which, np.asarray(k, aval_of(which).dtype))
         out = P.select.bind(pick, cases[k], out)
-    return out
+    return U._as_array(out)
 
 
 # ---- associative_scan --------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes
 from .. import primitives as P
 from ..core import aval_of
-from ..tree_util import tree_flatten, tree_unflatten
+from ..tree_util import tree_flatten, tree_map, tree_unflatten
 from . import lax_ops as L
 from . import slicing as S
 from .control_flow import associative_scan
@@ -228,7 +228,7 @@ def complex(x: Any, y: Any) -> Any:  # noqa: A001 - jax.lax.complex
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     """The shape all of `shapes` broadcast to (NumPy's rule)."""
-    return tuple(int(n) for n in np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    return _jnp().broadcast_shapes(*[tuple(s) for s in shapes])
 
 
 def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:
@@ -297,7 +297,7 @@ def index_take(src: Any, idxs: Sequence[Any], axes: Sequence[int]) -> Any:
 
 def optimization_barrier(operand: Any) -> Any:
     """`operand` unchanged (meshax does not reorder or fuse operations, so there is nothing to hold back)."""
-    return operand
+    return tree_map(L.U._as_array, operand)
 
 
 def dtype(x: Any, *, canonicalize: bool = False) -> np.dtype:

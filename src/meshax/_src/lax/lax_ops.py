@@ -16,6 +16,7 @@ from .. import primitives as P
 from ..core import aval_of
 from ..numpy import util as U
 from ..sharding_api import reshard
+from ..dtypes import issubdtype
 
 __all__ = [
     "abs", "acos", "acosh", "add", "argmax", "argmin", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
@@ -30,7 +31,9 @@ __all__ = [
 
 
 def _lift(x: Any) -> Any:
-    return U._lift(x)
+    """Arrays and tracers stay; host values become values of their JAX dtype, Python scalars weakly typed ones
+    (lax.exp(2.0) is a weak float32, as in JAX)."""
+    return U._promote(x)[0]
 
 
 def _same_dtype(name: str, *xs: Any) -> list[Any]:
@@ -95,7 +98,20 @@ neg, sign, floor, ceil = _primitive_unary("neg"), _primitive_unary("sign"), _pri
     _primitive_unary("ceil")
 sqrt, square, reciprocal = _primitive_unary("sqrt"), _primitive_unary("square"), _primitive_unary("reciprocal")
 abs = _primitive_unary("abs")  # noqa: A001
-real, imag, conj = _primitive_unary("real"), _primitive_unary("imag"), _primitive_unary("conj")
+real, imag = _primitive_unary("real"), _primitive_unary("imag")
+
+
+def conj(x: Any) -> Any:
+    """The complex conjugate; a real float becomes complex first (lax.conj(float32) is complex64), as in JAX."""
+    x = _lift(x)
+    dtype = np.dtype(aval_of(x).dtype)
+    if not issubdtype(dtype, np.inexact):
+        raise TypeError(f"conj does not accept dtype {dtype}. Accepted dtypes are subtypes of float32, "
+                        "complexfloating, float64.")
+    if not issubdtype(dtype, np.complexfloating):
+        kind = np.dtype(np.complex128 if dtype == np.float64 else np.complex64)
+        x = P.convert_element_type.bind(x, new_dtype=kind, weak_type=bool(aval_of(x).weak_type))
+    return P.UNARY["conj"].bind(x)
 is_finite = _primitive_unary("isfinite")
 bitwise_not = _primitive_unary("not")
 
@@ -157,13 +173,13 @@ shift_right_arithmetic = _bin("shift_right_arithmetic", "shift_right")
 
 
 def _div(x: Any, y: Any) -> Any:
-    if not np.issubdtype(aval_of(x).dtype, np.integer):
+    if not issubdtype(aval_of(x).dtype, np.integer):
         return P.BINARY["div"].bind(x, y)
     jnp = _jnp()  # integers: rounded toward zero, as C (and XLA) divide
     q = jnp.floor_divide(x, y)
     inexact = jnp.not_equal(jnp.multiply(q, y), x)
     return jnp.where(jnp.logical_and(inexact, jnp.less(jnp.bitwise_xor(x, y), 0)), jnp.add(q, 1), q) \
-        if np.issubdtype(aval_of(x).dtype, np.signedinteger) else q
+        if issubdtype(aval_of(x).dtype, np.signedinteger) else q
 
 
 div = _binary("div", _div)
@@ -194,7 +210,7 @@ def convert_element_type(operand: Any, new_dtype: Any) -> Any:
     x = _lift(operand)
     if U._is_array(x) and x.dtype == dtype and not x.weak_type:
         return x
-    if np.issubdtype(dtype, np.integer) and not np.issubdtype(aval_of(x).dtype, np.integer) and \
+    if issubdtype(dtype, np.integer) and not issubdtype(aval_of(x).dtype, np.integer) and \
             aval_of(x).dtype != np.bool_:
         x = P.UNARY["trunc"].bind(x) if not np.iscomplexobj(np.zeros((), aval_of(x).dtype)) else x
     return P.convert_element_type.bind(x, new_dtype=dtype, weak_type=False)
@@ -291,6 +307,7 @@ def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *, out_sh
 def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *, sharding: Any = None) -> Any:
     """An array of `shape` filled with `fill_value` (weakly typed when both it and dtype are Python-typed)."""
     jnp = _jnp()
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
     return jnp.full(tuple(int(n) for n in shape), fill_value, dtype, device=sharding)
 
 

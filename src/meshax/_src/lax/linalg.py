@@ -16,6 +16,7 @@ from .. import device_pool, rules
 from ..core import ShapedArray, aval_of, define_primitive
 from ..interpreters.ad import Zero, instantiate, is_undefined, jvp_rules, tangent_aval, transpose_rules
 from ..interpreters.batching import batching_rules, move_to_front
+from ..dtypes import issubdtype
 
 # ---- shared machinery ------------------------------------------------------------------------------------------
 
@@ -93,7 +94,7 @@ def _mT(x: Any) -> Any:
 
 def _H(x: Any) -> Any:
     jnp = _jnp()
-    return jnp.conj(_mT(x)) if np.issubdtype(aval_of(x).dtype, np.complexfloating) else _mT(x)
+    return jnp.conj(_mT(x)) if issubdtype(aval_of(x).dtype, np.complexfloating) else _mT(x)
 
 
 def _mm(a: Any, b: Any) -> Any:
@@ -243,7 +244,7 @@ def _cholesky_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
     l = cholesky_p.bind(a)
     left = triangular_solve(l, instantiate(da), left_side=True, lower=True)
     middle = triangular_solve(l, left, left_side=False, lower=True, transpose_a=True,
-                              conjugate_a=np.issubdtype(aval_of(a).dtype, np.complexfloating))
+                              conjugate_a=issubdtype(aval_of(a).dtype, np.complexfloating))
     phi = jnp.tril(middle) - 0.5 * middle * _eye_like(middle)
     return l, _mm(l, phi)
 
@@ -283,7 +284,7 @@ def _slogdet_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
     (a,), (da,) = primals, tangents
     sign, logabs = slogdet_p.bind(a)
     tr = _trace(solve_p.bind(a, instantiate(da)))
-    if np.issubdtype(aval_of(a).dtype, np.complexfloating):
+    if issubdtype(aval_of(a).dtype, np.complexfloating):
         return [sign, logabs], [sign * _cast(1j * jnp.imag(tr), aval_of(a).dtype), jnp.real(tr)]
     return [sign, logabs], [_zero_tangent(sign), tr]
 
@@ -396,7 +397,7 @@ def _svd_jvp(primals: list[Any], tangents: list[Any], *, full_matrices: bool, co
     s_dp = s_c[..., :, None] * dp
     du = _mm(u, f * (dp_s + _H(dp_s)))
     dv = _mm(v, f * (s_dp + _H(s_dp)))
-    if np.issubdtype(dtype, np.complexfloating):  # the phase freedom, fixed as JAX does
+    if issubdtype(dtype, np.complexfloating):  # the phase freedom, fixed as JAX does
         du = du + _mm(u, _cast(1j * jnp.imag(_diag(dp)) / (2 * s_c), dtype)[..., None, :] * _eye_like(dp))
     if m > n:
         du = du + (_mm(da, v) - _mm(u, _mm(_H(u), _mm(da, v)))) / s_c[..., None, :]
@@ -436,7 +437,7 @@ def _qr_jvp(primals: list[Any], tangents: list[Any], *, full_matrices: bool) -> 
     c = _mm(_H(q), dx_rinv)
     low = jnp.tril(c, -1)
     skew = low - _H(low)
-    if np.issubdtype(aval_of(a).dtype, np.complexfloating):
+    if issubdtype(aval_of(a).dtype, np.complexfloating):
         skew = skew + _eye_like(c) * (c - jnp.real(c))
     return [q, r], [_mm(q, skew - c) + dx_rinv, _mm(c - skew, r)]
 

@@ -19,6 +19,7 @@ from ..interpreters.ad import (Zero, add_tangents, backward_pass, instantiate, i
 from ..interpreters.staging import PartialEvalTrace, consts_as_inputs, partial_eval_rules, trace_to_jaxpr
 from ..jaxpr import Jaxpr, eval_jaxpr
 from .control_flow import scan_p
+from ..dtypes import issubdtype
 
 
 def _closed(fun: Any, avals: Sequence[Any]) -> tuple[Jaxpr, list[Any]]:
@@ -31,7 +32,7 @@ def _split3(items: Sequence[Any], a: int, b: int) -> tuple[list[Any], list[Any],
 
 
 def _differentiable(aval: Any) -> bool:
-    return np.issubdtype(aval.dtype, np.inexact)
+    return issubdtype(aval.dtype, np.inexact)
 
 
 # ---- jvp ------------------------------------------------------------------------------------------------------

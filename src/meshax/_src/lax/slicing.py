@@ -317,7 +317,7 @@ def concatenate(operands: Sequence[Any], dimension: int) -> Any:
     if len(dtypes) > 1:
         raise TypeError(f"concatenate requires arguments to have the same dtypes, got {sorted(map(str, dtypes))}.")
     dim = _normalize_axis(dimension, aval_of(xs[0]).ndim)
-    return xs[0] if len(xs) == 1 else P.concatenate.bind(*xs, axis=dim)
+    return U._as_array(xs[0]) if len(xs) == 1 else P.concatenate.bind(*xs, axis=dim)
 
 
 def pad(operand: Any, padding_value: Any, padding_config: Sequence[tuple[int, int, int]]) -> Any:

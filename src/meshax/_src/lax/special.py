@@ -17,6 +17,7 @@ from ..interpreters.batching import batching_rules
 from .ad_rules import mul, neg, sub
 from .batching_rules import _elementwise
 from .lax_ops import _same_dtype
+from ..dtypes import finfo, issubdtype
 
 __all__ = ["betainc", "bessel_i0e", "bessel_i1e", "bitcast_convert_type", "clz", "digamma", "erfc", "igamma",
            "igammac", "lgamma", "mulhi", "polygamma", "population_count", "reduce_precision", "zeta"]
@@ -43,7 +44,7 @@ def _primitive(name: str, impl: Callable[..., np.ndarray]) -> Primitive:
 def _fn(name: str, primitive: Primitive, floats_only: bool = True) -> Callable[..., Any]:
     def apply(*xs: Any) -> Any:
         xs = _same_dtype(name, *xs)
-        if floats_only and not np.issubdtype(aval_of(xs[0]).dtype, np.floating):
+        if floats_only and not issubdtype(aval_of(xs[0]).dtype, np.floating):
             raise TypeError(f"lax.{name} requires floating-point arguments; got {aval_of(xs[0]).dtype}.")
         return primitive.bind(*xs)
 
@@ -157,7 +158,7 @@ defzero(clz_p)
 def _mulhi_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The high half of the double-width product (64-bit operands from 32-bit halves)."""
     bits = x.dtype.itemsize * 8
-    signed = np.issubdtype(x.dtype, np.signedinteger)
+    signed = issubdtype(x.dtype, np.signedinteger)
     if bits <= 32:
         wide = np.int64 if signed else np.uint64
         return ((x.astype(wide) * y.astype(wide)) >> np.asarray(bits, wide)).astype(x.dtype)
@@ -179,7 +180,7 @@ defzero(mulhi_p)
 def mulhi(x: Any, y: Any) -> Any:
     """The high half of the double-width product of two integer arrays of one dtype."""
     x, y = _same_dtype("mulhi", x, y)
-    if not np.issubdtype(aval_of(x).dtype, np.integer):
+    if not issubdtype(aval_of(x).dtype, np.integer):
         raise TypeError(f"lax.mulhi requires integer arguments; got {aval_of(x).dtype}.")
     return mulhi_p.bind(x, y)
 
@@ -220,7 +221,7 @@ def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
 def _reduce_precision_impl(x: np.ndarray, *, exponent_bits: int, mantissa_bits: int) -> np.ndarray:
     """x rounded (to nearest even) to `mantissa_bits` of mantissa, overflowing to infinity and underflowing to zero
     past `exponent_bits` of exponent; NaNs stay NaN."""
-    info = np.finfo(x.dtype)
+    info = finfo(x.dtype)
     source_mantissa, source_exponent = info.nmant, info.nexp
     uint = np.dtype(f"uint{x.dtype.itemsize * 8}")
     bits = x.view(uint).copy()
@@ -252,6 +253,6 @@ deflinear(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(c
 def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> Any:
     """`operand` rounded to a floating-point format with the given exponent and mantissa widths."""
     x = _same_dtype("reduce_precision", operand)[0]
-    if not np.issubdtype(aval_of(x).dtype, np.floating):
+    if not issubdtype(aval_of(x).dtype, np.floating):
         raise TypeError(f"lax.reduce_precision requires a floating-point operand; got {aval_of(x).dtype}.")
     return reduce_precision_p.bind(x, exponent_bits=int(exponent_bits), mantissa_bits=int(mantissa_bits))

@@ -16,8 +16,9 @@ from .searching import *  # noqa: F401,F403
 from .linalg_ops import *  # noqa: F401,F403
 from .logic import *  # noqa: F401,F403
 from .numerics import *  # noqa: F401,F403
+from .gufunc import *  # noqa: F401,F403
 from .indexing import _IndexUpdateHelper  # noqa: F401  (x.at, installed by methods)
-from .util import _axes, _lift, _ndim, _promote, _promote_inexact  # noqa: F401  (for lax_parallel, random and nn)
+from .util import _axes, _cast, _lift, _ndim, _promote, _promote_inexact  # noqa: F401  (for lax_parallel, random, nn, ad)
 
 # What `import *` gives: the names above but this package's own modules (meshax.numpy drops the helpers by name).
 __all__ = sorted(_name for _name, _value in globals().items() if not _name.startswith("_")

@@ -7,6 +7,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes
+from .. import primitives as P
+from ..random_keys import KeyArray
 from ..api import device_put, host_value
 from ..array import Array
 from ..core import Tracer
@@ -25,11 +27,14 @@ def array(object: ArrayLike, dtype: Any = None, copy: bool = True, order: Any = 
         return result if device is None else device_put(result, device)
     if isinstance(object, Tracer):
         return object if dtype is None else astype(object, dtype)
+    if isinstance(object, KeyArray) and dtype is None:  # typed keys are arrays already
+        return object
     if isinstance(object, (list, tuple)) and builtins.any(_is_array(e) for e in _flatten_nested(object)):
         return stack([array(e, dtype) for e in object]) if object else array(np.asarray(object), dtype)
-    value, weak = host_value(object)
-    if dtype is not None:
-        value, weak = np.asarray(value, _dtype(dtype)), False
+    if dtype is not None:  # straight to `dtype`: jnp.array(2**32 - 1, np.uint32) must not pass through int32
+        value, weak = np.asarray(object, _dtype(dtype)), False
+    else:
+        value, weak = host_value(object)
     if ndmin > value.ndim:
         value = value.reshape((1,) * (ndmin - value.ndim) + value.shape)
     return _placed(value, device, weak and np.ndim(object) == 0)
@@ -50,7 +55,7 @@ def _filled(shape: Any, fill: Any, dtype: Any, device: Any, weak: bool = False) 
     if builtins.any(n < 0 for n in shape):
         raise ValueError(f"negative dimensions are not allowed: shape {shape}.")
     dtype = _dtype(dtype if dtype is not None else dtypes.default_float_dtype())
-    return _placed(np.broadcast_to(np.asarray(fill, dtype), shape), device, weak)
+    return _placed(np.broadcast_to(P.convert_values(fill, dtype), shape), device, weak)
 
 
 @accepts_out_sharding

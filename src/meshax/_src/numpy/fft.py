@@ -16,6 +16,7 @@ from .. import dtypes
 from ..core import aval_of
 from ..lax import fft as F
 from ..numpy.util import ArrayLike, _as_array, _lift, _promote_inexact as _promote_host, _shape
+from ..dtypes import issubdtype
 
 
 def _promote_inexact(*args: Any) -> list[Any]:
@@ -26,12 +27,12 @@ def _promote_inexact(*args: Any) -> list[Any]:
 def _as_complex(x: Any) -> Any:
     (x,) = _promote_inexact(x)
     dtype = aval_of(x).dtype
-    return x if np.issubdtype(dtype, np.complexfloating) else x.astype(np.result_type(dtype, np.complex64))
+    return x if issubdtype(dtype, np.complexfloating) else x.astype(np.result_type(dtype, np.complex64))
 
 
 def _as_real(x: Any) -> Any:
     (x,) = _promote_inexact(x)
-    if np.issubdtype(aval_of(x).dtype, np.complexfloating):
+    if issubdtype(aval_of(x).dtype, np.complexfloating):
         raise TypeError(f"rfft requires a real-valued input; got {aval_of(x).dtype}.")
     return x
 

@@ -12,6 +12,7 @@ from ..core import NonConcreteBooleanIndexError, Tracer, aval_of
 from .util import ArrayLike, _axes, _cast, _is_array, _lift, _ndim, _promote, _shape
 from .ufuncs import _where, add, greater_equal, less, logical_or, remainder
 from .shape_ops import broadcast_to, expand_dims, pad, ravel, reshape
+from ..dtypes import iinfo, issubdtype
 
 
 def repeat(a: ArrayLike, repeats: Any, axis: int | None = None, *, total_repeat_length: Any = None) -> Any:
@@ -20,7 +21,7 @@ def repeat(a: ArrayLike, repeats: Any, axis: int | None = None, *, total_repeat_
         a, axis = ravel(a), 0
     (axis,) = _axes(axis, a.ndim)
     counts = np.asarray(repeats)
-    if not np.issubdtype(counts.dtype, np.integer) or (counts < 0).any():
+    if not issubdtype(counts.dtype, np.integer) or (counts < 0).any():
         raise ValueError(f"repeat: repeats must be non-negative integers; got {repeats!r}.")
     length = a.shape[axis]
     if counts.ndim == 0 and total_repeat_length in (None, length * int(counts)):
@@ -108,12 +109,12 @@ def _check_mask(mask: np.ndarray, shape: tuple[int, ...], dim: int) -> None:
 def _default_fill(dtype: np.dtype) -> Any:
     """What JAX reads at an out-of-range index in mode="fill": NaN, the lowest signed or highest unsigned
     integer, or True."""
-    if np.issubdtype(dtype, np.inexact):
+    if issubdtype(dtype, np.inexact):
         return np.nan
     if dtype == np.bool_:
         return True
-    info = np.iinfo(dtype)
-    return info.min if np.issubdtype(dtype, np.signedinteger) else info.max
+    info = iinfo(dtype)
+    return info.min if issubdtype(dtype, np.signedinteger) else info.max
 
 
 def _gather(a: Any, entries: list[Any], mode: str | None = None, fill_value: Any = None) -> Any:
@@ -173,7 +174,7 @@ def _array_index(e: Any, size: int, mode: str | None) -> tuple[Any, bool]:
     fill value: "wrap" wraps out-of-range entries, "fill" sends them to `size` (that extra row); other modes
     leave them to the gather, which clamps."""
     value = _lift(e) if _is_array(e) else np.asarray(e)
-    if not np.issubdtype(aval_of(value).dtype, np.integer):
+    if not issubdtype(aval_of(value).dtype, np.integer):
         raise IndexError(f"array indices must be integers or booleans; got dtype {aval_of(value).dtype}.")
     if mode == "wrap":
         return (remainder(value, size) if _is_array(value) else np.mod(value, size)), False
@@ -230,7 +231,7 @@ def _update_positions(e: Any, size: int) -> Any:
     """Integer update indices along a dimension of `size`: negatives wrapped, those still out of range set
     to `size` (dropped by the scatter)."""
     value = _lift(e) if _is_array(e) else np.asarray(e)
-    if not np.issubdtype(aval_of(value).dtype, np.integer):
+    if not issubdtype(aval_of(value).dtype, np.integer):
         raise IndexError(f"array indices must be integers or booleans; got dtype {aval_of(value).dtype}.")
     if _is_array(value):
         value = _where(less(value, 0), add(value, size), value)

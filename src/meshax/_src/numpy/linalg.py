@@ -16,6 +16,7 @@ from .. import numpy as jnp
 from ..core import aval_of
 from ..lax import linalg as L
 from ..numpy.util import ArrayLike, _as_array, _promote_inexact as _promote_host, _shape
+from ..dtypes import finfo, issubdtype
 
 
 class EighResult(NamedTuple):
@@ -65,7 +66,7 @@ def _matrix(a: ArrayLike, name: str) -> Any:
 
 
 def _is_complex(x: Any) -> bool:
-    return np.issubdtype(aval_of(x).dtype, np.complexfloating)
+    return issubdtype(aval_of(x).dtype, np.complexfloating)
 
 
 def _H(x: Any) -> Any:
@@ -206,7 +207,7 @@ def pinv(a: ArrayLike, rtol: ArrayLike | None = None, hermitian: bool = False, *
     if rcond is not None:
         rtol = rcond
     if rtol is None:
-        rtol = 10 * builtins.max(m, n) * np.finfo(np.empty((), aval_of(a).dtype).real.dtype).eps
+        rtol = 10 * builtins.max(m, n) * finfo(np.empty((), aval_of(a).dtype).real.dtype).eps
     u, s, vh = svd(a, full_matrices=False)
     cutoff = jnp.asarray(rtol)[..., None] * jnp.max(s, axis=-1, keepdims=True)
     keep = s > cutoff
@@ -223,7 +224,7 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *, numpy_resid
     vector = len(_shape(b)) == 1
     b2 = b[:, None] if vector else b
     dtype = aval_of(a).dtype
-    eps = np.finfo(np.empty((), dtype).real.dtype).eps
+    eps = finfo(np.empty((), dtype).real.dtype).eps
     rcond = eps * builtins.max(m, n) if rcond is None or rcond < 0 else rcond
     u, s, vh = svd(a, full_matrices=False)
     keep = s > rcond * jnp.max(s)
@@ -250,7 +251,7 @@ def matrix_rank(M: ArrayLike, rtol: ArrayLike | None = None, *, tol: ArrayLike |
         cutoff = jnp.asarray(tol)
     else:
         if rtol is None:
-            rtol = builtins.max(_shape(M)[-2:]) * np.finfo(aval_of(s).dtype).eps
+            rtol = builtins.max(_shape(M)[-2:]) * finfo(aval_of(s).dtype).eps
         cutoff = jnp.asarray(rtol)[..., None] * jnp.max(s, axis=-1, keepdims=True)
     return jnp.sum(s > cutoff, axis=-1).astype(np.int32)
 

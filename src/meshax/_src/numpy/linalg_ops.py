@@ -14,19 +14,23 @@ from .. import primitives as P
 from ..array import Array
 from ..core import Tracer, aval_of
 from ..sharding import Sharding
-from .util import ArrayLike, _axes, _cast, _lift, _ndim, _promote, _shape
-from .ufuncs import conjugate, multiply, subtract
+from .util import ArrayLike, _as_array, _axes, _cast, _dtype, _lift, _ndim, _promote, _shape, _weak
+from .ufuncs import astype, conjugate, multiply, subtract
 from .shape_ops import (
     broadcast_arrays, broadcast_to, expand_dims, moveaxis, pad, ravel, reshape, squeeze, stack, transpose,
 )
 from .reductions import sum
 from .searching import where
+from ..dtypes import issubdtype
 
 
 def _dot_general(a: Any, b: Any, contract: tuple[Sequence[int], Sequence[int]],
-                 batch: tuple[Sequence[int], Sequence[int]] = ((), ()), out_sharding: Any = None) -> Any:
+                 batch: tuple[Sequence[int], Sequence[int]] = ((), ()), out_sharding: Any = None,
+                 preferred_element_type: Any = None) -> Any:
     """One dot_general. `out_sharding` lays out the result: a PartitionSpec over the operands' mesh, or a
-    NamedSharding (uncommitted operands elsewhere are multiplied where they are, and the product moved)."""
+    NamedSharding (uncommitted operands elsewhere are multiplied where they are, and the product moved);
+    `preferred_element_type` is the result's dtype (the products are summed in it, or in the operands' type if
+    wider). `precision` arguments are accepted and ignored: NumPy computes every product in full precision."""
     a, b = _promote(a, b)
     numbers = ((tuple(contract[0]), tuple(contract[1])), (tuple(batch[0]), tuple(batch[1])))
     spec, target = out_sharding, None
@@ -41,6 +45,8 @@ def _dot_general(a: Any, b: Any, contract: tuple[Sequence[int], Sequence[int]],
                 )
             spec = None
     params = {} if spec is None else {"out_sharding": spec}
+    if preferred_element_type is not None:
+        params["preferred_element_type"] = _dtype(preferred_element_type)
     result = P.dot_general.bind(a, b, dimension_numbers=numbers, **params)
     if target is not None and getattr(result, "sharding", None) != target:
         result = P.sharding_constraint.bind(result, sharding=target)
@@ -61,7 +67,8 @@ def _out_sharding(out_sharding: Any, name: str) -> Any:
                     f"{type(out_sharding).__name__}.")
 
 
-def matmul(a: ArrayLike, b: ArrayLike, *, out_sharding: Any = None) -> Any:
+def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None, preferred_element_type: Any = None,
+           out_sharding: Any = None) -> Any:
     """Matrix product with NumPy's broadcasting of leading dimensions; `out_sharding` lays out the result."""
     out_sharding = _out_sharding(out_sharding, "matmul")
     a, b = _lift(a), _lift(b)
@@ -69,16 +76,20 @@ def matmul(a: ArrayLike, b: ArrayLike, *, out_sharding: Any = None) -> Any:
     if a_nd == 0 or b_nd == 0:
         raise ValueError("matmul: operands must have at least one dimension; use multiply for scalars.")
     if a_nd == 1:
-        return _dot_general(a, b, ((0,), (builtins.max(b_nd - 2, 0),)), out_sharding=out_sharding)
+        return _dot_general(a, b, ((0,), (builtins.max(b_nd - 2, 0),)), out_sharding=out_sharding,
+                            preferred_element_type=preferred_element_type)
     if b_nd == 1:
-        return _dot_general(a, b, ((a_nd - 1,), (0,)), out_sharding=out_sharding)
+        return _dot_general(a, b, ((a_nd - 1,), (0,)), out_sharding=out_sharding,
+                            preferred_element_type=preferred_element_type)
     if a_nd == 2 and b_nd == 2:
-        return _dot_general(a, b, ((1,), (0,)), out_sharding=out_sharding)
+        return _dot_general(a, b, ((1,), (0,)), out_sharding=out_sharding,
+                            preferred_element_type=preferred_element_type)
     batch = np.broadcast_shapes(_shape(a)[:-2], _shape(b)[:-2])
     a = broadcast_to(a, batch + _shape(a)[-2:])
     b = broadcast_to(b, batch + _shape(b)[-2:])
     n = len(batch)
-    return _dot_general(a, b, ((n + 1,), (n,)), (tuple(range(n)), tuple(range(n))), out_sharding=out_sharding)
+    return _dot_general(a, b, ((n + 1,), (n,)), (tuple(range(n)), tuple(range(n))), out_sharding=out_sharding,
+                        preferred_element_type=preferred_element_type)
 
 
 def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None, preferred_element_type: Any = None,
@@ -87,24 +98,28 @@ def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None, preferred_element_
     out_sharding = _out_sharding(out_sharding, "dot")
     a, b = _lift(a), _lift(b)
     if _ndim(a) == 0 or _ndim(b) == 0:
-        return _dot_general(a, b, ((), ()), out_sharding=out_sharding)
+        return _dot_general(a, b, ((), ()), out_sharding=out_sharding,
+                            preferred_element_type=preferred_element_type)
     if _ndim(b) == 1:
-        return _dot_general(a, b, ((_ndim(a) - 1,), (0,)), out_sharding=out_sharding)
-    return _dot_general(a, b, ((_ndim(a) - 1,), (_ndim(b) - 2,)), out_sharding=out_sharding)
+        return _dot_general(a, b, ((_ndim(a) - 1,), (0,)), out_sharding=out_sharding,
+                            preferred_element_type=preferred_element_type)
+    return _dot_general(a, b, ((_ndim(a) - 1,), (_ndim(b) - 2,)), out_sharding=out_sharding,
+                        preferred_element_type=preferred_element_type)
 
 
-def vdot(a: ArrayLike, b: ArrayLike) -> Any:
+def vdot(a: ArrayLike, b: ArrayLike, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     a = _lift(a)
-    if np.issubdtype(aval_of(a).dtype, np.complexfloating):
+    if issubdtype(aval_of(a).dtype, np.complexfloating):
         a = conjugate(a)
-    return dot(ravel(a), ravel(b))
+    return dot(ravel(a), ravel(b), preferred_element_type=preferred_element_type)
 
 
-def inner(a: ArrayLike, b: ArrayLike) -> Any:
+def inner(a: ArrayLike, b: ArrayLike, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     a, b = _lift(a), _lift(b)
     if _ndim(a) == 0 or _ndim(b) == 0:
-        return multiply(a, b)
-    return _dot_general(a, b, ((_ndim(a) - 1,), (_ndim(b) - 1,)))
+        product = multiply(a, b)
+        return product if preferred_element_type is None else astype(product, preferred_element_type)
+    return _dot_general(a, b, ((_ndim(a) - 1,), (_ndim(b) - 1,)), preferred_element_type=preferred_element_type)
 
 
 def outer(a: ArrayLike, b: ArrayLike) -> Any:
@@ -112,17 +127,20 @@ def outer(a: ArrayLike, b: ArrayLike) -> Any:
     return multiply(expand_dims(ravel(a), 1), expand_dims(ravel(b), 0))
 
 
-def tensordot(a: ArrayLike, b: ArrayLike, axes: Any = 2, *, out_sharding: Any = None) -> Any:
+def tensordot(a: ArrayLike, b: ArrayLike, axes: Any = 2, *, precision: Any = None,
+              preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
     """Contract the last `axes` dimensions of `a` with the first of `b`, or the listed pairs of axes."""
     out_sharding = _out_sharding(out_sharding, "tensordot")
     a, b = _lift(a), _lift(b)
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
-        return _dot_general(a, b, (tuple(range(_ndim(a) - n, _ndim(a))), tuple(range(n))), out_sharding=out_sharding)
+        return _dot_general(a, b, (tuple(range(_ndim(a) - n, _ndim(a))), tuple(range(n))), out_sharding=out_sharding,
+                            preferred_element_type=preferred_element_type)
     left, right = axes
     left = (left,) if isinstance(left, (int, np.integer)) else tuple(left)
     right = (right,) if isinstance(right, (int, np.integer)) else tuple(right)
-    return _dot_general(a, b, (_axes(left, _ndim(a)), _axes(right, _ndim(b))), out_sharding=out_sharding)
+    return _dot_general(a, b, (_axes(left, _ndim(a)), _axes(right, _ndim(b))), out_sharding=out_sharding,
+                        preferred_element_type=preferred_element_type)
 
 
 def einsum(subscripts: str, *operands: ArrayLike, optimize: Any = None, precision: Any = None,
@@ -135,6 +153,9 @@ def einsum(subscripts: str, *operands: ArrayLike, optimize: Any = None, precisio
         raise ValueError(f"einsum: out_sharding {out_sharding} has {len(_spec_of(out_sharding))} entries but the "
                          f"result {output!r} has rank {len(output)}; give at most one entry per result dimension.")
     operands = list(_promote(*operands))
+    if preferred_element_type is not None:  # products summed in the wider of the two types, as dot_general's
+        wide = _dtype(np.promote_types(operands[0].dtype, _dtype(preferred_element_type)))
+        operands = [astype(o, wide) for o in operands]
     terms = list(zip(inputs, operands))
     while len(terms) > 1:
         in_order = optimize is False  # left to right, as JAX's; else the cheapest pair first, as opt_einsum's
@@ -146,6 +167,8 @@ def einsum(subscripts: str, *operands: ArrayLike, optimize: Any = None, precisio
         terms = [merged] + others if in_order else others + [merged]
     letters, value = terms[0]
     value, letters = _sum_out(value, letters, output)
+    if preferred_element_type is not None:
+        value = astype(value, preferred_element_type)
     if letters != output:
         value = transpose(value, [letters.index(c) for c in output])
     if len(operands) == 1 and out_sharding is not None:
@@ -248,7 +271,7 @@ def _contract_pair(sa: str, a: Any, sb: str, b: Any, rest: str, last: Any = None
 
 
 def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-    a = _promote(a)[0]
+    a = _as_array(_promote(a)[0])
     n = a.ndim
     if n < 2:
         raise ValueError(f"diagonal requires an array of at least two dimensions; got shape {a.shape}.")
@@ -272,7 +295,7 @@ def _triangle(m: ArrayLike, k: int, lower: bool) -> Any:
         raise ValueError("tril/triu need an array of rank at least 2.")
     rows, cols = m.shape[-2:]
     mask = np.tri(rows, cols, k, dtype=bool) if lower else ~np.tri(rows, cols, k - 1, dtype=bool)
-    return where(mask, m, _cast(0, m.dtype, m.weak_type))
+    return where(mask, m, _cast(0, m.dtype, _weak(m)))
 
 
 def tril(m: ArrayLike, k: int = 0) -> Any:
@@ -291,7 +314,7 @@ def diag(v: ArrayLike, k: int = 0) -> Any:
         raise ValueError("diag needs a 1-D or 2-D array.")
     n = v.shape[0] + builtins.abs(k)
     padded = pad(v, (0, k) if k >= 0 else (-k, 0))
-    return where(np.eye(n, k=k, dtype=bool), reshape(padded, (n, 1)), _cast(0, v.dtype, v.weak_type))
+    return where(np.eye(n, k=k, dtype=bool), reshape(padded, (n, 1)), _cast(0, v.dtype, _weak(v)))
 
 
 def diagflat(v: ArrayLike, k: int = 0) -> Any:
@@ -330,14 +353,15 @@ def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: i
     return moveaxis(c, -1, axisc)
 
 
-def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Any:
+def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1, precision: Any = None,
+           preferred_element_type: Any = None) -> Any:
     x1, x2 = _promote(x1, x2)
     x1, x2 = broadcast_arrays(x1, x2)
-    if np.issubdtype(x1.dtype, np.complexfloating):
+    if issubdtype(x1.dtype, np.complexfloating):
         x1 = conjugate(x1)
     (axis,) = _axes(axis, x1.ndim)
     batch = tuple(d for d in range(x1.ndim) if d != axis)
-    return _dot_general(x1, x2, ((axis,), (axis,)), (batch, batch))
+    return _dot_general(x1, x2, ((axis,), (axis,)), (batch, batch), preferred_element_type=preferred_element_type)
 
 
 def matvec(x1: ArrayLike, x2: ArrayLike, /) -> Any:
@@ -346,6 +370,6 @@ def matvec(x1: ArrayLike, x2: ArrayLike, /) -> Any:
 
 def vecmat(x1: ArrayLike, x2: ArrayLike, /) -> Any:
     x1 = _lift(x1)
-    if np.issubdtype(aval_of(x1).dtype, np.complexfloating):
+    if issubdtype(aval_of(x1).dtype, np.complexfloating):
         x1 = conjugate(x1)
     return squeeze(matmul(expand_dims(x1, -2), x2), -2)

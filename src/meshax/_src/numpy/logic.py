@@ -12,6 +12,7 @@ from .ufuncs import equal, imag, isclose, isinf, isnan, logical_and, logical_not
 from .shape_ops import broadcast_to
 from .creation import array, ones_like, zeros_like
 from .reductions import all
+from ..dtypes import issubdtype as _issubdtype
 
 
 def isscalar(element: Any) -> bool:
@@ -22,8 +23,9 @@ def isscalar(element: Any) -> bool:
 
 
 def iscomplexobj(x: Any) -> bool:
-    kind = x.dtype if hasattr(x, "dtype") else dtypes.dtype_of(x)[0]
-    return bool(np.issubdtype(kind, np.complexfloating))
+    """Whether `x` (a value, a dtype or a scalar type) is of complex type."""
+    kind = x if isinstance(x, (type, np.dtype, str)) else x.dtype if hasattr(x, "dtype") else dtypes.dtype_of(x)[0]
+    return _issubdtype(kind, np.complexfloating)
 
 
 def isrealobj(x: Any) -> bool:
@@ -40,14 +42,14 @@ def isreal(x: ArrayLike) -> Any:
 
 def isposinf(x: ArrayLike) -> Any:
     (x,) = _promote(x)
-    if not np.issubdtype(x.dtype, np.floating):
+    if not _issubdtype(x.dtype, np.floating):
         return zeros_like(x, dtype=bool)
     return logical_and(isinf(x), logical_not(signbit(x)))
 
 
 def isneginf(x: ArrayLike) -> Any:
     (x,) = _promote(x)
-    if not np.issubdtype(x.dtype, np.floating):
+    if not _issubdtype(x.dtype, np.floating):
         return zeros_like(x, dtype=bool)
     return logical_and(isinf(x), signbit(x))
 
@@ -86,7 +88,8 @@ def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
 
 
 def issubdtype(arg1: Any, arg2: Any) -> bool:
-    return np.issubdtype(arg1, arg2)
+    """np.issubdtype, with bfloat16 and the float8 types floating, int4 etc. integers (as jnp.issubdtype)."""
+    return _issubdtype(arg1, arg2)
 
 
 iterable = np.iterable

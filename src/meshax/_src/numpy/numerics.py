@@ -14,16 +14,17 @@ from .reductions import mean, sum
 from .searching import where
 from .linalg_ops import diagonal, matmul
 from .logic import isneginf, isposinf
+from ..dtypes import finfo, issubdtype
 
 
 def nan_to_num(x: ArrayLike, copy: bool = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
     (x,) = _promote(x)
-    if np.issubdtype(x.dtype, np.complexfloating):
+    if issubdtype(x.dtype, np.complexfloating):
         parts = [nan_to_num(part, nan=nan, posinf=posinf, neginf=neginf) for part in (real(x), imag(x))]
         return add(parts[0], multiply(parts[1], _cast(1j, x.dtype)))
-    if not np.issubdtype(x.dtype, np.inexact):
+    if not issubdtype(x.dtype, np.inexact):
         return x
-    info = np.finfo(x.dtype)
+    info = finfo(x.dtype)
     out = where(isnan(x), _cast(nan, x.dtype), x)
     out = where(isposinf(x), _cast(info.max if posinf is None else posinf, x.dtype), out)
     return where(isneginf(x), _cast(info.min if neginf is None else neginf, x.dtype), out)
@@ -109,6 +110,6 @@ def corrcoef(x: ArrayLike, y: ArrayLike = None, rowvar: bool = True) -> Any:
     if c.ndim == 0:
         return divide(c, c)
     d = diagonal(c)
-    scale = sqrt(real(d)) if np.issubdtype(c.dtype, np.complexfloating) else sqrt(d)
+    scale = sqrt(real(d)) if issubdtype(c.dtype, np.complexfloating) else sqrt(d)
     c = divide(divide(c, expand_dims(scale, 1)), expand_dims(scale, 0))
-    return clip(c, -1, 1) if not np.issubdtype(c.dtype, np.complexfloating) else c
+    return clip(c, -1, 1) if not issubdtype(c.dtype, np.complexfloating) else c

@@ -19,11 +19,12 @@ from .ufuncs import (
 from .shape_ops import broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape, sort, transpose
 from .creation import full, full_like
 from .indexing import take
+from ..dtypes import issubdtype
 
 
 def _strong(a: Any) -> Any:
     """`a` without its weak type: reductions and scans of meshax.numpy (as of jax.numpy) are strongly typed."""
-    return _cast(a, a.dtype, False) if a.weak_type else a
+    return _cast(a, a.dtype, False) if getattr(a, "weak_type", False) else a
 
 
 def _reduce(kind: str, a: ArrayLike, axis: Any, keepdims: bool, where_: Any, fill: Any, dtype: Any = None) -> Any:
@@ -38,8 +39,8 @@ def _accumulating_dtype(a: Any, dtype: Any) -> Any:
     if dtype is not None:
         return _dtype(dtype)
     kind = dtypes.dtype_of(a)[0] if not _is_array(a) else a.dtype
-    if kind == np.bool_ or (np.issubdtype(kind, np.integer) and kind.itemsize < dtypes.default_int_dtype().itemsize):
-        return dtypes.default_uint_dtype() if np.issubdtype(kind, np.unsignedinteger) else dtypes.default_int_dtype()
+    if kind == np.bool_ or (issubdtype(kind, np.integer) and kind.itemsize < dtypes.default_int_dtype().itemsize):
+        return dtypes.default_uint_dtype() if issubdtype(kind, np.unsignedinteger) else dtypes.default_int_dtype()
     return None
 
 
@@ -110,7 +111,7 @@ def var(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, ddo
     (a,) = _promote_inexact(a)
     ddof = correction if correction is not None else ddof
     centered = subtract(a, mean(a, axis=axis, keepdims=True, where=where))
-    squares = real(multiply(centered, conjugate(centered))) if np.issubdtype(a.dtype, np.complexfloating) \
+    squares = real(multiply(centered, conjugate(centered))) if issubdtype(a.dtype, np.complexfloating) \
         else square(centered)
     total = sum(squares, axis=axis, keepdims=keepdims, where=where)
     return divide(total, subtract(_count(a, axis, where, keepdims), ddof))
@@ -221,7 +222,7 @@ def average(a: ArrayLike, axis: Any = None, weights: ArrayLike = None, returned:
 
 def _without_nan(a: ArrayLike, fill: Any) -> Any:
     (a,) = _promote(a)
-    if not np.issubdtype(a.dtype, np.inexact):
+    if not issubdtype(a.dtype, np.inexact):
         return a
     return _where(isnan(a), _cast(fill, a.dtype), a)
 
@@ -238,7 +239,7 @@ def nanprod(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None,
 
 def _nan_extreme(function: Any, fill: Any, a: ArrayLike, axis: Any, keepdims: bool, initial: Any, where_: Any) -> Any:
     (a,) = _promote(a)
-    if not np.issubdtype(a.dtype, np.inexact):
+    if not issubdtype(a.dtype, np.inexact):
         return function(a, axis=axis, keepdims=keepdims, initial=initial, where=where_)
     result = function(_where(isnan(a), _cast(fill, a.dtype), a), axis=axis, keepdims=keepdims, initial=initial,
                       where=where_)
@@ -272,7 +273,7 @@ def nanvar(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, 
            keepdims: bool = False, where: Any = None) -> Any:
     (a,) = _promote_inexact(a)
     centered = subtract(a, nanmean(a, axis=axis, keepdims=True, where=where))
-    squares = real(multiply(centered, conjugate(centered))) if np.issubdtype(a.dtype, np.complexfloating) \
+    squares = real(multiply(centered, conjugate(centered))) if issubdtype(a.dtype, np.complexfloating) \
         else square(centered)
     present = logical_not(isnan(a))
     if where is not None:
@@ -288,7 +289,7 @@ def nanstd(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, 
 
 def _nan_arg(function: Any, fill: Any, a: ArrayLike, axis: Any, keepdims: bool) -> Any:
     (a,) = _promote(a)
-    if not np.issubdtype(a.dtype, np.inexact):
+    if not issubdtype(a.dtype, np.inexact):
         return function(a, axis=axis, keepdims=keepdims)
     nan = isnan(a)
     result = function(_where(nan, _cast(fill, a.dtype), a), axis=axis, keepdims=keepdims)
@@ -354,7 +355,7 @@ def _quantile(a: ArrayLike, q: ArrayLike, axis: Any, method: str, keepdims: bool
     else:
         values = add(lower_values, multiply(subtract(upper_values, lower_values), fraction))
     # NaNs sort last: a slice holding one gives NaN, as in NumPy and JAX
-    if np.issubdtype(a.dtype, np.inexact):
+    if issubdtype(a.dtype, np.inexact):
         values = _where(any(isnan(moved), axis=-1, keepdims=True), _cast(np.nan, a.dtype), values)
     values = moveaxis(values, -1, 0)  # the quantiles first
     kept_shape = [a.shape[d] for d in kept]

@@ -16,6 +16,7 @@ from .shape_ops import argsort, concatenate, expand_dims, ravel, reshape, stack
 from .creation import ones, zeros
 from .indexing import take
 from .reductions import any, sum
+from ..dtypes import issubdtype
 
 
 def where(condition: ArrayLike, x: ArrayLike = None, y: ArrayLike = None) -> Any:
@@ -88,7 +89,7 @@ def isin(element: ArrayLike, test_elements: ArrayLike, assume_unique: bool = Fal
 
 def bincount(x: ArrayLike, weights: ArrayLike = None, minlength: int = 0, *, length: int | None = None) -> Any:
     x = _lift(x)
-    if not np.issubdtype(aval_of(x).dtype, np.integer):
+    if not issubdtype(aval_of(x).dtype, np.integer):
         raise TypeError("bincount needs integer input.")
     if length is None:
         if isinstance(x, Tracer):

@@ -10,8 +10,9 @@ import numpy as np
 
 from .. import dtypes
 from .. import primitives as P
-from .util import ArrayLike, _axes, _dims, _ndim, _promote, _shape
+from .util import ArrayLike, _as_array, _axes, _dims, _ndim, _promote, _shape
 from .ufuncs import astype, subtract
+from ..random_keys import KeyArray
 
 
 def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any = None,
@@ -34,7 +35,7 @@ def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any 
     if out_sharding is not None:
         return P.reshape.bind(a, new_sizes=shape, out_sharding=getattr(out_sharding, "spec", out_sharding))
     if shape == tuple(a.shape):
-        return a
+        return _as_array(a)
     return P.reshape.bind(a, new_sizes=shape)
 
 
@@ -105,7 +106,7 @@ def broadcast_to(a: ArrayLike, shape: Any) -> Any:
     if builtins.any(n < 0 for n in shape):
         raise ValueError(f"broadcast_to: negative dimensions are not allowed; got shape {shape}.")
     if tuple(a.shape) == shape:
-        return a
+        return _as_array(a)
     if len(shape) < a.ndim or builtins.any(n not in (1, m) for n, m in zip(a.shape[::-1], shape[::-1])):
         raise ValueError(f"cannot broadcast an array of shape {a.shape} to shape {shape}.")
     dims = tuple(range(len(shape) - a.ndim, len(shape)))
@@ -113,23 +114,26 @@ def broadcast_to(a: ArrayLike, shape: Any) -> Any:
 
 
 def broadcast_arrays(*args: ArrayLike) -> list[Any]:
-    shape = np.broadcast_shapes(*[_shape(a) for a in args])
+    shape = broadcast_shapes(*[_shape(a) for a in args])
     return [broadcast_to(a, shape) for a in args]
 
 
 def atleast_1d(*arys: ArrayLike) -> Any:
-    out = [reshape(a, (1,)) if _ndim(a) == 0 else _promote(a)[0] for a in arys]
+    out = [reshape(a, (1,)) if _ndim(a) == 0 else _as_array(_promote(a)[0]) for a in arys]
     return out[0] if len(out) == 1 else out
 
 
 def atleast_2d(*arys: ArrayLike) -> Any:
-    out = [reshape(a, (1,) * (2 - _ndim(a)) + _shape(a)) if _ndim(a) < 2 else _promote(a)[0] for a in arys]
+    out = [reshape(a, (1,) * (2 - _ndim(a)) + _shape(a)) if _ndim(a) < 2 else _as_array(_promote(a)[0]) for a in arys]
     return out[0] if len(out) == 1 else out
 
 
 def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0, dtype: Any = None) -> Any:
     if not len(arrays):
         raise ValueError("need at least one array to concatenate.")
+    if builtins.all(isinstance(a, KeyArray) for a in arrays) and axis is not None and dtype is None:
+        (axis,) = _axes(axis, arrays[0].ndim)  # typed keys: join their key data along the same key axis
+        return KeyArray(concatenate([a._data for a in arrays], axis=axis))
     arrays = _promote(*arrays)
     if dtype is not None:
         arrays = [astype(a, dtype) for a in arrays]
@@ -142,7 +146,7 @@ def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0, dtype: Any = 
     for a in arrays[1:]:
         if a.ndim != first.ndim or builtins.any(n != m for d, (n, m) in enumerate(zip(a.shape, first.shape)) if d != axis):
             raise ValueError(f"concatenate: shapes {[tuple(x.shape) for x in arrays]} differ outside axis {axis}.")
-    return P.concatenate.bind(*arrays, axis=axis) if len(arrays) > 1 else first
+    return P.concatenate.bind(*arrays, axis=axis) if len(arrays) > 1 else _as_array(first)
 
 
 concat = concatenate
@@ -156,6 +160,8 @@ def stack(arrays: Sequence[ArrayLike], axis: int = 0, dtype: Any = None) -> Any:
         raise ValueError(f"all input arrays must have the same shape to stack; got {sorted(shapes)}.")
     ndim = len(shapes.pop()) + 1
     (axis,) = _axes(axis, ndim)
+    if builtins.all(isinstance(a, KeyArray) for a in arrays) and dtype is None:
+        return concatenate([a.reshape(a.shape[:axis] + (1,) + a.shape[axis:]) for a in arrays], axis=axis)
     return concatenate([expand_dims(a, axis) for a in arrays], axis=axis, dtype=dtype)
 
 
@@ -278,7 +284,13 @@ def ndim(a: ArrayLike) -> int:
     return _ndim(a)
 
 
-broadcast_shapes = np.broadcast_shapes
+def broadcast_shapes(*shapes: Any) -> tuple[int, ...]:
+    """The shape all of `shapes` broadcast to (NumPy's rules); JAX's error names them all if there is none."""
+    shapes = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
+    try:
+        return tuple(int(n) for n in np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
 
 
 def atleast_3d(*arys: ArrayLike) -> Any:
@@ -316,7 +328,7 @@ def dsplit(ary: ArrayLike, indices_or_sections: Any) -> list[Any]:
 
 
 def unstack(x: ArrayLike, axis: int = 0) -> tuple[Any, ...]:
-    x = _promote(x)[0]
+    x = _as_array(_promote(x)[0])
     (axis,) = _axes(axis, x.ndim)
     moved = moveaxis(x, axis, 0)
     return tuple(moved[i] for i in range(moved.shape[0]))

@@ -11,15 +11,19 @@ from .. import dtypes
 from .. import primitives as P
 from ..api import device_put
 from ..core import Tracer, aval_of
-from .util import ArrayLike, _as_array, _cast, _dtype, _lift, _promote, _promote_inexact
+from .util import ArrayLike, _as_array, _cast, _dtype, _lift, _promote, _promote_inexact, _weak
+from ..dtypes import issubdtype
 
 
-def _unary(name: str, inexact: bool = False):
+def _unary(name: str, inexact: bool = False, strong: bool = False):
+    """The elementwise function `name`; `strong` results are never weakly typed (JAX's log2, log10, isinf and
+    signbit of a Python scalar are strong)."""
     primitive = P.UNARY[name]
 
     def function(x: ArrayLike) -> Any:
         (x,) = _promote_inexact(x) if inexact else _promote(x)
-        return primitive.bind(x)
+        result = primitive.bind(x)
+        return _cast(result, result.dtype, False) if strong else result
 
     function.__name__ = name
     return function
@@ -41,12 +45,14 @@ arcsin, arccos, arctan = _unary("asin", True), _unary("acos", True), _unary("ata
 sinh, cosh, tanh = _unary("sinh", True), _unary("cosh", True), _unary("tanh", True)
 arcsinh, arccosh, arctanh = _unary("asinh", True), _unary("acosh", True), _unary("atanh", True)
 exp, exp2, expm1 = _unary("exp", True), _unary("exp2", True), _unary("expm1", True)
-log, log1p, log2, log10 = _unary("log", True), _unary("log1p", True), _unary("log2", True), _unary("log10", True)
+log, log1p = _unary("log", True), _unary("log1p", True)
+log2, log10 = _unary("log2", True, strong=True), _unary("log10", True, strong=True)
 sqrt, cbrt = _unary("sqrt", True), _unary("cbrt", True)
 negative, absolute, sign = _unary("neg"), _unary("abs"), _unary("sign")
 floor, ceil, trunc = _unary("floor"), _unary("ceil"), _unary("trunc")
 square, conjugate, real, imag = _unary("square"), _unary("conj"), _unary("real"), _unary("imag")
-isnan, isinf, isfinite, signbit = _unary("isnan"), _unary("isinf"), _unary("isfinite"), _unary("signbit")
+isnan, isfinite = _unary("isnan"), _unary("isfinite")
+isinf, signbit = _unary("isinf", strong=True), _unary("signbit", strong=True)
 abs = absolute
 conj = conjugate
 arcsin.__name__ = "arcsin"
@@ -116,15 +122,26 @@ def float_power(x: ArrayLike, y: ArrayLike) -> Any:
 
 
 def round(a: ArrayLike, decimals: int = 0) -> Any:
+    """Round half to even at `decimals` places; integers stay as they are (negative `decimals` are refused for
+    them, as in JAX)."""
+    (a,) = _promote(a)
+    if issubdtype(a.dtype, np.integer):
+        if decimals < 0:
+            raise NotImplementedError("integer np.round not implemented for decimals < 0")
+        return _as_array(a)
     if decimals:
         factor = 10.0 ** decimals
         return divide(round(multiply(a, factor)), factor)
-    (a,) = _promote(a)
     return P.UNARY["round"].bind(a)
 
 
 around = round
-rint = round
+
+
+def rint(x: ArrayLike) -> Any:
+    """Round half to even to an integer value, in an inexact type (integers become the default float)."""
+    (x,) = _promote_inexact(x)
+    return P.UNARY["round"].bind(x)
 
 
 def invert(x: ArrayLike) -> Any:
@@ -151,7 +168,7 @@ logical_and, logical_or, logical_xor = _logical("and"), _logical("or"), _logical
 
 
 def positive(x: ArrayLike) -> Any:
-    return _promote(x)[0]
+    return _as_array(_promote(x)[0])
 
 
 def _where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Any:
@@ -166,14 +183,14 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], defau
     result = default
     for condition, choice in reversed(list(zip(condlist, choicelist))):
         result = _where(condition, choice, result)
-    return _promote(result)[0]
+    return _as_array(_promote(result)[0])
 
 
 def clip(a: ArrayLike, a_min: ArrayLike = None, a_max: ArrayLike = None, *, min: ArrayLike = None,
          max: ArrayLike = None) -> Any:
     low = a_min if a_min is not None else min
     high = a_max if a_max is not None else max
-    result = _promote(a)[0]
+    result = _as_array(_promote(a)[0])
     if low is not None:
         result = maximum(result, low)
     if high is not None:
@@ -205,12 +222,12 @@ def divmod(x: ArrayLike, y: ArrayLike) -> tuple[Any, Any]:
 
 def deg2rad(x: ArrayLike) -> Any:
     (x,) = _promote_inexact(x)
-    return multiply(x, _cast(np.pi / 180, x.dtype, x.weak_type))
+    return multiply(x, _cast(np.pi / 180, x.dtype, _weak(x)))
 
 
 def rad2deg(x: ArrayLike) -> Any:
     (x,) = _promote_inexact(x)
-    return multiply(x, _cast(180 / np.pi, x.dtype, x.weak_type))
+    return multiply(x, _cast(180 / np.pi, x.dtype, _weak(x)))
 
 
 radians, degrees = deg2rad, rad2deg
@@ -219,21 +236,21 @@ radians, degrees = deg2rad, rad2deg
 def fmax(x1: ArrayLike, x2: ArrayLike) -> Any:
     """The larger of each pair, ignoring NaN unless both are NaN."""
     x1, x2 = _promote(x1, x2)
-    if not np.issubdtype(x1.dtype, np.inexact):
+    if not issubdtype(x1.dtype, np.inexact):
         return maximum(x1, x2)
     return _where(isnan(x1), x2, _where(isnan(x2), x1, maximum(x1, x2)))
 
 
 def fmin(x1: ArrayLike, x2: ArrayLike) -> Any:
     x1, x2 = _promote(x1, x2)
-    if not np.issubdtype(x1.dtype, np.inexact):
+    if not issubdtype(x1.dtype, np.inexact):
         return minimum(x1, x2)
     return _where(isnan(x1), x2, _where(isnan(x2), x1, minimum(x1, x2)))
 
 
 def heaviside(x1: ArrayLike, x2: ArrayLike) -> Any:
     x1, x2 = _promote_inexact(x1, x2)
-    zero, one = _cast(0, x1.dtype, x1.weak_type), _cast(1, x1.dtype, x1.weak_type)
+    zero, one = _cast(0, x1.dtype, _weak(x1)), _cast(1, x1.dtype, _weak(x1))
     return _where(less(x1, 0), zero, _where(greater(x1, 0), one, x2))
 
 
@@ -241,15 +258,15 @@ def logaddexp2(x1: ArrayLike, x2: ArrayLike) -> Any:
     x1, x2 = _promote_inexact(x1, x2)
     peak = maximum(x1, x2)
     delta = subtract(x1, x2)
-    spread = divide(log1p(exp2(negative(absolute(delta)))), _cast(np.log(2), x1.dtype, x1.weak_type))
+    spread = divide(log1p(exp2(negative(absolute(delta)))), _cast(np.log(2), x1.dtype, _weak(x1)))
     return _where(isnan(delta), add(x1, x2), add(peak, spread))
 
 
 def sinc(x: ArrayLike) -> Any:
     (x,) = _promote_inexact(x)
-    scaled = multiply(x, _cast(np.pi, x.dtype, x.weak_type))
-    safe = _where(equal(x, 0), _cast(1, x.dtype, x.weak_type), scaled)
-    return _where(equal(x, 0), _cast(1, x.dtype, x.weak_type), divide(sin(safe), safe))
+    scaled = multiply(x, _cast(np.pi, x.dtype, _weak(x)))
+    safe = _where(equal(x, 0), _cast(1, x.dtype, _weak(x)), scaled)
+    return _where(equal(x, 0), _cast(1, x.dtype, _weak(x)), divide(sin(safe), safe))
 
 
 def modf(x: ArrayLike) -> tuple[Any, Any]:
@@ -260,6 +277,6 @@ def modf(x: ArrayLike) -> tuple[Any, Any]:
 
 def ldexp(x1: ArrayLike, x2: ArrayLike) -> Any:
     (x1,) = _promote_inexact(x1)
-    if not np.issubdtype(aval_of(_lift(x2)).dtype, np.integer):
+    if not issubdtype(aval_of(_lift(x2)).dtype, np.integer):
         raise TypeError("ldexp: the exponents must be integers.")
     return multiply(x1, exp2(astype(x2, x1.dtype)))

@@ -16,6 +16,7 @@ from ..array import Array
 from ..core import Tracer
 from ..devices import Device
 from ..sharding import Sharding
+from ..dtypes import issubdtype
 
 
 ArrayLike = Any
@@ -41,10 +42,16 @@ def _cast(x: Any, dtype: np.dtype, weak: bool = False) -> Any:
         if x.dtype == dtype and bool(x.weak_type) == weak:
             return x
         return P.convert_element_type.bind(x, new_dtype=dtype, weak_type=weak)
-    value = np.asarray(x, dtype=dtype)
+    # NumPy values convert as arrays do (floats saturate into integer types); Python scalars as NumPy says
+    value = P.convert_values(x, dtype) if isinstance(x, (np.ndarray, np.generic)) else np.asarray(x, dtype=dtype)
     if weak:
         return P.convert_element_type.bind(value, new_dtype=dtype, weak_type=True)
     return value
+
+
+def _weak(x: Any) -> bool:
+    """Whether `x` (an array, a tracer or a host value already lifted by _promote) is weakly typed."""
+    return bool(getattr(x, "weak_type", False))
 
 
 def _promote(*args: Any) -> list[Any]:
@@ -54,7 +61,7 @@ def _promote(*args: Any) -> list[Any]:
 
 def _promote_inexact(*args: Any) -> list[Any]:
     dtype, weak = dtypes.result_type(*args)
-    if not (np.issubdtype(dtype, np.inexact)):
+    if not (issubdtype(dtype, np.inexact)):
         dtype = dtypes.default_float_dtype()
     return [_cast(_lift(a), dtype, weak) for a in args]
 

@@ -1,0 +1,52 @@
+"""Running one case in meshax three ways (eager, under jit, inside shard_map) and in JAX, and comparing.
+
+A case is `case(L, *args)` where `L` is a module namespace (meshax or jax: `L.numpy`, `L.nn`, `L.grad`, ...).
+Arguments are NumPy values: each library gets them as its own arrays. shard_map runs the case on every device of
+an 8-device mesh with replicated inputs and outputs, so every device computes the whole case.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+import meshax
+from meshax.sharding import Mesh, PartitionSpec
+
+MODES = ("eager", "jit", "shard_map")
+
+
+def run_meshax(case: Callable[..., Any], args: tuple, mode: str) -> Any:
+    """`case(meshax, *args)` eagerly, jitted, or in a shard_map over all devices (replicated in and out)."""
+    arrays = tuple(meshax.numpy.asarray(a) for a in args)
+    if mode == "eager":
+        return case(meshax, *arrays)
+    if mode == "jit":
+        return meshax.jit(lambda *xs: case(meshax, *xs))(*arrays)
+    mesh = Mesh(np.array(meshax.devices()), ("x",))
+    mapped = meshax.shard_map(lambda *xs: case(meshax, *xs), mesh=mesh, in_specs=PartitionSpec(),
+                              out_specs=PartitionSpec(), check_vma=False)
+    return mapped(*arrays)
+
+
+def run_jax(case: Callable[..., Any], args: tuple) -> Any:
+    return case(jax, *(jax.numpy.asarray(a) for a in args))
+
+
+def assert_matches(ours: Any, theirs: Any, rtol: float = 2e-6, atol: float = 1e-6, check_weak: bool = True) -> None:
+    """Same tree, shapes, dtypes, weak types and values (NaNs and infinities in the same places)."""
+    ours_leaves, ours_tree = jax.tree_util.tree_flatten(ours)
+    theirs_leaves, theirs_tree = jax.tree_util.tree_flatten(theirs)
+    assert ours_tree == theirs_tree, (ours_tree, theirs_tree)
+    for a, b in zip(ours_leaves, theirs_leaves):
+        assert np.shape(a) == np.shape(b), (np.shape(a), np.shape(b))
+        assert np.asarray(a).dtype == np.asarray(b).dtype, (np.asarray(a).dtype, np.asarray(b).dtype)
+        if check_weak:
+            assert bool(getattr(a, "weak_type", False)) == bool(getattr(b, "weak_type", False)), (a, b)
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol, equal_nan=True)
+
+
+def check_case(case: Callable[..., Any], args: tuple, mode: str, **tolerances: Any) -> None:
+    """`case` in meshax (in `mode`) and in JAX (eagerly) agree."""
+    assert_matches(run_meshax(case, args, mode), run_jax(case, args), **tolerances)
