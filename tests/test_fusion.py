@@ -15,6 +15,7 @@ from jax.sharding import PartitionSpec as JP
 
 import meshax
 import meshax.numpy as mnp
+from meshax._src import device_pool
 from meshax._src.interpreters import cpu_executor, fusion, numpy_eval
 from meshax._src.interpreters.fusion import executable, fused_p
 from meshax.sharding import Mesh, NamedSharding, PartitionSpec as P
@@ -31,7 +32,7 @@ def path(request, monkeypatch):
     on), and through NumPy on small blocks of rows over two threads."""
     executor = fusion.EXECUTORS["cpu"]
     monkeypatch.setattr(executor.numexpr, "min_threads", 1 if request.param == "numexpr" else 10 ** 6)
-    monkeypatch.setattr(cpu_executor, "compute_threads", lambda: 2)
+    monkeypatch.setattr(device_pool, "call_threads", lambda: 2)
     monkeypatch.setattr(executor, "min_threads", 2)
     monkeypatch.setattr(executor, "block_elements", 3000)  # many blocks, the last one shorter
     return request.param

@@ -80,6 +80,11 @@ def combine_all(values: list[np.ndarray], combine: Callable[..., np.ndarray], ou
         device_pool.run_each([functools.partial(_running_combine, flat, out.reshape(-1), combine, lo, hi)
                               for lo, hi in _ranges(out.size, CHUNK // out.itemsize, device_pool.workers())],
                              blas=False)
+    elif out.nbytes >= PARALLEL_FROM and same_shape and out.ndim and out.shape[0] > 1:  # strided views (transposes)
+        arrays = [np.asarray(v) for v in values]
+        rows = max(1, CHUNK // max(1, out[0].nbytes))
+        device_pool.run_each([functools.partial(_combine_rows, arrays, out, combine, lo, hi, rows)
+                              for lo, hi in _ranges(out.shape[0], rows, device_pool.workers())], blas=False)
     else:
         _running_combine(values, out, combine)
     return out
@@ -99,6 +104,14 @@ def _running_combine(values: list[np.ndarray], out: np.ndarray, combine: Callabl
             combine(out, value, out=out)
         return
     step = CHUNK // out.itemsize
+    for start in range(lo, hi, step):
+        stop = min(start + step, hi)
+        _running_combine([v[start:stop] for v in values], out[start:stop], combine)
+
+
+def _combine_rows(values: list[np.ndarray], out: np.ndarray, combine: Callable[..., np.ndarray], lo: int, hi: int,
+                  step: int) -> None:
+    """out[lo:hi] = values[0][lo:hi] op values[1][lo:hi] op ..., `step` rows at a time (any strides)."""
     for start in range(lo, hi, step):
         stop = min(start + step, hi)
         _running_combine([v[start:stop] for v in values], out[start:stop], combine)

@@ -6,7 +6,8 @@ A cluster (fusion.py) is a tree of elementwise equations with one output. It run
   controller has enough compute threads for numexpr to beat NumPy (`NumexprExecutor.worthwhile`);
 - else, for a large output and a controller of `min_threads` compute threads or more, as NumPy calls on
   blocks of rows of the output (about `block_elements` each, so that intermediates stay in cache), the
-  blocks shared among device_pool's threads (NumPy releases the GIL in its loops); this takes every
+  blocks shared among device_pool's threads (NumPy releases the GIL in its loops; a device's call run side
+  by side with the other devices' uses its part of the threads, `device_pool.call_threads`); this takes every
   elementwise operation NumPy runs the same on any block: also select (branchless), max, min and all
   dtypes;
 - else as the NumPy calls on the whole arrays.
@@ -23,7 +24,6 @@ import numpy as np
 from .. import device_pool
 from ..core import impl_rules
 from ..jaxpr import Equation, Jaxpr, Literal, Var
-from ..runtime.cpu_budget import compute_threads
 from .numexpr_executor import NumexprExecutor
 
 # elementwise primitives whose NumPy implementation gives each element the same value on any block of rows
@@ -62,7 +62,7 @@ class CpuExecutor:
         plan = cluster.kernel()
         if plan.numexpr is not None and self.numexpr.worthwhile(elements):
             return self.numexpr.run(plan.numexpr, inputs, out_shape, cluster.out_aval.dtype)
-        threads = compute_threads()
+        threads = device_pool.call_threads()
         if threads < self.min_threads or plan.row_axes is None or len(out_shape) == 0 or out_shape[0] < 2:
             return run_unfused(cluster.jaxpr, inputs, out_shape)
         return _run_in_blocks(cluster, plan.row_axes, inputs, out_shape, threads, self.block_elements)
@@ -115,7 +115,12 @@ def _run_in_blocks(cluster: Any, row_axes: list[int | None], inputs: Sequence[np
         with np.errstate(**errors):
             out[start:stop] = run_unfused(cluster.jaxpr, pieces, (stop - start,) + tuple(out_shape[1:]))
 
-    device_pool.run_each([lambda start=start: block(start) for start in range(0, rows, per_block)], blas=False)
+    starts = range(0, rows, per_block)
+    if device_pool.in_batch():  # one device's call among others: its part of the threads, as pieces
+        device_pool.run_parts([lambda mine=starts[i::threads]: [block(start) for start in mine]
+                               for i in range(min(threads, len(starts)))])
+    else:
+        device_pool.run_each([lambda start=start: block(start) for start in starts], blas=False)
     return out
 
 
