@@ -70,12 +70,6 @@ def combine_all(values: list[np.ndarray], combine: Callable[..., np.ndarray], ou
     cache-sized chunks, split among the cores."""
     shapes = {np.shape(v) for v in values}
     same_shape = len(shapes) == 1
-    arrays = [np.asarray(v) for v in values]
-    if out is None and same_shape and arrays[0].ndim > 1 and \
-            all(a.flags.f_contiguous and not a.flags.c_contiguous for a in arrays):
-        # transposed buffers (a matmul's transposed result): combined in their memory order, the result likewise
-        transposed = buffers.empty(arrays[0].shape[::-1], arrays[0].dtype)
-        return combine_all([a.T for a in arrays], combine, transposed).T
     if out is None:
         out = buffers.empty(next(iter(shapes)) if same_shape else np.broadcast_shapes(*shapes), np.asarray(values[0]).dtype)
     if out.size <= TREE_UP_TO:
@@ -86,7 +80,9 @@ def combine_all(values: list[np.ndarray], combine: Callable[..., np.ndarray], ou
         device_pool.run_each([functools.partial(_running_combine, flat, out.reshape(-1), combine, lo, hi)
                               for lo, hi in _ranges(out.size, CHUNK // out.itemsize, device_pool.workers())],
                              blas=False)
-    elif out.nbytes >= PARALLEL_FROM and same_shape and out.ndim and out.shape[0] > 1:  # other strided views
+    elif out.nbytes >= PARALLEL_FROM and same_shape and out.ndim and out.shape[0] > 1:
+        # strided values (a matmul's transposed result): blocks of rows of the C-ordered result on the pool
+        arrays = [np.asarray(v) for v in values]
         rows = max(1, CHUNK // max(1, out[0].nbytes))
         device_pool.run_each([functools.partial(_combine_rows, arrays, out, combine, lo, hi, rows)
                               for lo, hi in _ranges(out.shape[0], rows, device_pool.workers())], blas=False)
