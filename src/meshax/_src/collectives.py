@@ -77,15 +77,17 @@ def combine_all(values: list[np.ndarray], combine: Callable[..., np.ndarray], ou
         _combine_into(values, out, combine, [np.empty_like(out) for _ in range(levels)])
     elif out.nbytes >= PARALLEL_FROM and same_shape and all(np.asarray(v).flags.c_contiguous for v in values):
         flat = [np.asarray(v).reshape(-1) for v in values]
+        workers = device_pool.workers()
+        step = max(1, min(CHUNK // out.itemsize, -(-out.size // workers)))  # every worker gets a share
         device_pool.run_each([functools.partial(_running_combine, flat, out.reshape(-1), combine, lo, hi)
-                              for lo, hi in _ranges(out.size, CHUNK // out.itemsize, device_pool.workers())],
-                             blas=False)
+                              for lo, hi in _ranges(out.size, step, workers)], blas=False)
     elif out.nbytes >= PARALLEL_FROM and same_shape and out.ndim and out.shape[0] > 1:
         # strided values (a matmul's transposed result): blocks of rows of the C-ordered result on the pool
         arrays = [np.asarray(v) for v in values]
-        rows = max(1, CHUNK // max(1, out[0].nbytes))
+        workers = device_pool.workers()
+        rows = max(1, min(CHUNK // max(1, out[0].nbytes), -(-out.shape[0] // workers)))
         device_pool.run_each([functools.partial(_combine_rows, arrays, out, combine, lo, hi, rows)
-                              for lo, hi in _ranges(out.shape[0], rows, device_pool.workers())], blas=False)
+                              for lo, hi in _ranges(out.shape[0], rows, workers)], blas=False)
     else:
         _running_combine(values, out, combine)
     return out
