@@ -340,3 +340,20 @@ def test_each_path_is_taken(path, monkeypatch):
     fused, expected, _ = fused_and_reference(lambda a: a * 2.0 + 1.0, x)
     assert taken == ["run" if path == "numexpr" else "_run_in_blocks"]
     assert_bitwise_equal(fused, expected)
+
+
+
+@pytest.mark.parametrize("ours,theirs", [
+    (lambda p, g: p - 0.01 * g, lambda p, g: p - np.float32(0.01) * g),  # an SGD update of a weight
+    (lambda p, g: mnp.maximum(p * g, g), lambda p, g: np.maximum(p * g, g)),
+])
+def test_matrices_mixing_c_and_fortran_order_run_in_tiles_with_the_same_values(ours, theirs, monkeypatch):
+    rng = np.random.default_rng(3)
+    p = rng.standard_normal((700, 600)).astype(np.float32)  # not a multiple of the tile
+    g = np.asfortranarray(rng.standard_normal((700, 600)).astype(np.float32))  # as a transposed matmul result
+    taken = []
+    original = cpu_executor._run_in_tiles
+    monkeypatch.setattr(cpu_executor, "_run_in_tiles", lambda *a: taken.append(1) or original(*a))
+    result = meshax.jit(ours)(meshax.device_put(p), meshax.device_put(g))
+    assert taken
+    assert_bitwise_equal(np.asarray(result), theirs(p, g))
