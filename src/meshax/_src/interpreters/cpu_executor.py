@@ -11,7 +11,10 @@ A cluster (fusion.py) is a tree of elementwise equations with one output. It run
   elementwise operation NumPy runs the same on any block: also select (branchless), max, min and all
   dtypes;
 - else as the NumPy calls on the whole arrays.
-The results are the same bit for bit in the three cases: elementwise NumPy kernels compute each element
+A matrix cluster whose inputs mix C and Fortran order (a weight's update with its gradient, a transposed
+matmul result) runs on square tiles before any of these: NumPy would walk one of the inputs a page per
+element.
+The results are the same bit for bit in every case: elementwise NumPy kernels compute each element
 alone, and numexpr is given only operations whose results equal NumPy's.
 """
 from __future__ import annotations
