@@ -15,6 +15,7 @@ from jax.sharding import PartitionSpec as JP
 
 import meshax
 import meshax.numpy as mnp
+from meshax._src import device_pool
 from meshax._src.interpreters import cpu_executor, fusion, numpy_eval
 from meshax._src.interpreters.fusion import executable, fused_p
 from meshax.sharding import Mesh, NamedSharding, PartitionSpec as P
@@ -31,7 +32,7 @@ def path(request, monkeypatch):
     on), and through NumPy on small blocks of rows over two threads."""
     executor = fusion.EXECUTORS["cpu"]
     monkeypatch.setattr(executor.numexpr, "min_threads", 1 if request.param == "numexpr" else 10 ** 6)
-    monkeypatch.setattr(cpu_executor, "compute_threads", lambda: 2)
+    monkeypatch.setattr(device_pool, "call_threads", lambda: 2)
     monkeypatch.setattr(executor, "min_threads", 2)
     monkeypatch.setattr(executor, "block_elements", 3000)  # many blocks, the last one shorter
     return request.param
@@ -339,3 +340,20 @@ def test_each_path_is_taken(path, monkeypatch):
     fused, expected, _ = fused_and_reference(lambda a: a * 2.0 + 1.0, x)
     assert taken == ["run" if path == "numexpr" else "_run_in_blocks"]
     assert_bitwise_equal(fused, expected)
+
+
+
+@pytest.mark.parametrize("ours,theirs", [
+    (lambda p, g: p - 0.01 * g, lambda p, g: p - np.float32(0.01) * g),  # an SGD update of a weight
+    (lambda p, g: mnp.maximum(p * g, g), lambda p, g: np.maximum(p * g, g)),
+])
+def test_matrices_mixing_c_and_fortran_order_run_in_tiles_with_the_same_values(ours, theirs, monkeypatch):
+    rng = np.random.default_rng(3)
+    p = rng.standard_normal((700, 600)).astype(np.float32)  # not a multiple of the tile
+    g = np.asfortranarray(rng.standard_normal((700, 600)).astype(np.float32))  # as a transposed matmul result
+    taken = []
+    original = cpu_executor._run_in_tiles
+    monkeypatch.setattr(cpu_executor, "_run_in_tiles", lambda *a: taken.append(1) or original(*a))
+    result = meshax.jit(ours)(meshax.device_put(p), meshax.device_put(g))
+    assert taken
+    assert_bitwise_equal(np.asarray(result), theirs(p, g))

@@ -77,9 +77,17 @@ def combine_all(values: list[np.ndarray], combine: Callable[..., np.ndarray], ou
         _combine_into(values, out, combine, [np.empty_like(out) for _ in range(levels)])
     elif out.nbytes >= PARALLEL_FROM and same_shape and all(np.asarray(v).flags.c_contiguous for v in values):
         flat = [np.asarray(v).reshape(-1) for v in values]
+        workers = device_pool.workers()
+        step = max(1, min(CHUNK // out.itemsize, -(-out.size // workers)))  # every worker gets a share
         device_pool.run_each([functools.partial(_running_combine, flat, out.reshape(-1), combine, lo, hi)
-                              for lo, hi in _ranges(out.size, CHUNK // out.itemsize, device_pool.workers())],
-                             blas=False)
+                              for lo, hi in _ranges(out.size, step, workers)], blas=False)
+    elif out.nbytes >= PARALLEL_FROM and same_shape and out.ndim and out.shape[0] > 1:
+        # strided values (a matmul's transposed result): blocks of rows of the C-ordered result on the pool
+        arrays = [np.asarray(v) for v in values]
+        workers = device_pool.workers()
+        rows = max(1, min(CHUNK // max(1, out[0].nbytes), -(-out.shape[0] // workers)))
+        device_pool.run_each([functools.partial(_combine_rows, arrays, out, combine, lo, hi, rows)
+                              for lo, hi in _ranges(out.shape[0], rows, workers)], blas=False)
     else:
         _running_combine(values, out, combine)
     return out
@@ -99,6 +107,14 @@ def _running_combine(values: list[np.ndarray], out: np.ndarray, combine: Callabl
             combine(out, value, out=out)
         return
     step = CHUNK // out.itemsize
+    for start in range(lo, hi, step):
+        stop = min(start + step, hi)
+        _running_combine([v[start:stop] for v in values], out[start:stop], combine)
+
+
+def _combine_rows(values: list[np.ndarray], out: np.ndarray, combine: Callable[..., np.ndarray], lo: int, hi: int,
+                  step: int) -> None:
+    """out[lo:hi] = values[0][lo:hi] op values[1][lo:hi] op ..., `step` rows at a time (any strides)."""
     for start in range(lo, hi, step):
         stop = min(start + step, hi)
         _running_combine([v[start:stop] for v in values], out[start:stop], combine)

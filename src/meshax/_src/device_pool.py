@@ -20,6 +20,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from .runtime import cpu_budget
 
 logger = logging.getLogger("meshax")
@@ -79,6 +81,18 @@ def call_parts() -> int:
     return getattr(_this_call, "parts", None) or 1
 
 
+def in_batch() -> bool:
+    """Whether this thread is running a call of a batch of `run_each` (whose work splits with `run_parts`,
+    never with a nested `run_each`)."""
+    return getattr(_this_call, "parts", None) is not None
+
+
+def call_threads() -> int:
+    """How many threads the call on this thread may keep busy: its part inside a batch of `run_each`, else this
+    controller's whole share."""
+    return call_parts() if in_batch() else hold_budget()
+
+
 def run_parts(pieces: Sequence[Callable[[], Any]]) -> None:
     """Run the pieces of one call (at most `call_parts()`), this thread taking the first, the piece pool the
     others; they must not wait for anything."""
@@ -105,12 +119,14 @@ def _side_by_side(calls: Sequence[Callable[[], Any]], threads: int, parts: int) 
     call may split into `parts` pieces."""
     results: list[Any] = [None] * len(calls)
     taken = itertools.count()  # next() on a count is atomic under the GIL
+    errors = np.geterr()  # the caller's floating-point error handling, for the pool's threads too
 
     def drain() -> None:
         _this_call.parts = parts
         try:
-            while (index := next(taken)) < len(calls):
-                results[index] = calls[index]()
+            with np.errstate(**errors):
+                while (index := next(taken)) < len(calls):
+                    results[index] = calls[index]()
         finally:
             _this_call.parts = None
 

@@ -6,11 +6,15 @@ A cluster (fusion.py) is a tree of elementwise equations with one output. It run
   controller has enough compute threads for numexpr to beat NumPy (`NumexprExecutor.worthwhile`);
 - else, for a large output and a controller of `min_threads` compute threads or more, as NumPy calls on
   blocks of rows of the output (about `block_elements` each, so that intermediates stay in cache), the
-  blocks shared among device_pool's threads (NumPy releases the GIL in its loops); this takes every
+  blocks shared among device_pool's threads (NumPy releases the GIL in its loops; a device's call run side
+  by side with the other devices' uses its part of the threads, `device_pool.call_threads`); this takes every
   elementwise operation NumPy runs the same on any block: also select (branchless), max, min and all
   dtypes;
 - else as the NumPy calls on the whole arrays.
-The results are the same bit for bit in the three cases: elementwise NumPy kernels compute each element
+A matrix cluster whose inputs mix C and Fortran order (a weight's update with its gradient, a transposed
+matmul result) runs on square tiles before any of these: NumPy would walk one of the inputs a page per
+element.
+The results are the same bit for bit in every case: elementwise NumPy kernels compute each element
 alone, and numexpr is given only operations whose results equal NumPy's.
 """
 from __future__ import annotations
@@ -23,7 +27,6 @@ import numpy as np
 from .. import device_pool
 from ..core import impl_rules
 from ..jaxpr import Equation, Jaxpr, Literal, Var
-from ..runtime.cpu_budget import compute_threads
 from .numexpr_executor import NumexprExecutor
 
 # elementwise primitives whose NumPy implementation gives each element the same value on any block of rows
@@ -44,6 +47,7 @@ class CpuExecutor:
     # fewer compute threads than this: whole-array NumPy calls (on a 2-core machine, blocks over 1 or 2
     # threads measured slower: 2.1 vs 1.6 ms for max(h + b, 0) over (2048, 1024), the data already in cache)
     min_threads = 4
+    tile = 256  # rows and columns of one tile of a matrix whose inputs mix C and Fortran order
 
     def __init__(self) -> None:
         self.numexpr = NumexprExecutor()
@@ -60,9 +64,11 @@ class CpuExecutor:
         if elements < self.min_elements:
             return run_unfused(cluster.jaxpr, inputs, out_shape)
         plan = cluster.kernel()
+        if _mixed_orders(inputs, out_shape):
+            return _run_in_tiles(cluster, inputs, out_shape, self.tile)
         if plan.numexpr is not None and self.numexpr.worthwhile(elements):
             return self.numexpr.run(plan.numexpr, inputs, out_shape, cluster.out_aval.dtype)
-        threads = compute_threads()
+        threads = device_pool.call_threads()
         if threads < self.min_threads or plan.row_axes is None or len(out_shape) == 0 or out_shape[0] < 2:
             return run_unfused(cluster.jaxpr, inputs, out_shape)
         return _run_in_blocks(cluster, plan.row_axes, inputs, out_shape, threads, self.block_elements)
@@ -115,7 +121,38 @@ def _run_in_blocks(cluster: Any, row_axes: list[int | None], inputs: Sequence[np
         with np.errstate(**errors):
             out[start:stop] = run_unfused(cluster.jaxpr, pieces, (stop - start,) + tuple(out_shape[1:]))
 
-    device_pool.run_each([lambda start=start: block(start) for start in range(0, rows, per_block)], blas=False)
+    starts = range(0, rows, per_block)
+    if device_pool.in_batch():  # one device's call among others: its part of the threads, as pieces
+        device_pool.run_parts([lambda mine=starts[i::threads]: [block(start) for start in mine]
+                               for i in range(min(threads, len(starts)))])
+    else:
+        device_pool.run_each([lambda start=start: block(start) for start in starts], blas=False)
+    return out
+
+
+def _mixed_orders(inputs: Sequence[np.ndarray], out_shape: tuple[int, ...]) -> bool:
+    """Whether a matrix cluster reads a Fortran-ordered input (a transposed matmul result, as gradients of
+    weights are) beside C-ordered ones, every input being of the output's shape or a single element: NumPy
+    would then walk one of them across its rows, a page per element."""
+    if len(out_shape) != 2 or min(out_shape) < 2:
+        return False
+    full = [x for x in inputs if x.size > 1]
+    if any(x.shape != out_shape for x in full):
+        return False
+    fortran = [x.flags.f_contiguous and not x.flags.c_contiguous for x in full]
+    return any(fortran) and not all(fortran)
+
+
+def _run_in_tiles(cluster: Any, inputs: Sequence[np.ndarray], out_shape: tuple[int, ...], tile: int) -> np.ndarray:
+    """The cluster on square tiles of the output (C-ordered), each tile's inputs read as tiles too: every
+    input stays cache- and page-friendly whatever its order. The same values as one whole-array pass."""
+    rows, cols = out_shape
+    out = np.empty(out_shape, cluster.out_aval.dtype)
+    for r in range(0, rows, tile):
+        for c in range(0, cols, tile):
+            window = (slice(r, min(r + tile, rows)), slice(c, min(c + tile, cols)))
+            pieces = [x[window] if x.size > 1 else x for x in inputs]
+            out[window] = run_unfused(cluster.jaxpr, pieces, (window[0].stop - r, window[1].stop - c))
     return out
 
 

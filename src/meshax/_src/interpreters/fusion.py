@@ -220,5 +220,5 @@ def _composes(cluster: Cluster, inputs: Sequence[Any]) -> bool:
 
 
 fused_p = define_primitive("fused", _fused_impl, lambda *avals, cluster: cluster.out_aval, _fused_sharding_rule,
-                           needs_local_shape=True)
+                           needs_local_shape=True, parallel_devices=True)
 vma_rules[fused_p] = keeps_own_vma

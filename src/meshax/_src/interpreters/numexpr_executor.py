@@ -27,6 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..jaxpr import Equation, Jaxpr, Literal, Var
+from .. import device_pool
 from ..runtime.cpu_budget import compute_threads
 
 _SUPPORTED = frozenset(np.dtype(t) for t in (np.bool_, np.int32, np.int64, np.float32, np.float64))
@@ -56,7 +57,8 @@ class NumexprExecutor:
 
     def worthwhile(self, elements: int) -> bool:
         """Whether a cluster with this many output elements runs faster here than as separate NumPy calls."""
-        return elements >= self.min_elements and compute_threads() >= self.min_threads
+        # not for one device's call among others run side by side: numexpr's pool is one per process
+        return elements >= self.min_elements and not device_pool.in_batch() and compute_threads() >= self.min_threads
 
     def supports(self, eq: Equation) -> bool:
         """Whether `eq` can be part of an expression with NumPy's exact results."""
