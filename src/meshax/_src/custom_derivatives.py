@@ -67,6 +67,7 @@ class _Rule:
 
     def __init__(self, function: Callable[..., Any]) -> None:
         self.function = function
+        self.symbolic_zeros = getattr(function, "symbolic_zeros", False)  # defvjp(symbolic_zeros=True)'s fwd
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.function(*args, **kwargs)
