@@ -10,7 +10,7 @@ import numpy as np
 
 from .core import aval_of
 from .tree_util import tree_flatten, tree_unflatten
-from .vmap_api import _broadcast_prefix
+from .vmap_api import _broadcast_prefix, mapped_axes
 
 _DEFAULT_AXIS = "_pmap_axis"  # the mesh axis of a pmap without axis_name (no collective can name it)
 
@@ -48,15 +48,9 @@ def pmap(fun: Callable[..., Any], axis_name: Any = None, *, in_axes: Any = 0, ou
                                  f"len(args)={len(args)}")
             axes_in = tuple(a for i, a in enumerate(in_axes) if i not in static)
         leaves, tree = tree_flatten((tuple(dynamic), kwargs))
-        axes = _broadcast_prefix((axes_in, 0), tree, "in_axes")
-        axes = [None if a is None else a % max(aval_of(x).ndim, 1) for a, x in zip(axes, leaves)]
-        sizes = {aval_of(x).shape[a] for a, x in zip(axes, leaves) if a is not None}
-        if axis_size is not None:
-            sizes.add(axis_size)
-        if len(sizes) != 1:
-            raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped: {sorted(sizes)}" if sizes
-                             else "pmap requires at least one argument with a mapped axis (in_axes not None)")
-        size = sizes.pop()
+        axes, size = mapped_axes(leaves, _broadcast_prefix((axes_in, 0), tree, "in_axes"), axis_size,
+                                 "pmap got inconsistent sizes for array axes to be mapped",
+                                 "pmap requires at least one argument with a mapped axis (in_axes not None)")
         specs = tuple(PartitionSpec() if a is None else PartitionSpec(name) for a in axes)
         moved = [x if a is None else jnp.moveaxis(x, a, 0) for x, a in zip(leaves, axes)]
         if devices is None and _spans_processes(moved):

@@ -26,6 +26,19 @@ def _broadcast_prefix(axes: Any, tree: Any, what: str) -> list[Any]:
     return out
 
 
+def mapped_axes(leaves: list[Any], axes: list[Any], axis_size: int | None, inconsistent: str,
+                none_mapped: str) -> tuple[list[Any], int]:
+    """The mapped axis of each leaf (negative ones counted from the end) and the size they all share;
+    `inconsistent` (followed by the sizes) or `none_mapped` is the error when there is not exactly one."""
+    axes = [None if a is None else a % max(aval_of(x).ndim, 1) for a, x in zip(axes, leaves)]
+    sizes = {aval_of(x).shape[a] for a, x in zip(axes, leaves) if a is not None}
+    if axis_size is not None:
+        sizes.add(axis_size)
+    if len(sizes) != 1:
+        raise ValueError(f"{inconsistent}: {sorted(sizes)}" if sizes else none_mapped)
+    return axes, sizes.pop()
+
+
 def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
          axis_size: int | None = None, spmd_axis_name: Any = None) -> Callable[..., Any]:
     """`fun` mapped over axis `in_axes` of its arguments, results stacked along `out_axes`; with `spmd_axis_name`,
@@ -44,15 +57,9 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name
             raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
                              f"positional arguments passed to the function, but got len(in_axes)={len(in_axes)}, "
                              f"len(args)={len(args)}")
-        axes = _broadcast_prefix(in_axes, tree, "in_axes")
-        axes = [None if a is None else a % max(aval_of(x).ndim, 1) for a, x in zip(axes, leaves)]
-        sizes = {aval_of(x).shape[a] for a, x in zip(axes, leaves) if a is not None}
-        if axis_size is not None:
-            sizes.add(axis_size)
-        if len(sizes) != 1:
-            raise ValueError(f"vmap got inconsistent sizes for the array axes to be mapped: {sorted(sizes)}" if sizes
-                             else "vmap must have at least one non-None value in in_axes")
-        size = sizes.pop()
+        axes, size = mapped_axes(leaves, _broadcast_prefix(in_axes, tree, "in_axes"), axis_size,
+                                 "vmap got inconsistent sizes for the array axes to be mapped",
+                                 "vmap must have at least one non-None value in in_axes")
         _check_spmd_axes(spmd, leaves, axes)
         out_tree = []
 
