@@ -107,6 +107,7 @@ def test_usage_errors():
 
 
 _SUM_SCRIPT = """
+import sys
 import jax, jax.numpy as jnp
 from jax.sharding import NamedSharding, PartitionSpec as P
 jax.distributed.initialize()
@@ -114,7 +115,8 @@ mesh = jax.make_mesh((jax.device_count(),), ("data",))
 local = jnp.arange(4.0) + 4 * jax.process_index()
 x = jax.make_array_from_process_local_data(NamedSharding(mesh, P("data")), local)
 total = jax.jit(lambda v: jnp.sum(v * v))(x)
-print(jax.__version__, jax.process_index(), jax.process_count(), jax.device_count(), float(total))
+# one write per line: under mpiexec both processes share one pipe, and print() writes its pieces one by one
+sys.stdout.write(f"{jax.__version__} {jax.process_index()} {jax.process_count()} {jax.device_count()} {float(total)}\\n")
 """
 
 
