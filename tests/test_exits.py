@@ -50,8 +50,9 @@ def ready_info(lines: list[str]) -> tuple[list[int], set[str]]:
 
 
 def assert_nothing_left(pids: list[int], segments: set[str]) -> None:
-    """Once every process of the job has ended (within 10 s), none of its MPICH segments is left."""
-    assert segments, "the job should have created an MPICH segment"
+    """Once every process of the job has ended (within 10 s), none of its MPICH segments is left. (A process
+    lists only the segments still linked when it prints READY: under load MPICH may have unlinked them all by
+    then, and none can be left behind.)"""
     deadline = time.monotonic() + 10
     for pid in pids:
         while _alive(pid):
