@@ -38,7 +38,7 @@ COMMUNICATION_CALLS = ("Allreduce", "Reduce_scatter", "Allgather", "Bcast", "Bar
 
 def timed_implementations() -> collections.Counter:
     """Wrap every primitive's implementation so that its wall time adds up in the returned counter."""
-    from meshax._src.core import impl_rules
+    from meshax._src.core.core import impl_rules
 
     spent: collections.Counter = collections.Counter()
     for primitive, impl in list(impl_rules.items()):

@@ -32,7 +32,7 @@ import meshax  # noqa: E402
 import meshax.nn as mnn  # noqa: E402
 import meshax.numpy as mnp  # noqa: E402
 from meshax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
-from meshax._src.array import Array as ConcreteArray  # noqa: E402  (meshax.Array also covers tracers)
+from meshax._src.arrays.array import Array as ConcreteArray  # noqa: E402  (meshax.Array also covers tracers)
 
 J = types.SimpleNamespace(name="jax", np=jjnp, nn=jnn)
 M = types.SimpleNamespace(name="meshax", np=mnp, nn=mnn)

@@ -10,7 +10,7 @@ import weakref
 import numpy as np
 import pytest
 
-from meshax._src import buffers
+from meshax._src.runtime import buffers
 from meshax._src.config import config
 
 MiB = 1 << 20

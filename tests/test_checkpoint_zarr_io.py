@@ -6,7 +6,7 @@ import pytest
 import zarr
 
 from meshax._src.checkpoint import zarr_io
-from meshax._src.dtypes import bfloat16
+from meshax._src.core.dtypes import bfloat16
 
 
 def _write(folder, value, chunks):

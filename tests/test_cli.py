@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 import meshax
-from meshax._src.launcher import main
+from meshax._src.launch.launcher import main
 from multiprocess import PYTHON, REPO, child_env, collect, lines_by_process, start
 
 TIMEOUT = 120

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from meshax._src import collectives, device_pool
+from meshax._src.arrays import collectives
+from meshax._src.runtime import compute_pool as device_pool
 
 
 def _values(layout: str, count: int = 5, shape=(600, 1100)) -> list[np.ndarray]:

@@ -6,7 +6,7 @@ import threading
 import pytest
 from threadpoolctl import threadpool_info
 
-from meshax._src import device_pool
+from meshax._src.runtime import compute_pool as device_pool
 from meshax._src.runtime import cpu_budget
 
 
@@ -95,8 +95,8 @@ def test_an_exception_in_one_call_reaches_the_caller_after_the_others_finish(con
 def test_calls_with_a_larger_share_split_into_single_threaded_pieces(monkeypatch):
     import numpy as np
 
-    from meshax._src.primitives import dot_general
-    from meshax._src.core import impl_rules
+    from meshax._src.lax.primitives import dot_general
+    from meshax._src.core.core import impl_rules
 
     monkeypatch.setenv("MESHAX_CPU_THREADS", "6")
     rng = np.random.default_rng(0)

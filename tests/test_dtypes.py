@@ -1,4 +1,4 @@
-"""meshax._src.dtypes checked against real JAX (used only as a test oracle)."""
+"""meshax._src.core.dtypes checked against real JAX (used only as a test oracle)."""
 from __future__ import annotations
 
 import itertools
@@ -12,7 +12,7 @@ jnp = pytest.importorskip("jax.numpy")
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from meshax._src import dtypes  # noqa: E402
+from meshax._src.core import dtypes  # noqa: E402
 from meshax._src.config import config  # noqa: E402
 
 try:

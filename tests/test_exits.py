@@ -198,7 +198,7 @@ def test_a_job_of_one_process_and_a_programs_own_handlers_keep_their_signal_hand
 
 
 def test_the_launcher_shows_each_distinct_child_report_once_and_none_once_it_stops_the_job(capsys):
-    from meshax._src.launcher import _relay, _Reports
+    from meshax._src.launch.launcher import _relay, _Reports
 
     watchdog = (b"meshax: collective watchdog: process 0 waited more than 3 s; what each process is doing:\n"
                 b"  process 0: in MPI Allreduce called at train.py:9 in <module>\n"

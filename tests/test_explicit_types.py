@@ -11,7 +11,7 @@ from jax.sharding import AxisType as JAxisType
 import meshax
 import meshax.numpy as mnp
 from meshax import lax as mlax
-from meshax._src.core import ShardingTypeError
+from meshax._src.core.core import ShardingTypeError
 from meshax.sharding import AxisType
 
 LIBS = {"meshax": (meshax, mnp, mlax, AxisType), "jax": (jax, jjnp, jlax, JAxisType)}

@@ -15,7 +15,7 @@ from jax.sharding import PartitionSpec as JP
 
 import meshax
 import meshax.numpy as mnp
-from meshax._src import device_pool
+from meshax._src.runtime import compute_pool as device_pool
 from meshax._src.interpreters import cpu_executor, fusion, numpy_eval
 from meshax._src.interpreters.fusion import executable, fused_p
 from meshax.sharding import Mesh, NamedSharding, PartitionSpec as P

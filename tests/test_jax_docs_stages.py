@@ -26,7 +26,7 @@ def test_trace_gives_jaxs_types_and_a_runnable_jaxpr():
     assert ours.fun_name == theirs.fun_name == "f"
     assert [e.primitive.name for e in ours.jaxpr.eqns][:1] == ["mul"]
     assert repr(ours.args_info[0][0]).startswith("ArgInfo(_aval=ShapedArray(float32[3])")
-    from meshax._src.jaxpr import eval_jaxpr  # the traced jaxpr evaluates like the function
+    from meshax._src.core.jaxpr import eval_jaxpr  # the traced jaxpr evaluates like the function
 
     jaxpr = ours.jaxpr
     out = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, [mnp.arange(3.0), 2.0])

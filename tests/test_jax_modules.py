@@ -320,7 +320,7 @@ NEW_MODULES = ["jax.scipy.special", "jax.scipy.linalg", "jax.scipy.stats", "jax.
 def test_jax_names_there_or_not_implemented(module):
     import importlib
 
-    from meshax._src._jax_names import JAX_NAMES
+    from meshax._src.compat.jax_names import JAX_NAMES
 
     ours = importlib.import_module("meshax" + module[len("jax"):])
     present = []

@@ -443,7 +443,7 @@ def test_uncommitted_inputs_stay_on_one_device():
 
 def test_traces_kept_are_bounded(monkeypatch):
     """A function called with ever new shapes keeps at most TRACES_KEPT traces, and retraces a forgotten one."""
-    from meshax._src import jit as jit_module
+    from meshax._src.transforms import jit as jit_module
 
     monkeypatch.setattr(jit_module, "TRACES_KEPT", 4)
     traces = []

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from meshax._src.launcher import main
+from meshax._src.launch.launcher import main
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 RUN_TIMEOUT = 20  # Hard bound for every launcher run in this file.

@@ -9,7 +9,7 @@ import meshax.lax
 import meshax.nn
 import meshax.numpy
 import meshax.random
-from meshax._src._jax_names import JAX_NAMES
+from meshax._src.compat.jax_names import JAX_NAMES
 
 MODULES = {"jax": meshax, "jax.lax": meshax.lax, "jax.numpy": meshax.numpy, "jax.random": meshax.random,
            "jax.nn": meshax.nn, "jax.tree": meshax.tree, "jax.debug": meshax.debug}

@@ -38,7 +38,7 @@ def test_project_metadata():
     assert not [c for c in classifiers if c.startswith("License ::")]  # the license expression replaces them
     assert project["urls"]
     assert {"build>=1.2", "twine>=6.1"} <= set(project["optional-dependencies"]["test"])
-    assert project["scripts"] == {"meshax": "meshax._src.launcher:main"}
+    assert project["scripts"] == {"meshax": "meshax._src.launch.launcher:main"}
 
 
 def test_ci_checks_the_wheel_before_the_suite():
@@ -81,14 +81,14 @@ def test_wheel_contents(dist):
         metadata = archive.read(f"{info}/METADATA").decode()
         entry_points = archive.read(f"{info}/entry_points.txt").decode()
     assert f"{info}/licenses/LICENSE" in names
-    assert {"meshax/__init__.py", "meshax/__main__.py", "meshax/_src/cli.py", "meshax/_src/launcher.py"} <= names
+    assert {"meshax/__init__.py", "meshax/__main__.py", "meshax/_src/launch/cli.py", "meshax/_src/launch/launcher.py"} <= names
     assert not [n for n in names if n.startswith("tests/")]
     headers = metadata.split("\n\n", 1)[0].splitlines()
     assert f"Version: {version}" in headers
     assert "License-Expression: Apache-2.0" in headers
     assert "License-File: LICENSE" in headers
     assert "Classifier: Topic :: System :: Distributed Computing" in headers
-    assert "meshax = meshax._src.launcher:main" in entry_points
+    assert "meshax = meshax._src.launch.launcher:main" in entry_points
 
 
 def test_sdist_contents(dist):

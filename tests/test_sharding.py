@@ -4,7 +4,7 @@ Sharding metadata (devices_indices_map, shard_shape, replica ids, ...) is compar
 differentially with real JAX for the same mesh shapes, device orders and specs; a
 meshax device and a JAX device correspond when they sit at the same position of
 meshax.devices() and jax.devices(). Uneven shapes, which JAX refuses, are checked
-against NumPy slicing and the torch.chunk rule documented in meshax/_src/sharding.py.
+against NumPy slicing and the torch.chunk rule documented in meshax/_src/sharding/shardings.py.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from jax.sharding import NamedSharding as JaxNamedSharding
 from jax.sharding import PartitionSpec as JaxP
 
 import meshax
-from meshax._src.mesh import current_mesh
+from meshax._src.sharding.mesh import current_mesh
 from meshax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 from meshax.sharding import PartitionSpec as P
 

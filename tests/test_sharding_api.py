@@ -8,7 +8,7 @@ from jax.sharding import AxisType as JAxisType
 
 import meshax
 import meshax.numpy as jnp
-from meshax._src.mesh import current_mesh
+from meshax._src.sharding.mesh import current_mesh
 from meshax.sharding import AxisType, NamedSharding
 
 X = np.arange(32.0, dtype=np.float32).reshape(8, 4)

@@ -10,7 +10,7 @@ import pytest
 
 import meshax
 import meshax.numpy as mnp
-from meshax._src.core import impl_rules
+from meshax._src.core.core import impl_rules
 from meshax._src.interpreters import fusion, numpy_eval
 from meshax._src.interpreters.fusion import executable, fused_p
 from meshax._src.interpreters.simplify import simplify

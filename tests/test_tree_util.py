@@ -479,7 +479,7 @@ def test_register_dataclass_inferred():
 def test_public_module_matches_private():
     """The public functions are the private ones, except those that flatten: they also treat typed key arrays as
     leaves (tests/test_typed_keys.py), and otherwise agree."""
-    from meshax._src import tree_util as private
+    from meshax._src.tree import tree_util as private
     flattening = {"tree_flatten", "tree_leaves", "tree_structure", "tree_map", "tree_flatten_with_path",
                   "tree_leaves_with_path", "tree_map_with_path", "tree_reduce", "tree_all", "all_leaves"}
     tree = {"a": [1, (2, None)], "b": Point(3, 4)}

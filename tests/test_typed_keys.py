@@ -128,7 +128,7 @@ def test_key_arrays_are_pytree_leaves_as_in_jax() -> None:
     keys_like = meshax.tree.unflatten(structure, list(meshax.random.split(meshax.random.key(1), structure.num_leaves)))
     assert meshax.tree.structure(keys_like) == structure
     # inside transformations a key array still travels as its uint32 data
-    leaves, treedef = meshax._src.tree_util.tree_flatten(ours)
+    leaves, treedef = meshax._src.tree.tree_util.tree_flatten(ours)
     assert leaves[0].dtype == np.uint32 and leaves[0].shape == (2, 2)
     assert repr(meshax.tree_util.tree_unflatten(treedef, leaves)["k"]) == repr(ours["k"])
 

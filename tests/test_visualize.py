@@ -19,7 +19,7 @@ import pytest
 jax = pytest.importorskip("jax")
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
-from meshax._src.visualize import _draw, visualize_array_sharding, visualize_sharding  # noqa: E402
+from meshax._src.sharding.visualize import _draw, visualize_array_sharding, visualize_sharding  # noqa: E402
 
 if len(jax.devices()) < 8:
     pytest.skip("needs 8 JAX CPU devices (jax was imported before XLA_FLAGS was set)",

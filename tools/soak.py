@@ -379,7 +379,7 @@ class Soak:
 
 def worker(args: argparse.Namespace) -> int:
     import meshax
-    from meshax._src import buffers
+    from meshax._src.runtime import buffers
     from meshax.experimental import multihost_utils
 
     meshax.distributed.initialize(collective_timeout_seconds=120)

@@ -2,6 +2,6 @@
 
 import sys
 
-from meshax._src.launcher import main
+from meshax._src.launch.launcher import main
 
 sys.exit(main())

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from meshax._src.core import aval_of
-from meshax._src.tree_util import tree_flatten, tree_unflatten
+from meshax._src.core.core import aval_of
+from meshax._src.tree.tree_util import tree_flatten, tree_unflatten
 from meshax.extend.linear_util import Store, WrappedFun
 
 __all__ = ["debug_info", "flatten_fun", "flatten_fun_nokwargs", "shaped_abstractify"]

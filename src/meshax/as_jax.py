@@ -20,7 +20,7 @@ import os
 import runpy
 import sys
 
-from meshax._src.jax_alias import JAX_API_VERSION, JaxModuleNotImplemented, install, installed
+from meshax._src.compat.jax_alias import JAX_API_VERSION, JaxModuleNotImplemented, install, installed
 
 __all__ = ["JAX_API_VERSION", "JaxModuleNotImplemented", "install", "installed", "main"]
 

@@ -21,7 +21,7 @@ class _CheckpointModule(types.ModuleType):
     """A module that, called, is `jax.checkpoint`."""
 
     def __call__(self, fun: Any, **kwargs: Any) -> Any:
-        from ._src.remat import checkpoint
+        from ._src.transforms.remat import checkpoint
 
         return checkpoint(fun, **kwargs)
 

@@ -5,11 +5,11 @@ from typing import Any
 
 import numpy as np
 
-from meshax._src.api_extra import ensure_compile_time_eval
-from meshax._src import core as _core
-from meshax._src.core import Trace, Tracer
-from meshax._src.core import aval_of as get_aval
-from meshax._src.jaxpr import Jaxpr, Literal, Var, eval_jaxpr
+from meshax._src.compat.top_level import ensure_compile_time_eval
+from meshax._src.core import core as _core
+from meshax._src.core.core import Trace, Tracer
+from meshax._src.core.core import aval_of as get_aval
+from meshax._src.core.jaxpr import Jaxpr, Literal, Var, eval_jaxpr
 from meshax.extend.core import (ClosedJaxpr, Primitive, find_top_trace, get_opaque_trace_state, jaxpr_as_fun,
                                 jaxprs_in_params, mapped_aval, subjaxprs, unmapped_aval, valid_jaxtype)
 
@@ -52,7 +52,7 @@ def _explicit_axes(mesh: Any, spec: Any, ndim: int) -> tuple:
 
 
 class ShapedArray(metaclass=_ShapedArrayType):
-    """An array's abstract value: shape, dtype, weak type (meshax's `meshax._src.core.ShapedArray`)."""
+    """An array's abstract value: shape, dtype, weak type (meshax's `meshax._src.core.core.ShapedArray`)."""
 
 
 AbstractValue = ShapedArray  # meshax has one kind of abstract value
@@ -69,6 +69,6 @@ def raise_to_shaped(aval: ShapedArray, weak_type: bool | None = None) -> ShapedA
 
 def __getattr__(name: str):
     """Names of jax.core that meshax does not have yet raise NotImplementedError (others AttributeError)."""
-    from meshax._src.missing import missing_attribute
+    from meshax._src.compat.missing_names import missing_attribute
 
     missing_attribute("jax.core", name)

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from meshax._src.api_extra import closure_convert, custom_gradient
-from meshax._src.core import aval_of
-from meshax._src.custom_derivatives import custom_jvp, custom_jvp_call_p, custom_vjp, custom_vjp_call_p
-from meshax._src.symbolic_zeros import CustomVJPPrimal, SymbolicZero
+from meshax._src.compat.top_level import closure_convert, custom_gradient
+from meshax._src.core.core import aval_of
+from meshax._src.transforms.custom_derivatives import custom_jvp, custom_jvp_call_p, custom_vjp, custom_vjp_call_p
+from meshax._src.transforms.symbolic_zeros import CustomVJPPrimal, SymbolicZero
 
 __all__ = ["CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp", "custom_jvp_call_p",
            "custom_vjp", "custom_vjp_call_p", "zero_from_primal"]

@@ -1,13 +1,13 @@
 """Debugging helpers (as jax.debug): printing and calling back with runtime values, drawing shardings."""
-from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
-from meshax._src.debugging import callback, print  # noqa: A004
-from meshax._src.visualize import visualize_array_sharding, visualize_sharding
+from meshax._src.numpy import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax._src.transforms.debugging import callback, print  # noqa: A004
+from meshax._src.sharding.visualize import visualize_array_sharding, visualize_sharding
 
 __all__ = ["callback", "print", "visualize_array_sharding", "visualize_sharding"]
 
 
 def __getattr__(name: str):
     """Names of jax.debug that meshax does not have yet raise NotImplementedError (others AttributeError)."""
-    from meshax._src.missing import missing_attribute
+    from meshax._src.compat.missing_names import missing_attribute
 
     missing_attribute("jax.debug", name)

@@ -1,5 +1,5 @@
 """Errors meshax raises that programs catch (as jax.errors)."""
-from meshax._src.core import (ConcretizationTypeError, NonConcreteBooleanIndexError, ShardingTypeError,
+from meshax._src.core.core import (ConcretizationTypeError, NonConcreteBooleanIndexError, ShardingTypeError,
                               TracerArrayConversionError, TracerBoolConversionError, TracerIntegerConversionError,
                               UnexpectedTracerError)
 

@@ -6,8 +6,8 @@ from typing import Any, Callable
 import numpy as np
 
 from meshax import numpy as jnp
-from meshax._src import dtypes
-from meshax._src.tree_util import tree_flatten, tree_unflatten
+from meshax._src.core import dtypes
+from meshax._src.tree.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["ravel_pytree"]
 

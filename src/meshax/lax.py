@@ -1,8 +1,8 @@
 """Lower-level operations (as jax.lax): elementwise, slicing, shapes, reductions, contractions, control flow,
 collectives over mesh axes, sharding constraints, stop_gradient."""
-from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
-from meshax._src.ad_api import stop_gradient
-from meshax._src.jit import with_sharding_constraint
+from meshax._src.numpy import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax._src.transforms.autodiff import stop_gradient
+from meshax._src.transforms.jit import with_sharding_constraint
 from meshax._src.lax.control_flow import (associative_scan, cond, fori_loop, map, scan, select, select_n, switch,
                                           while_loop)
 from meshax._src.lax.lax_ops import *  # noqa: F401,F403
@@ -10,7 +10,7 @@ from meshax._src.lax.lax_ops import __all__ as _ops_names
 from meshax._src.lax.parallel import (
     all_gather, all_to_all, axis_index, pcast, pmax, pmean, pmin, ppermute, psum, psum_scatter, pswapaxes, pvary,
 )
-from meshax._src.ad_api import stop_gradient_p
+from meshax._src.transforms.autodiff import stop_gradient_p
 from meshax._src.lax.parallel import axis_size_of as axis_size
 from meshax._src.lax.slicing import *  # noqa: F401,F403
 from meshax._src.lax.slicing import __all__ as _slicing_names
@@ -22,8 +22,8 @@ from meshax._src.lax.lax_more import *  # noqa: F401,F403
 from meshax._src.lax.lax_more import __all__ as _more_names
 from meshax._src.lax.special import *  # noqa: F401,F403
 from meshax._src.lax.special import __all__ as _special_names
-from meshax._src.random_core import erf_inv
-from meshax._src._jax_names import JAX_NAMES as _JAX_NAMES
+from meshax._src.random.prng import erf_inv
+from meshax._src.compat.jax_names import JAX_NAMES as _JAX_NAMES
 from meshax._src.lax.primitive_names import primitive_names as _primitive_names
 
 globals().update(_primitive_names(_JAX_NAMES["jax.lax"]))
@@ -37,6 +37,6 @@ __all__ = sorted(["all_gather", "all_to_all", "associative_scan", "axis_index", 
 
 def __getattr__(name: str):
     """Names of jax.lax that meshax does not have yet raise NotImplementedError (others AttributeError)."""
-    from meshax._src.missing import missing_attribute
+    from meshax._src.compat.missing_names import missing_attribute
 
     missing_attribute("jax.lax", name)

@@ -1,6 +1,6 @@
 """Pseudo-random numbers (as jax.random): JAX's default threefry-2x32 PRNG with raw uint32[2] keys."""
-from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
-from meshax._src.random import (  # noqa: F401
+from meshax._src.numpy import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax._src.random.api import (  # noqa: F401
     PRNGKey,
     ball,
     bernoulli,
@@ -65,6 +65,6 @@ __all__ = [
 
 def __getattr__(name: str):
     """Names of jax.random that meshax does not have yet raise NotImplementedError (others AttributeError)."""
-    from meshax._src.missing import missing_attribute
+    from meshax._src.compat.missing_names import missing_attribute
 
     missing_attribute("jax.random", name)

@@ -5,8 +5,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from meshax._src.ad_api import jvp, vjp
-from meshax._src.tree_util import tree_flatten, tree_map
+from meshax._src.transforms.autodiff import jvp, vjp
+from meshax._src.tree.tree_util import tree_flatten, tree_map
 
 __all__ = ["check_grads", "check_jvp", "check_vjp"]
 

@@ -1,13 +1,13 @@
 """The ``jax.tree`` namespace: short names for the pytree functions of :mod:`meshax.tree_util`.
 
-This module never imports NumPy: it only forwards to :mod:`meshax._src.tree_util`.
+This module never imports NumPy: it only forwards to :mod:`meshax._src.tree.tree_util`.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from meshax import tree_util as _public
-from meshax._src import tree_util as _tu
+from meshax._src.tree import tree_util as _tu
 
 __all__ = ["all", "broadcast", "flatten", "flatten_with_path", "leaves", "leaves_with_path", "map", "map_with_path",
            "reduce", "reduce_associative", "structure", "transpose", "unflatten"]
@@ -97,6 +97,6 @@ def broadcast(prefix_tree: Any, full_tree: Any, is_leaf: IsLeaf = None) -> Any:
 
 def __getattr__(name: str):
     """Names of jax.tree that meshax does not have yet raise NotImplementedError (others AttributeError)."""
-    from meshax._src.missing import missing_attribute
+    from meshax._src.compat.missing_names import missing_attribute
 
     missing_attribute("jax.tree", name)

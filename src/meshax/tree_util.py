@@ -5,9 +5,9 @@ transformations it is a node over its uint32 key data (which is how keys pass th
 """
 from typing import Any, Callable
 
-from meshax._src import tree_util as _tu
-from meshax._src.tree_util import *  # noqa: F401,F403
-from meshax._src.tree_util import __all__  # noqa: F401
+from meshax._src.tree import tree_util as _tu
+from meshax._src.tree.tree_util import *  # noqa: F401,F403
+from meshax._src.tree.tree_util import __all__  # noqa: F401
 
 IsLeaf = Callable[[Any], bool] | None
 

@@ -5,8 +5,8 @@ from typing import Any, Protocol, Union, runtime_checkable
 
 import numpy as np
 
-from meshax._src.array import Array
-from meshax._src.core import Tracer
+from meshax._src.arrays.array import Array
+from meshax._src.core.core import Tracer
 
 __all__ = ["ArrayLike", "DTypeLike", "DuckTypedArray"]
 

@@ -51,7 +51,7 @@ class Config:
             raise ValueError(f"meshax_buffer_pool_mb={value!r} must be a number of MiB >= 0 (0 turns the buffer "
                              "pool off).")
         if name == "jax_num_cpu_devices":
-            from . import devices
+            from .runtime import devices
 
             if devices.started():
                 raise RuntimeError("jax_num_cpu_devices config should be updated before backends are initialized i.e. "
@@ -59,7 +59,7 @@ class Config:
                                    "immediately after `import jax`.")
         self._values[name] = value
         if name in ("jax_debug_nans", "jax_debug_infs"):
-            from .debug_nans import check_floats
+            from .interpreters.debug_nans import check_floats
 
             check_floats(nans=bool(self._values["jax_debug_nans"]), infs=bool(self._values["jax_debug_infs"]))
 

@@ -1,5 +1,5 @@
 """Runtime checks of traced values (as jax.experimental.checkify): `check`, `checkify`, `Error`."""
-from meshax._src.checkify import (DivisionByZeroError, Error, ErrorCategory, FailedCheckError, JaxRuntimeError,
+from meshax._src.transforms.checkify import (DivisionByZeroError, Error, ErrorCategory, FailedCheckError, JaxRuntimeError,
                                   NaNError, OOBError, all_checks, automatic_checks, check, check_error, checkify,
                                   debug_check, div_checks, float_checks, index_checks, init_error, nan_checks,
                                   user_checks)
@@ -11,6 +11,6 @@ __all__ = ["DivisionByZeroError", "Error", "ErrorCategory", "FailedCheckError", 
 
 def __getattr__(name: str):
     """Names of jax.experimental.checkify that meshax does not have yet raise NotImplementedError (others AttributeError)."""
-    from meshax._src.missing import missing_attribute
+    from meshax._src.compat.missing_names import missing_attribute
 
     missing_attribute("jax.experimental.checkify", name)

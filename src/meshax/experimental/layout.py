@@ -53,7 +53,7 @@ class Format:
 
 def with_layout_constraint(x: Any, layout: Layout) -> Any:
     """`x` itself, once its layout is checked to be the default one."""
-    from meshax._src.tree_util import tree_map
+    from meshax._src.tree.tree_util import tree_map
 
     def constrain(leaf: Any) -> Any:
         layout.check_default(len(getattr(leaf, "shape", ())))

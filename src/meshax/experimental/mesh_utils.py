@@ -13,7 +13,7 @@ def create_device_mesh(mesh_shape: Sequence[int], devices: Sequence[Any] | None 
                        contiguous_submeshes: bool = False, allow_split_physical_axes: bool = False) -> np.ndarray:
     """An array of shape `mesh_shape` holding `devices` (all devices by default), ordered by process then id so
     each process's devices are contiguous (CPU devices have no physical topology to follow)."""
-    from meshax._src.devices import devices as all_devices, more_devices_hint
+    from meshax._src.runtime.devices import devices as all_devices, more_devices_hint
 
     chosen = list(all_devices() if devices is None else devices)
     shape = tuple(int(n) for n in mesh_shape)
@@ -32,7 +32,7 @@ def create_hybrid_device_mesh(mesh_shape: Sequence[int], dcn_mesh_shape: Sequenc
                               allow_split_physical_axes: bool = False) -> np.ndarray:
     """A mesh of shape mesh_shape * dcn_mesh_shape (elementwise) whose `dcn_mesh_shape` part spans processes:
     each process's devices form one `mesh_shape` block."""
-    from meshax._src.devices import devices as all_devices
+    from meshax._src.runtime.devices import devices as all_devices
 
     chosen = list(all_devices() if devices is None else devices)
     by_process: dict[int, list[Any]] = {}

@@ -6,8 +6,8 @@ win: this spelling maps without varying-axes typing (as check_vma=False), whatev
 """
 from typing import Any, Callable
 
-from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
-from meshax._src.shard_map import shard_map as _shard_map
+from meshax._src.numpy import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax._src.transforms.shard_map import shard_map as _shard_map
 
 
 def shard_map(f: Callable[..., Any], mesh: Any = None, in_specs: Any = None, out_specs: Any = None,

@@ -5,6 +5,6 @@ __all__ = ["core", "linear_util", "source_info_util"]
 
 
 def __getattr__(name: str):
-    from meshax._src.missing import module_getattr
+    from meshax._src.compat.missing_names import module_getattr
 
     return module_getattr("jax.extend")(name)

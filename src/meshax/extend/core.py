@@ -11,10 +11,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from meshax._src import core as _core
-from meshax._src.core import ShapedArray, Tracer, aval_of
+from meshax._src.core import core as _core
+from meshax._src.core.core import ShapedArray, Tracer, aval_of
 from meshax._src.interpreters.staging import inline_rules
-from meshax._src.jaxpr import ClosedJaxpr, Equation as JaxprEqn, Jaxpr, Literal, Var, eval_jaxpr as _eval_jaxpr
+from meshax._src.core.jaxpr import ClosedJaxpr, Equation as JaxprEqn, Jaxpr, Literal, Var, eval_jaxpr as _eval_jaxpr
 
 __all__ = ["ClosedJaxpr", "Jaxpr", "JaxprEqn", "Literal", "Primitive", "Var", "find_top_trace",
            "get_opaque_trace_state", "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval", "primal_dtype_to_tangent_dtype",
@@ -124,7 +124,7 @@ def unmapped_aval(size: int, axis: int | None, aval: ShapedArray, explicit_mesh_
 
 def primal_dtype_to_tangent_dtype(primal_dtype: Any) -> np.dtype:
     """The dtype of tangents of values of `primal_dtype`: float0 for integers and booleans."""
-    from meshax._src.dtypes import float0
+    from meshax._src.core.dtypes import float0
 
     dtype = np.dtype(primal_dtype)
     return dtype if np.issubdtype(dtype, np.inexact) else np.dtype(float0)
@@ -141,6 +141,6 @@ def valid_jaxtype(x: Any) -> bool:
 
 def __getattr__(name: str):
     """Names of jax.extend.core that meshax does not have yet raise NotImplementedError (others AttributeError)."""
-    from meshax._src.missing import missing_attribute
+    from meshax._src.compat.missing_names import missing_attribute
 
     missing_attribute("jax.extend.core", name)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from meshax._src.core import Tracer, aval_of
+from meshax._src.core.core import Tracer, aval_of
 from meshax._src.interpreters.ad import (JVPTrace, UndefinedPrimal, Zero, add_any_p, add_tangents, deflinear,
                                          instantiate, is_undefined, jvp_rules, tangent_aval, transpose_rules, zeros)
 from meshax._src.interpreters.ad import defjvp as _defjvp
@@ -86,19 +86,19 @@ def defbilinear(primitive: Any, lhs_rule: Callable[..., Any] | None, rhs_rule: C
 
 
 def jvp(fun: Callable[..., Any], primals: Any, tangents: Any) -> Any:
-    from meshax._src.ad_api import jvp as _jvp
+    from meshax._src.transforms.autodiff import jvp as _jvp
 
     return _jvp(fun, primals, tangents)
 
 
 def linearize(fun: Callable[..., Any], *primals: Any) -> Any:
-    from meshax._src.ad_api import linearize as _linearize
+    from meshax._src.transforms.autodiff import linearize as _linearize
 
     return _linearize(fun, *primals)
 
 
 def __getattr__(name: str):
     """Names of jax.interpreters.ad that meshax does not have yet raise NotImplementedError (others AttributeError)."""
-    from meshax._src.missing import missing_attribute
+    from meshax._src.compat.missing_names import missing_attribute
 
     missing_attribute("jax.interpreters.ad", name)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from meshax._src.core import aval_of
+from meshax._src.core.core import aval_of
 from meshax._src.interpreters.batching import batching_rules, move_to, move_to_front, not_mapped
 
 __all__ = ["AxisData", "axis_primitive_batchers", "bdim_at_front", "broadcast", "defbroadcasting", "defvectorized",
@@ -76,6 +76,6 @@ def defbroadcasting(primitive: Any) -> None:
 
 def __getattr__(name: str):
     """Names of jax.interpreters.batching that meshax does not have yet raise NotImplementedError (others AttributeError)."""
-    from meshax._src.missing import missing_attribute
+    from meshax._src.compat.missing_names import missing_attribute
 
     missing_attribute("jax.interpreters.batching", name)

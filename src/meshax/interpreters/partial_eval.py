@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from meshax._src.core import ShapedArray, Tracer, aval_of, current_trace, set_current_trace
+from meshax._src.core.core import ShapedArray, Tracer, aval_of, current_trace, set_current_trace
 from meshax._src.interpreters.staging import PartialEvalTrace, partial_eval_rules, trace_to_jaxpr
-from meshax._src.jaxpr import Jaxpr
+from meshax._src.core.jaxpr import Jaxpr
 
 __all__ = ["DynamicJaxprTracer", "JaxprTracer", "PartialVal", "custom_partial_eval_rules", "trace_to_jaxpr_dynamic",
            "trace_to_jaxpr_nounits"]
@@ -93,6 +93,6 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool], instantiate: bool = Fa
 
 def __getattr__(name: str):
     """Names of jax.interpreters.partial_eval that meshax does not have yet raise NotImplementedError (others AttributeError)."""
-    from meshax._src.missing import missing_attribute
+    from meshax._src.compat.missing_names import missing_attribute
 
     missing_attribute("jax.interpreters.partial_eval", name)

@@ -1,7 +1,7 @@
 """Neural-network functions (as jax.nn), and their weight initializers in the submodule `initializers`."""
-from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax._src.numpy import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax.nn import initializers as initializers
-from meshax._src.nn import (
+from meshax._src.nn.functions import (
     celu, dot_product_attention, elu, gelu, glu, hard_sigmoid, hard_silu, hard_swish, hard_tanh, identity, leaky_relu,
     log1mexp, log_sigmoid, log_softmax, logmeanexp, logsumexp, mish, one_hot, relu, relu6, selu, sigmoid, silu,
     soft_sign, softmax, softplus, sparse_plus, sparse_sigmoid, squareplus, standardize, swish, tanh,
@@ -15,6 +15,6 @@ __all__ = ["celu", "dot_product_attention", "elu", "gelu", "glu", "hard_sigmoid"
 
 def __getattr__(name: str):
     """Names of jax.nn that meshax does not have yet raise NotImplementedError (others AttributeError)."""
-    from meshax._src.missing import missing_attribute
+    from meshax._src.compat.missing_names import missing_attribute
 
     missing_attribute("jax.nn", name)

@@ -1,6 +1,6 @@
 """Weight initializers (as jax.nn.initializers)."""
-from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
-from meshax._src.nn_initializers import (  # noqa: F401
+from meshax._src.numpy import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax._src.nn.initializers import (  # noqa: F401
     Initializer,
     constant,
     delta_orthogonal,
@@ -22,4 +22,4 @@ from meshax._src.nn_initializers import (  # noqa: F401
     xavier_uniform,
     zeros,
 )
-from meshax._src.nn_initializers import __all__  # noqa: F401
+from meshax._src.nn.initializers import __all__  # noqa: F401

@@ -3,10 +3,10 @@ import types as _types
 
 import numpy as _np
 
-from meshax._src import methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax._src.numpy import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax._src import numpy as _api
-from meshax._src.basearray import Array as ndarray  # noqa: F401  (jnp.ndarray is meshax.Array, as in JAX)
-from meshax._src.dtypes import finfo, iinfo  # noqa: F401
+from meshax._src.arrays.basearray import Array as ndarray  # noqa: F401  (jnp.ndarray is meshax.Array, as in JAX)
+from meshax._src.core.dtypes import finfo, iinfo  # noqa: F401
 from meshax._src.numpy import *  # noqa: F401,F403
 from meshax._src.numpy import (  # noqa: F401
     abs, all, any, divmod, max, min, pow, round, sum,
@@ -39,6 +39,6 @@ from meshax.numpy import fft, linalg  # noqa: E402  (jnp.linalg.inv, jnp.fft.fft
 
 def __getattr__(name: str):
     """Names of jax.numpy that meshax does not have yet raise NotImplementedError (others AttributeError)."""
-    from meshax._src.missing import missing_attribute
+    from meshax._src.compat.missing_names import missing_attribute
 
     missing_attribute("jax.numpy", name)

@@ -83,6 +83,6 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
 
 def __getattr__(name: str):
     """Names of jax.scipy.linalg that meshax does not have yet raise NotImplementedError (others AttributeError)."""
-    from meshax._src.missing import missing_attribute
+    from meshax._src.compat.missing_names import missing_attribute
 
     missing_attribute("jax.scipy.linalg", name)

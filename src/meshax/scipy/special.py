@@ -10,8 +10,8 @@ import numpy as np
 from meshax import lax
 from meshax import numpy as jnp
 from meshax._src.numpy import _promote_inexact
-from meshax._src.custom_derivatives import custom_jvp
-from meshax._src.nn import log_softmax, logsumexp, softmax
+from meshax._src.transforms.custom_derivatives import custom_jvp
+from meshax._src.nn.functions import log_softmax, logsumexp, softmax
 
 __all__ = ["betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "factorial", "gamma",
            "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "logit",
@@ -224,6 +224,6 @@ def log_ndtr(x: Any, series_order: int = 3) -> Any:
 
 def __getattr__(name: str):
     """Names of jax.scipy.special that meshax does not have yet raise NotImplementedError (others AttributeError)."""
-    from meshax._src.missing import missing_attribute
+    from meshax._src.compat.missing_names import missing_attribute
 
     missing_attribute("jax.scipy.special", name)

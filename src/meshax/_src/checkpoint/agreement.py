@@ -16,8 +16,8 @@ from typing import Any
 import crc32c
 import numpy as np
 
-from ..array import Array
-from ..sharding import Sharding
+from ..arrays.array import Array
+from ..sharding.shardings import Sharding
 
 
 @dataclass

@@ -16,7 +16,7 @@ import itertools
 import os
 import shutil
 
-from .. import devices as device_table
+from ..runtime import devices as device_table
 from .metadata import CHECKPOINT_METADATA, METADATA
 from .zarr_io import sync_dir
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..pytree_registry import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey
-from ..tree_util import tree_flatten_with_path
+from ..tree.registry import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey
+from ..tree.tree_util import tree_flatten_with_path
 
 METADATA = "_METADATA"
 CHECKPOINT_METADATA = "_CHECKPOINT_METADATA"
@@ -148,7 +148,7 @@ def build_tree(leaves: list[LeafInfo], values: list[Any]) -> Any:
 
 def leaf_kind(value: Any) -> str:
     """Orbax's value_type of a leaf being saved."""
-    from ..array import Array
+    from ..arrays.array import Array
 
     if value is None:
         return "None"

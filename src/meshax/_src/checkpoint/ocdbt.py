@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..sharding import Box
+from ..sharding.shardings import Box
 
 
 def _tensorstore():

@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import devices as device_table
-from ..array import Array
-from ..sharding import Sharding, unique_boxes
-from ..transfer import _array_from_boxes
+from ..runtime import devices as device_table
+from ..arrays.array import Array
+from ..sharding.shardings import Sharding, unique_boxes
+from ..arrays.transfer import _array_from_boxes
 from . import agreement, checksums, commit, metadata, zarr_io
 from .metadata import LeafInfo
 
@@ -83,7 +83,7 @@ def _match(path: str, leaves: list[LeafInfo], target: Any) -> tuple[list[tuple[L
 
 def _spanned_processes(target: Any) -> list[int]:
     """The processes that the target's shardings span: those that must restore together."""
-    from ..tree_util import tree_leaves
+    from ..tree.tree_util import tree_leaves
 
     ranks: set[int] = set()
     for leaf in tree_leaves(target, is_leaf=lambda x: isinstance(x, Sharding)):
@@ -136,6 +136,6 @@ def restore_step(path: Any, target: Any, step: int | None) -> Any:
         raise proposal.problem
     if pairs is None:
         return metadata.build_tree(leaves, [_read_leaf(folder, leaf, opener, None) for leaf in leaves])
-    from ..tree_util import tree_unflatten
+    from ..tree.tree_util import tree_unflatten
 
     return tree_unflatten(structure, [_read_leaf(folder, leaf, opener, value) for leaf, value in pairs])

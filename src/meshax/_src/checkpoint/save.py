@@ -9,10 +9,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import devices as device_table
-from ..array import Array
+from ..runtime import devices as device_table
+from ..arrays.array import Array
 from ..runtime.channels import Channel
-from ..sharding import Box, unique_boxes
+from ..sharding.shardings import Box, unique_boxes
 from . import agreement, checksums, commit, metadata, zarr_io
 from .metadata import LeafInfo
 

@@ -23,7 +23,7 @@ from typing import Any, Iterator
 import crc32c
 import numpy as np
 
-from ..dtypes import _NARROW_FLOATS, _SUBBYTE_INTS, bfloat16
+from ..core.dtypes import _NARROW_FLOATS, _SUBBYTE_INTS, bfloat16
 from .checksums import ChunkChecksums, CorruptCheckpointError
 
 Box = tuple[tuple[int, int], ...]

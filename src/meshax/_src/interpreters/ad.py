@@ -13,12 +13,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import rules
-from ..core import Primitive, ShapedArray, Trace, Tracer, aval_of, current_trace, define_primitive, set_current_trace
-from ..dtypes import float0
-from ..jaxpr import Jaxpr, Literal
+from ..sharding import placement_rules as rules
+from ..core.core import Primitive, ShapedArray, Trace, Tracer, aval_of, current_trace, define_primitive, set_current_trace
+from ..core.dtypes import float0
+from ..core.jaxpr import Jaxpr, Literal
 from .staging import PartialEvalTrace, inline_rules
-from ..dtypes import issubdtype
+from ..core.dtypes import issubdtype
 
 jvp_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(primals, tangents, **params) -> (primal_out, tangent_out)
 transpose_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(ct, *args, **params) -> cts of args
@@ -148,7 +148,7 @@ class LinearFunction:
         self.out_avals = list(out_avals)
 
     def __call__(self, tangents: Sequence[Any]) -> list[Any]:
-        from ..jaxpr import eval_jaxpr
+        from ..core.jaxpr import eval_jaxpr
 
         outs = eval_jaxpr(self.jaxpr, self.jaxpr.consts, [instantiate(t) for t in tangents])
         return [zeros(a) if isinstance(v, Literal) else o for o, v, a in zip(outs, self.jaxpr.outvars, self.out_avals)]

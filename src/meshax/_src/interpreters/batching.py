@@ -11,7 +11,7 @@ import contextlib
 import functools
 from typing import Any, Callable, Sequence
 
-from ..core import AxisFrame, Primitive, Trace, Tracer, aval_of, extend_axis_env, set_current_trace
+from ..core.core import AxisFrame, Primitive, Trace, Tracer, aval_of, extend_axis_env, set_current_trace
 from .staging import inline_rules
 
 batching_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(values, dims, **params) -> (out, out_dims)
@@ -71,7 +71,7 @@ class BatchTrace(Trace):
 
 def move_to_front(x: Any, dim: int | None, size: int) -> Any:
     """`x` with its batch dimension first (broadcast to `size` if it has none)."""
-    from .. import primitives as P
+    from ..lax import primitives as P
 
     aval = aval_of(x)
     if dim is None:
@@ -85,7 +85,7 @@ def move_to_front(x: Any, dim: int | None, size: int) -> Any:
 
 def move_to(x: Any, dim: int, target: int) -> Any:
     """`x` with its batch dimension moved from `dim` to `target`."""
-    from .. import primitives as P
+    from ..lax import primitives as P
 
     if dim == target:
         return x
@@ -96,7 +96,7 @@ def move_to(x: Any, dim: int, target: int) -> Any:
 
 def _per_element(primitive: Primitive) -> Callable[..., Any]:
     """The fallback rule: the primitive once per batch element, results stacked along a new first dimension."""
-    from .. import primitives as P
+    from ..lax import primitives as P
 
     def rule(values: list[Any], dims: list[Any], **params: Any) -> tuple[Any, Any]:
         size = next(aval_of(v).shape[d] for v, d in zip(values, dims) if d is not None)
@@ -115,7 +115,7 @@ def _per_element(primitive: Primitive) -> Callable[..., Any]:
 
 
 def _stack(values: Sequence[Any]) -> Any:
-    from .. import primitives as P
+    from ..lax import primitives as P
 
     rows = [P.reshape.bind(v, new_sizes=(1,) + tuple(aval_of(v).shape)) for v in values]
     return rows[0] if len(rows) == 1 else P.concatenate.bind(*rows, axis=0)
@@ -124,7 +124,7 @@ def _stack(values: Sequence[Any]) -> Any:
 def batch_flat(fun: Callable[..., Sequence[Any]], values: Sequence[Any], dims: Sequence[int | None], size: int,
                axis_name: Any = None, spmd_axis_name: tuple = ()) -> tuple[list[Any], list[int | None]]:
     """Run `fun` (flat lists in and out) on batched values; returns the outputs and their batch dimensions."""
-    from ..core import current_trace
+    from ..core.core import current_trace
 
     trace = BatchTrace(current_trace(), axis_name, size, spmd_axis_name)
     inputs = [trace.new(v, d) for v, d in zip(values, dims)]

@@ -24,9 +24,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import device_pool
-from ..core import impl_rules
-from ..jaxpr import Equation, Jaxpr, Literal, Var
+from ..runtime import compute_pool as device_pool
+from ..core.core import impl_rules
+from ..core.jaxpr import Equation, Jaxpr, Literal, Var
 from .numexpr_executor import NumexprExecutor
 
 # elementwise primitives whose NumPy implementation gives each element the same value on any block of rows

@@ -13,18 +13,18 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import device_pool
-from .. import devices as device_table
-from ..array import Array, read_only
-from ..collectives import allreduce_devices
-from ..core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, check_not_escaped, impl_rules,
+from ..runtime import compute_pool as device_pool
+from ..runtime import devices as device_table
+from ..arrays.array import Array, read_only
+from ..arrays.collectives import allreduce_devices
+from ..core.core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, check_not_escaped, impl_rules,
                     set_eager_trace, sharding_rules)
-from ..mesh import Mesh
-from ..explicit_types import explicit_names, target_spec
-from ..partition import SINGLE_AXIS, as_named, choose_mesh, current_specs, place, sharding_for, spec_of, to_partition_spec
-from ..rules import Spec, fit
-from ..sharding import NamedSharding, PartitionSpec, Sharding
-from ..transfer import reshard
+from ..sharding.mesh import Mesh
+from ..sharding.explicit_types import explicit_names, target_spec
+from ..arrays.partition import SINGLE_AXIS, as_named, choose_mesh, current_specs, place, sharding_for, spec_of, to_partition_spec
+from ..sharding.placement_rules import Spec, fit
+from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding
+from ..arrays.transfer import reshard
 from .numpy_eval import structured_rules, try_primitive
 from .staging import inline_rules
 

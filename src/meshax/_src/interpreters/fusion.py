@@ -19,10 +19,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core import ShapedArray, aval_of, define_primitive, keeps_own_vma, sharding_rules, vma_rules
-from ..jaxpr import Equation, Jaxpr, Literal, Var, eval_jaxpr
-from ..partition import choose_mesh, current_specs
-from ..rules import Layout, Spec, replicated
+from ..core.core import ShapedArray, aval_of, define_primitive, keeps_own_vma, sharding_rules, vma_rules
+from ..core.jaxpr import Equation, Jaxpr, Literal, Var, eval_jaxpr
+from ..arrays.partition import choose_mesh, current_specs
+from ..sharding.placement_rules import Layout, Spec, replicated
 from .cpu_executor import CpuExecutor
 from .simplify import simplify
 

@@ -26,8 +26,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..jaxpr import Equation, Jaxpr, Literal, Var
-from .. import device_pool
+from ..core.jaxpr import Equation, Jaxpr, Literal, Var
+from ..runtime import compute_pool as device_pool
 from ..runtime.cpu_budget import compute_threads
 
 _SUPPORTED = frozenset(np.dtype(t) for t in (np.bool_, np.int32, np.int64, np.float32, np.float64))

@@ -14,11 +14,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..array import Array, read_only
-from .. import devices as device_table
-from ..core import Primitive, abstract_eval, aval_of, impl_rules
-from ..jaxpr import Jaxpr, Literal
-from ..sharding import SingleDeviceSharding
+from ..arrays.array import Array, read_only
+from ..runtime import devices as device_table
+from ..core.core import Primitive, abstract_eval, aval_of, impl_rules
+from ..core.jaxpr import Jaxpr, Literal
+from ..sharding.shardings import SingleDeviceSharding
 from .fusion import executable
 
 # primitives with a jaxpr parameter: how to run them here (evaluator, *args, **params) -> outputs

@@ -12,9 +12,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import device_pool
-from ..array import Array
-from ..core import Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, impl_rules, pvary_p
+from ..runtime import compute_pool as device_pool
+from ..arrays.array import Array
+from ..core.core import Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, impl_rules, pvary_p
 from .staging import inline_rules
 
 device_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(device_trace, *args, **params)

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core import ShapedArray, impl_rules
-from ..jaxpr import Equation, Jaxpr, Literal, Var
+from ..core.core import ShapedArray, impl_rules
+from ..core.jaxpr import Equation, Jaxpr, Literal, Var
 
 # primitives whose equations must run even when their results are unused, or run once per occurrence
 _EFFECTFUL = frozenset({"pure_callback", "debug_callback", "io_callback", "sharding_constraint"})

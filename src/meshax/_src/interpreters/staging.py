@@ -12,8 +12,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..core import Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, current_trace, set_current_trace
-from ..jaxpr import ClosedJaxpr, Equation, Jaxpr, Literal, Var
+from ..core.core import Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, current_trace, set_current_trace
+from ..core.jaxpr import ClosedJaxpr, Equation, Jaxpr, Literal, Var
 
 inline_rules: dict[Primitive, Callable[..., Any]] = {}  # call-like primitives that other traces expand in place
 staging_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(trace, *args, **params): staged in their own way
@@ -121,7 +121,7 @@ def consts_as_inputs(jaxpr: Jaxpr) -> Jaxpr:
 
 def make_jaxpr(fun: Callable[..., Any], static_argnums: Any = ()) -> Callable[..., Any]:
     """A function that traces `fun` on its arguments and returns the ClosedJaxpr (as jax.make_jaxpr)."""
-    from ..tree_util import tree_flatten, tree_unflatten
+    from ..tree.tree_util import tree_flatten, tree_unflatten
 
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 

@@ -12,11 +12,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import primitives as P
-from ..core import ShapedArray, aval_of
+from . import primitives as P
+from ..core.core import ShapedArray, aval_of
 from ..interpreters.ad import (Zero, defjvp, deflinear, defzero, instantiate, is_undefined, jvp_rules, tangent_aval,
                                transpose_rules, zeros)
-from ..dtypes import issubdtype
+from ..core.dtypes import issubdtype
 
 U, B = P.UNARY, P.BINARY
 

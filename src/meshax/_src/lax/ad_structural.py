@@ -11,14 +11,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import primitives as P
-from .. import random as R
-from ..core import aval_of
+from . import primitives as P
+from ..random import api as R
+from ..core.core import aval_of
 from ..interpreters.ad import (Zero, defjvp, deflinear, defzero, instantiate, is_undefined, jvp_rules, tangent_aval,
                                transpose_rules, zeros)
-from ..sharding import PartitionSpec
+from ..sharding.shardings import PartitionSpec
 from .ad_rules import add, broadcast_to, div, mul, unbroadcast
-from ..dtypes import issubdtype
+from ..core.dtypes import issubdtype
 
 for _primitive in (P.argmax, P.argmin, P.argsort, P.iota, P.REDUCE["or"], P.REDUCE["and"], R.threefry2x32_p):
     defzero(_primitive)

@@ -11,14 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import primitives as P
-from .. import random as R
+from . import primitives as P
+from ..random import api as R
 from ..interpreters.ad import add_any_p
-from ..core import aval_of, axis_size, pvary_p
-from ..explicit_types import explicit_names
+from ..core.core import aval_of, axis_size, pvary_p
+from ..sharding.explicit_types import explicit_names
 from ..interpreters.batching import batching_rules, move_to_front, named_axis_rules, spmd_rules
-from ..mesh import current_mesh
-from ..sharding import NamedSharding, PartitionSpec
+from ..sharding.mesh import current_mesh
+from ..sharding.shardings import NamedSharding, PartitionSpec
 from .control_flow import while_p
 from .parallel import all_gather_p, axis_index_p, ppermute_p, preduce_p, reduce_scatter_p
 

@@ -15,16 +15,16 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import primitives as P
-from ..explicit_rules import format_spec
-from ..core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
+from . import primitives as P
+from ..sharding.explicit_rules import format_spec
+from ..core.core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
 from ..interpreters.ad import Zero, instantiate, jvp_flat, jvp_rules, tangent_aval
 from ..interpreters.numpy_eval import structured_rules
 from ..interpreters.shard_map import device_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, trace_to_jaxpr
-from ..jaxpr import Jaxpr, eval_jaxpr
-from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
-from ..dtypes import issubdtype
+from ..core.jaxpr import Jaxpr, eval_jaxpr
+from ..tree.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from ..core.dtypes import issubdtype
 from ..numpy import util as U
 
 

@@ -9,8 +9,8 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ..core import aval_of
-from ..tree_util import tree_flatten, tree_unflatten
+from ..core.core import aval_of
+from ..tree.tree_util import tree_flatten, tree_unflatten
 from . import lax_ops as L
 from . import slicing as S
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import ShapedArray, aval_of
+from ..core.core import ShapedArray, aval_of
 from ..interpreters.ad import Zero, jvp_rules, transpose_rules
 from .linalg import _batched, _define  # noqa: F401  (shared primitive machinery)
 

@@ -8,7 +8,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ..core import aval_of
+from ..core.core import aval_of
 from . import lax_ops as L
 from .lax_more import GatherScatterMode
 

@@ -9,10 +9,10 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from .. import dtypes
-from .. import primitives as P
-from ..core import aval_of
-from ..tree_util import tree_flatten, tree_map, tree_unflatten
+from ..core import dtypes
+from . import primitives as P
+from ..core.core import aval_of
+from ..tree.tree_util import tree_flatten, tree_map, tree_unflatten
 from . import lax_ops as L
 from . import slicing as S
 from .control_flow import associative_scan

@@ -11,12 +11,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import dtypes
-from .. import primitives as P
-from ..core import aval_of
+from ..core import dtypes
+from . import primitives as P
+from ..core.core import aval_of
 from ..numpy import util as U
-from ..sharding_api import reshard
-from ..dtypes import issubdtype
+from ..transforms.sharding_in_types import reshard
+from ..core.dtypes import issubdtype
 
 __all__ = [
     "abs", "acos", "acosh", "add", "argmax", "argmin", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",

@@ -11,14 +11,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import buffers
+from ..runtime import buffers
 from .. import numpy as jnp
-from ..collectives import allreduce_devices, gather_devices, group_index, permute_devices
-from ..core import (Primitive, ShapedArray, abstract_eval, abstract_eval_rules, axis_size, manual_axes, pvary_p,
+from ..arrays.collectives import allreduce_devices, gather_devices, group_index, permute_devices
+from ..core.core import (Primitive, ShapedArray, abstract_eval, abstract_eval_rules, axis_size, manual_axes, pvary_p,
                     vma_checked, vma_rules)
 from ..interpreters.ad import deflinear, defzero, jvp_rules, transpose_rules
 from ..interpreters.shard_map import DeviceTrace, device_rules
-from ..tree_util import tree_map
+from ..tree.tree_util import tree_map
 
 
 def _names(axis_name: Any) -> tuple[str, ...]:

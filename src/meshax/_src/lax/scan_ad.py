@@ -13,13 +13,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core import Tracer, aval_of, current_trace, set_current_trace
+from ..core.core import Tracer, aval_of, current_trace, set_current_trace
 from ..interpreters.ad import (Zero, add_tangents, backward_pass, instantiate, is_undefined, jvp_flat, jvp_rules,
                                tangent_aval, transpose_rules, zeros)
 from ..interpreters.staging import PartialEvalTrace, consts_as_inputs, partial_eval_rules, trace_to_jaxpr
-from ..jaxpr import Jaxpr, eval_jaxpr
+from ..core.jaxpr import Jaxpr, eval_jaxpr
 from .control_flow import scan_p
-from ..dtypes import issubdtype
+from ..core.dtypes import issubdtype
 
 
 def _closed(fun: Any, avals: Sequence[Any]) -> tuple[Jaxpr, list[Any]]:

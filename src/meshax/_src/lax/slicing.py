@@ -11,9 +11,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import primitives as P
-from ..array import Array
-from ..core import Tracer, aval_of
+from . import primitives as P
+from ..arrays.array import Array
+from ..core.core import Tracer, aval_of
 from ..numpy import util as U
 
 __all__ = ["broadcast", "broadcast_in_dim", "broadcast_to_rank", "collapse", "concatenate", "dynamic_index_in_dim",

@@ -9,15 +9,15 @@ from typing import Any, Callable
 import numpy as np
 import scipy.special as sc
 
-from .. import primitives as P
-from .. import rules
-from ..core import Primitive, ShapedArray, aval_of, define_primitive
+from . import primitives as P
+from ..sharding import placement_rules as rules
+from ..core.core import Primitive, ShapedArray, aval_of, define_primitive
 from ..interpreters.ad import defjvp, defzero, deflinear
 from ..interpreters.batching import batching_rules
 from .ad_rules import mul, neg, sub
 from .batching_rules import _elementwise
 from .lax_ops import _same_dtype
-from ..dtypes import finfo, issubdtype
+from ..core.dtypes import finfo, issubdtype
 
 __all__ = ["betainc", "bessel_i0e", "bessel_i1e", "bitcast_convert_type", "clz", "digamma", "erfc", "igamma",
            "igammac", "lgamma", "mulhi", "polygamma", "population_count", "reduce_precision", "zeta"]

@@ -6,18 +6,18 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes
-from .. import primitives as P
-from ..random_keys import KeyArray
-from ..api import device_put, host_value
-from ..array import Array
-from ..core import Tracer
-from ..explicit_rules import format_spec
-from ..sharding import NamedSharding, PartitionSpec
+from ..core import dtypes
+from ..lax import primitives as P
+from ..random.typed_keys import KeyArray
+from ..arrays.placement import device_put, host_value
+from ..arrays.array import Array
+from ..core.core import Tracer
+from ..sharding.explicit_rules import format_spec
+from ..sharding.shardings import NamedSharding, PartitionSpec
 from .util import ArrayLike, _cast, _dims, _dtype, _is_array, _placed, _shape
 from .ufuncs import astype, power
 from .shape_ops import broadcast_to, ravel, reshape, stack
-from ..out_sharding import accepts_out_sharding
+from ..sharding.out_sharding import accepts_out_sharding
 
 
 def array(object: ArrayLike, dtype: Any = None, copy: bool = True, order: Any = None, ndmin: int = 0, *,

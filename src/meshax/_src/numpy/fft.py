@@ -12,11 +12,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import numpy as jnp
-from .. import dtypes
-from ..core import aval_of
+from ..core import dtypes
+from ..core.core import aval_of
 from ..lax import fft as F
-from ..numpy.util import ArrayLike, _as_array, _lift, _promote_inexact as _promote_host, _shape
-from ..dtypes import issubdtype
+from .util import ArrayLike, _as_array, _lift, _promote_inexact as _promote_host, _shape
+from ..core.dtypes import issubdtype
 
 
 def _promote_inexact(*args: Any) -> list[Any]:

@@ -36,7 +36,7 @@ def vectorize(pyfunc: Callable[..., Any], *, excluded: Any = frozenset(), signat
 
     @functools.wraps(pyfunc)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        from ..vmap_api import vmap
+        from ..transforms.vmap import vmap
 
         mapped_positions = [i for i in range(len(args)) if i not in excluded]
         fixed_kwargs = {k: v for k, v in kwargs.items() if k in excluded}

@@ -7,12 +7,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import primitives as P
-from ..core import NonConcreteBooleanIndexError, Tracer, aval_of
+from ..lax import primitives as P
+from ..core.core import NonConcreteBooleanIndexError, Tracer, aval_of
 from .util import ArrayLike, _axes, _cast, _is_array, _lift, _ndim, _promote, _shape
 from .ufuncs import _where, add, greater_equal, less, logical_or, remainder
 from .shape_ops import broadcast_to, expand_dims, pad, ravel, reshape
-from ..dtypes import iinfo, issubdtype
+from ..core.dtypes import iinfo, issubdtype
 
 
 def repeat(a: ArrayLike, repeats: Any, axis: int | None = None, *, total_repeat_length: Any = None) -> Any:

@@ -13,10 +13,10 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from .. import numpy as jnp
-from ..core import aval_of
+from ..core.core import aval_of
 from ..lax import linalg as L
-from ..numpy.util import ArrayLike, _as_array, _promote_inexact as _promote_host, _shape
-from ..dtypes import finfo, issubdtype
+from .util import ArrayLike, _as_array, _promote_inexact as _promote_host, _shape
+from ..core.dtypes import finfo, issubdtype
 
 
 class EighResult(NamedTuple):

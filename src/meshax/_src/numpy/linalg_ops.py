@@ -9,11 +9,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import partition
-from .. import primitives as P
-from ..array import Array
-from ..core import Tracer, aval_of
-from ..sharding import Sharding
+from ..arrays import partition
+from ..lax import primitives as P
+from ..arrays.array import Array
+from ..core.core import Tracer, aval_of
+from ..sharding.shardings import Sharding
 from .util import ArrayLike, _as_array, _axes, _cast, _dtype, _lift, _ndim, _promote, _shape, _weak
 from .ufuncs import astype, conjugate, multiply, subtract
 from .shape_ops import (
@@ -21,7 +21,7 @@ from .shape_ops import (
 )
 from .reductions import sum
 from .searching import where
-from ..dtypes import issubdtype
+from ..core.dtypes import issubdtype
 
 
 def _dot_general(a: Any, b: Any, contract: tuple[Sequence[int], Sequence[int]],
@@ -56,8 +56,8 @@ def _dot_general(a: Any, b: Any, contract: tuple[Sequence[int], Sequence[int]],
 def _out_sharding(out_sharding: Any, name: str) -> Any:
     """A contraction's out_sharding= checked: a NamedSharding, or a PartitionSpec (over the mesh of `with mesh:`
     when one is entered, else over the operands' mesh)."""
-    from ..mesh import current_mesh
-    from ..sharding import NamedSharding, PartitionSpec
+    from ..sharding.mesh import current_mesh
+    from ..sharding.shardings import NamedSharding, PartitionSpec
 
     if isinstance(out_sharding, PartitionSpec) and current_mesh() is not None:
         return NamedSharding(current_mesh(), out_sharding)
@@ -172,7 +172,7 @@ def einsum(subscripts: str, *operands: ArrayLike, optimize: Any = None, precisio
     if letters != output:
         value = transpose(value, [letters.index(c) for c in output])
     if len(operands) == 1 and out_sharding is not None:
-        from ..sharding import to_sharding
+        from ..sharding.shardings import to_sharding
 
         value = P.sharding_constraint.bind(value, sharding=to_sharding(out_sharding))
     return value
@@ -209,7 +209,7 @@ def _spec_of(out_sharding: Any) -> Any:
 
 def _reordered(out_sharding: Any, source: Sequence[int]) -> Any:
     """`out_sharding` of a result, as the layout of a value whose dimension d is the result's dimension source[d]."""
-    from ..sharding import NamedSharding, PartitionSpec
+    from ..sharding.shardings import NamedSharding, PartitionSpec
 
     spec = _spec_of(out_sharding)
     entries = tuple(spec) + (None,) * (len(source) - len(spec))

@@ -6,13 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from ..core import dtypes
 from .util import ArrayLike, _is_array, _promote, _shape
 from .ufuncs import equal, imag, isclose, isinf, isnan, logical_and, logical_not, logical_or, not_equal, signbit
 from .shape_ops import broadcast_to
 from .creation import array, ones_like, zeros_like
 from .reductions import all
-from ..dtypes import issubdtype as _issubdtype
+from ..core.dtypes import issubdtype as _issubdtype
 
 
 def isscalar(element: Any) -> bool:

@@ -14,7 +14,7 @@ from .reductions import mean, sum
 from .searching import where
 from .linalg_ops import diagonal, matmul
 from .logic import isneginf, isposinf
-from ..dtypes import finfo, issubdtype
+from ..core.dtypes import finfo, issubdtype
 
 
 def nan_to_num(x: ArrayLike, copy: bool = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None) -> Any:

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
-from .. import primitives as P
-from ..core import Tracer
+from ..core import dtypes
+from ..lax import primitives as P
+from ..core.core import Tracer
 from .util import ArrayLike, _axes, _cast, _dtype, _is_array, _ndim, _promote, _promote_inexact, _shape
 from .ufuncs import (
     _where, add, astype, conjugate, divide, isnan, logical_and, logical_not, maximum, minimum, multiply, not_equal,
@@ -19,7 +19,7 @@ from .ufuncs import (
 from .shape_ops import broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape, sort, transpose
 from .creation import full, full_like
 from .indexing import take
-from ..dtypes import issubdtype
+from ..core.dtypes import issubdtype
 
 
 def _strong(a: Any) -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from ..core import dtypes
 
 
 class _ScalarMeta(type):

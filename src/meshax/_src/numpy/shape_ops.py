@@ -8,11 +8,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes
-from .. import primitives as P
+from ..core import dtypes
+from ..lax import primitives as P
 from .util import ArrayLike, _as_array, _axes, _dims, _ndim, _promote, _shape
 from .ufuncs import astype, subtract
-from ..random_keys import KeyArray
+from ..random.typed_keys import KeyArray
 
 
 def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any = None,

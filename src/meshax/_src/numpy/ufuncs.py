@@ -7,12 +7,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes
-from .. import primitives as P
-from ..api import device_put
-from ..core import Tracer, aval_of
+from ..core import dtypes
+from ..lax import primitives as P
+from ..arrays.placement import device_put
+from ..core.core import Tracer, aval_of
 from .util import ArrayLike, _as_array, _cast, _dtype, _lift, _promote, _promote_inexact, _weak
-from ..dtypes import issubdtype
+from ..core.dtypes import issubdtype
 
 
 def _unary(name: str, inexact: bool = False, strong: bool = False):

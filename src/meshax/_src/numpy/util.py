@@ -8,15 +8,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from ..core import dtypes
 from ..interpreters import eager  # noqa: F401  (installs the eager trace)
-from .. import primitives as P
-from ..api import host_value
-from ..array import Array
-from ..core import Tracer
-from ..devices import Device
-from ..sharding import Sharding
-from ..dtypes import issubdtype
+from ..lax import primitives as P
+from ..arrays.placement import host_value
+from ..arrays.array import Array
+from ..core.core import Tracer
+from ..runtime.devices import Device
+from ..sharding.shardings import Sharding
+from ..core.dtypes import issubdtype
 
 
 ArrayLike = Any
@@ -120,9 +120,9 @@ def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
 
 
 def _placed(value: np.ndarray, device: Device | Sharding | None, weak: bool = False) -> Array:
-    from ..transfer import from_host
-    from ..sharding import SingleDeviceSharding, to_sharding
-    from .. import devices as device_table
+    from ..arrays.transfer import from_host
+    from ..sharding.shardings import SingleDeviceSharding, to_sharding
+    from ..runtime import devices as device_table
 
     if device is None:
         return from_host(value, SingleDeviceSharding(device_table.local_devices()[0]), weak, committed=False)
@@ -132,7 +132,7 @@ def _placed(value: np.ndarray, device: Device | Sharding | None, weak: bool = Fa
 def _host_result(value: np.ndarray, like: Any) -> Array:
     """A result computed on the host from the value of `like`: replicated over its mesh if `like` is a
     committed array on one (as JAX's result of a data-dependent shape is), else on the default device."""
-    from ..sharding import NamedSharding, PartitionSpec
+    from ..sharding.shardings import NamedSharding, PartitionSpec
 
     value, _ = host_value(value)
     if isinstance(like, Array) and like.committed and isinstance(like.sharding, NamedSharding):

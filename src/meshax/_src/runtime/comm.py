@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from .. import buffers
+from . import buffers
 from ..config import config
 from . import inband
 from .mpi import mpi_module

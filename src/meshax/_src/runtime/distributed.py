@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from .. import devices as device_table
+from . import devices as device_table
 from ..config import config
 from . import channels, cpu_budget, detection, exits, history, job_token, mpi, progress, watch
 from .auth import AuthenticationError

@@ -53,6 +53,6 @@ def isf(q: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 def __getattr__(name: str):
     """Names of jax.scipy.stats.norm that meshax does not have yet raise NotImplementedError (others AttributeError)."""
-    from meshax._src.missing import missing_attribute
+    from meshax._src.compat.missing_names import missing_attribute
 
     missing_attribute("jax.scipy.stats.norm", name)

@@ -1,0 +1,245 @@
+"""Smaller top-level names of jax: pure_callback, ensure_compile_time_eval, live_arrays, linear_transpose,
+closure_convert, print_environment_info, the host_* aliases, process_indices, and configuration contexts (enable_x64,
+and those whose only meaningful setting in meshax is the default: default_matmul_precision, numpy_rank_promotion,
+numpy_dtype_promotion, transfer guards, log_compiles, explain_cache_misses, check_tracer_leaks...)."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import platform
+import sys
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from ..runtime import devices as device_table
+from ..transforms.autodiff import vjp
+from ..arrays.array import Array, live
+from ..config import config
+from ..core.core import ShapedArray, Tracer, aval_of, define_primitive
+from ..interpreters.ad import jvp_rules
+from ..interpreters.staging import compile_time_eval, consts_as_inputs, trace_to_jaxpr
+from ..core.jaxpr import eval_jaxpr
+from ..sharding.placement_rules import replicate_all
+from ..tree.tree_util import tree_flatten, tree_map, tree_unflatten
+from ..core.dtypes import issubdtype
+
+# ---- pure_callback -------------------------------------------------------------------------------------------
+
+
+def _callback_impl(*args: np.ndarray, callback: Callable[..., Any], out_avals: tuple, **_: Any) -> list[np.ndarray]:
+    results = callback(*args)
+    return [np.asarray(r, dtype=a.dtype).reshape(a.shape) for r, a in zip(results, out_avals)]
+
+
+def _callback_jvp(*_: Any, **__: Any) -> Any:
+    raise ValueError("Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use callbacks while taking "
+                     "gradients.")
+
+
+pure_callback_p = define_primitive("pure_callback", _callback_impl,
+                                   lambda *avals, out_avals, **_: list(out_avals),
+                                   lambda specs, avals, **params: replicate_all(specs, avals, params["out_ndims"]),
+                                   multiple_results=True)
+jvp_rules[pure_callback_p] = _callback_jvp
+
+
+def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: Any, sharding: Any = None,
+                  vmap_method: str | None = None, **kwargs: Any) -> Any:
+    """Call the host function `callback` on NumPy values of `args` (eagerly, or when a jitted program runs), its
+    results typed as `result_shape_dtypes` says (a pytree of ShapeDtypeStructs or arrays). Under vmap it runs
+    once per batch element. It must be pure: it may run once per process, and never under a JVP."""
+    flat_args, in_tree = tree_flatten(args)
+    shapes, out_tree = tree_flatten(result_shape_dtypes)
+    out_avals = tuple(ShapedArray(tuple(s.shape), np.dtype(s.dtype)) for s in shapes)
+
+    def flat_callback(*values: np.ndarray) -> list[Any]:
+        result = callback(*tree_unflatten(in_tree, list(values)), **kwargs)
+        leaves, tree = tree_flatten(result)
+        if tree != out_tree:
+            raise TypeError(f"pure_callback: the callback returned {tree}, but result_shape_dtypes is {out_tree}.")
+        return leaves
+
+    outs = pure_callback_p.bind(*flat_args, callback=flat_callback, out_avals=out_avals)
+    return tree_unflatten(out_tree, list(outs))
+
+
+# ---- tracing helpers --------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval() -> Iterator[None]:
+    """Inside jit, operations whose operands are all concrete (not traced) run at once instead of being staged."""
+    previous = compile_time_eval.active
+    compile_time_eval.active = True
+    try:
+        yield
+    finally:
+        compile_time_eval.active = previous
+
+
+def live_arrays(platform: str | None = None) -> list[Array]:
+    """The Arrays that exist (are referenced) in this process."""
+    return list(live.values())
+
+
+def linear_transpose(fun: Callable[..., Any], *primals: Any, reduce_axes: Any = ()) -> Callable[..., Any]:
+    """The transpose of the linear function `fun` at inputs shaped like `primals` (arrays or ShapeDtypeStructs):
+    a function from output cotangents to a tuple of input cotangents."""
+    zeros = tree_map(lambda p: np.zeros(p.shape, p.dtype) if not isinstance(p, Array) else p, primals)
+    _, pullback = vjp(fun, *zeros)
+
+    def transposed(*cotangents: Any) -> tuple:
+        return tuple(pullback(cotangents[0] if len(cotangents) == 1 else cotangents))
+
+    return transposed
+
+
+def closure_convert(fun: Callable[..., Any], *example_args: Any) -> tuple[Callable[..., Any], list[Any]]:
+    """`fun` traced on `example_args` as a function of its arguments followed by the floating-point traced values it
+    closes over (returned as the second result), so custom_vjp rules can differentiate with respect to them."""
+    flat, in_tree = tree_flatten(example_args)
+    out_trees = []
+
+    def flat_fun(*xs: Any) -> list[Any]:
+        out, tree = tree_flatten(fun(*tree_unflatten(in_tree, list(xs))))
+        out_trees.append(tree)
+        return out
+
+    jaxpr, _ = trace_to_jaxpr(flat_fun, [aval_of(x) for x in flat])
+    hoisted = [isinstance(c, Tracer) and issubdtype(aval_of(c).dtype, np.inexact) for c in jaxpr.consts]
+    consts = [c for c, h in zip(jaxpr.consts, hoisted) if h]
+    program = consts_as_inputs(jaxpr)
+
+    def converted(*args_and_consts: Any) -> Any:
+        args, given = args_and_consts[:len(example_args)], list(args_and_consts[len(example_args):])
+        supplied = iter(given)
+        all_consts = [next(supplied) if h else c for c, h in zip(jaxpr.consts, hoisted)]
+        out = eval_jaxpr(program, (), all_consts + tree_flatten(args)[0])
+        return tree_unflatten(out_trees[0], out)
+
+    return converted, consts
+
+
+def custom_gradient(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """`fun` returning (value, vjp) -> a function of value whose reverse-mode derivative is that vjp: given the
+    value's cotangent, it returns one cotangent per argument (as a tuple)."""
+
+    @functools.wraps(fun)
+    def call(*args: Any) -> Any:
+        return _custom_gradient_call(fun)(*args)
+
+    return call
+
+
+def _custom_gradient_call(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """One call's custom_vjp: its forward pass traces the user's vjp into a jaxpr whose consts are the residuals."""
+    from ..transforms.custom_derivatives import custom_vjp
+
+    traced: list[Any] = []  # (the vjp as a jaxpr taking residuals then cotangents, the tree of its outputs)
+
+    def forward(*args: Any) -> tuple[Any, Any]:
+        value, rule = fun(*args)
+        cts, ct_tree = tree_flatten(value)
+        out_trees = []
+
+        def flat_rule(*ct: Any) -> list[Any]:
+            out, tree = tree_flatten(rule(tree_unflatten(ct_tree, list(ct))))
+            out_trees.append(tree)
+            return out
+
+        jaxpr, _ = trace_to_jaxpr(flat_rule, [aval_of(c) for c in cts])
+        traced[:] = [(consts_as_inputs(jaxpr), out_trees[0])]
+        return value, list(jaxpr.consts)
+
+    def backward(residuals: list[Any], ct: Any) -> tuple:
+        program, out_tree = traced[0]
+        out = tree_unflatten(out_tree, eval_jaxpr(program, (), list(residuals) + tree_flatten(ct)[0]))
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+    wrapped = custom_vjp(lambda *args: fun(*args)[0])
+    wrapped.defvjp(forward, backward)
+    return wrapped
+
+
+# ---- environment ----------------------------------------------------------------------------------------------
+
+
+def print_environment_info(return_string: bool = False) -> str | None:
+    """The versions and devices meshax runs with, printed (or returned)."""
+    from meshax import __version__
+
+    text = "\n".join([
+        f"meshax:    {__version__}", f"numpy:     {np.__version__}",
+        f"python:    {sys.version.replace(chr(10), ' ')}", f"platform:  {platform.platform()}",
+        f"process_count: {device_table.process_count()}", f"local_devices: {device_table.local_devices()}",
+    ]) + "\n"
+    if return_string:
+        return text
+    print(text, end="")
+    return None
+
+
+def host_count(backend: Any = None) -> int:
+    """The number of processes (JAX's older name for process_count)."""
+    return device_table.process_count()
+
+
+def host_id(backend: Any = None) -> int:
+    """This process's index (JAX's older name for process_index)."""
+    return device_table.process_index()
+
+
+def host_ids(backend: Any = None) -> list[int]:
+    """Every process's index."""
+    return list(range(device_table.process_count()))
+
+
+def process_indices(backend: Any = None) -> list[int]:
+    """Every process's index."""
+    return list(range(device_table.process_count()))
+
+
+@contextlib.contextmanager
+def enable_x64(new_val: bool = True) -> Iterator[None]:
+    """64-bit dtypes on (or off) for the code run inside."""
+    previous = config.read("jax_enable_x64")
+    config.update("jax_enable_x64", bool(new_val))
+    try:
+        yield
+    finally:
+        config.update("jax_enable_x64", previous)
+
+
+def _only_default(name: str, allowed: tuple, why: str) -> Callable[..., Any]:
+    """A configuration context of JAX whose only setting meshax has is the default (others raise)."""
+
+    @contextlib.contextmanager
+    def context(new_val: Any = allowed[0]) -> Iterator[None]:
+        if new_val not in allowed:
+            raise NotImplementedError(f"jax.{name}({new_val!r}) is not implemented in meshax ({why}); it accepts "
+                                      f"{', '.join(map(repr, allowed))}.")
+        yield
+
+    context.__name__ = name
+    context.__doc__ = f"As jax.{name}; meshax: {why}."
+    return context
+
+
+_MATMUL = ("highest", "float32", "default", "high", "bfloat16_3x", "tensorfloat32", "bfloat16", None)
+default_matmul_precision = _only_default("default_matmul_precision", _MATMUL,
+                                         "NumPy computes matmuls in the dtype's full precision whatever is asked")
+numpy_rank_promotion = _only_default("numpy_rank_promotion", ("allow",), "ranks always promote as in NumPy")
+numpy_dtype_promotion = _only_default("numpy_dtype_promotion", ("standard",), "JAX's standard promotion only")
+transfer_guard = _only_default("transfer_guard", ("allow", "log"), "transfers are not guarded")
+transfer_guard_host_to_device = _only_default("transfer_guard_host_to_device", ("allow", "log"),
+                                              "transfers are not guarded")
+transfer_guard_device_to_host = _only_default("transfer_guard_device_to_host", ("allow", "log"),
+                                              "transfers are not guarded")
+transfer_guard_device_to_device = _only_default("transfer_guard_device_to_device", ("allow", "log"),
+                                                "transfers are not guarded")
+log_compiles = _only_default("log_compiles", (False, True), "nothing is compiled, so nothing is logged")
+explain_cache_misses = _only_default("explain_cache_misses", (False, True), "jit retraces silently")
+check_tracer_leaks = _only_default("check_tracer_leaks", (False, True),
+                                   "an escaped tracer is always reported when it is used")
+checking_leaks = functools.partial(check_tracer_leaks, True)

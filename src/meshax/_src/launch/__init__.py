@@ -1,0 +1,1 @@
+"""The `meshax` command line and the local multi-process launcher."""

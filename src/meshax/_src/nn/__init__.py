@@ -1,0 +1,1 @@
+"""meshax.nn: activation functions and weight initializers."""

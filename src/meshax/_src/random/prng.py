@@ -1,0 +1,395 @@
+"""The core of meshax.random: the threefry-2x32, fma and erf_inv primitives, key handling (PRNGKey, split,
+fold_in, ...) and raw random bits, as JAX's default PRNG computes them bit for bit.
+
+The scheme and its extensions are described in meshax._src.random.api, which re-exports this module's
+public names; the distributions built on these bits live in meshax._src.random.distributions.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..core import dtypes
+from .. import numpy as jnp
+from ..sharding import placement_rules as rules
+from ..arrays.placement import host_value
+from ..arrays.array import Array
+from ..core.core import ShapedArray, Tracer, define_primitive
+from ..core.dtypes import issubdtype
+from .typed_keys import KeyArray
+
+__all__ = [
+    "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits", "random_bits", "clone",
+    "threefry2x32", "erf_inv",
+]
+
+_U32 = np.dtype(np.uint32)
+_MASK = 0xFFFFFFFF
+
+
+# ---- primitives ---------------------------------------------------------------------------------------------
+
+
+def _elementwise_rule(n_out: int):
+    def rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], **params: Any) -> rules.Layout:
+        layout = rules.elementwise(specs, avals, **params)
+        return rules.Layout(layout.in_specs, [layout.out_specs[0]] * n_out)
+
+    return rule
+
+
+# Threefry-2x32, 20 rounds (Salmon et al. 2011, "Parallel random numbers: as easy as 1, 2, 3").
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_PARITY = np.uint32(0x1BD11BDA)
+
+
+def _threefry_impl(k0: Any, k1: Any, x0: Any, x1: Any) -> list[np.ndarray]:
+    k0, k1, x0, x1 = np.broadcast_arrays(*(np.asarray(a, _U32) for a in (k0, k1, x0, x1)))
+    schedule = (k0, k1, k0 ^ k1 ^ _PARITY)
+    with np.errstate(over="ignore"):
+        x0 = x0 + schedule[0]
+        x1 = x1 + schedule[1]
+        for group in range(5):
+            for r in _ROTATIONS[group % 2]:
+                x0 += x1
+                x1 = (x1 << np.uint32(r)) | (x1 >> np.uint32(32 - r))
+                x1 ^= x0
+            x0 += schedule[(group + 1) % 3]
+            x1 += schedule[(group + 2) % 3]
+            x1 += np.uint32(group + 1)
+    return [np.asarray(x0, _U32), np.asarray(x1, _U32)]
+
+
+def _threefry_aval(*avals: ShapedArray, **_: Any) -> list[ShapedArray]:
+    for aval in avals:
+        if aval.dtype != _U32:
+            raise TypeError(f"threefry2x32 needs uint32 operands; got {[str(a) for a in avals]}.")
+    shape = rules.broadcast_shapes(*[a.shape for a in avals])
+    return [ShapedArray(shape, _U32), ShapedArray(shape, _U32)]
+
+
+threefry2x32_p = define_primitive("threefry2x32", _threefry_impl, _threefry_aval, _elementwise_rule(2),
+                           multiple_results=True)
+
+
+def _fma_impl(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c with one rounding, as XLA's CPU backend contracts a multiply-add.
+
+    float32: the product is exact in float64; the sum's exact error (TwoSum) decides a
+    round-to-odd float64 result, which then rounds correctly to float32. Other dtypes:
+    two roundings."""
+    a, b, c = np.asarray(a), np.asarray(b), np.asarray(c)
+    if a.dtype == np.float64:
+        return _fma64(a, b, c)
+    if a.dtype != np.float32:
+        return a * b + c
+    with np.errstate(invalid="ignore", over="ignore"):
+        p = a.astype(np.float64) * b.astype(np.float64)
+        c64 = c.astype(np.float64)
+        s = p + c64
+        bc = s - p
+        err = (p - (s - bc)) + (c64 - bc)
+        inexact = (err != 0) & ((s.view(np.int64) & 1) == 0) & np.isfinite(s)
+        if np.any(inexact):
+            s = np.where(inexact, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+        return np.asarray(s.astype(np.float32))
+
+
+def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """float64 a * b + c from error-free transformations (Veltkamp/Dekker product, Knuth's TwoSum):
+    correctly rounded except in rare near-halfway cases."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        p = a * b
+        if not np.all(np.isfinite(p)):
+            return np.asarray(a * b + c)
+
+        def halves(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            t = 134217729.0 * x  # 2**27 + 1
+            high = t - (t - x)
+            return high, x - high
+
+        ah, al = halves(a)
+        bh, bl = halves(b)
+        e = ((ah * bh - p) + ah * bl + al * bh) + al * bl  # a * b == p + e exactly
+        s = p + c
+        bc = s - p
+        t = (p - (s - bc)) + (c - bc)  # p + c == s + t exactly
+        return np.asarray(s + (t + e))
+
+
+fma_p = define_primitive("fma", _fma_impl, lambda a, b, c, **_: ShapedArray(
+    rules.broadcast_shapes(a.shape, b.shape, c.shape), a.dtype), rules.elementwise)
+
+
+# Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011), single precision.
+_GILES_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_GILES_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _erf_inv_f32(x: np.ndarray) -> np.ndarray:
+    f32 = np.float32
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        square = (x * x).astype(np.float64)
+        w = (-np.log1p(-square)).astype(f32)
+        small = w < f32(5)
+        w = np.where(small, w - f32(2.5), np.sqrt(w) - f32(3)).astype(f32)
+        p = np.where(small, f32(_GILES_SMALL[0]), f32(_GILES_LARGE[0])).astype(f32)
+        for lo, hi in zip(_GILES_SMALL[1:], _GILES_LARGE[1:]):
+            p = _fma_impl(p, w, np.where(small, f32(lo), f32(hi)).astype(f32))
+        result = (p * x).astype(f32)
+        return np.where(np.abs(x) == f32(1), x * f32(np.inf), result).astype(f32)
+
+
+def _erf_inv_impl(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x)
+    if x.dtype == np.float64:
+        # Giles' float32 approximation refined by Newton steps on math.erf (to about 1 ulp).
+        y = _erf_inv_f32(x.astype(np.float32)).astype(np.float64)
+        erf = np.vectorize(math.erf, otypes=[np.float64])
+        with np.errstate(invalid="ignore", over="ignore"):
+            for _ in range(2):
+                finite = np.isfinite(y)
+                step = (erf(np.where(finite, y, 0.0)) - x) / (2 / math.sqrt(math.pi) * np.exp(-y * y))
+                y = np.where(finite & np.isfinite(step), y - step, y)
+        return y
+    return _erf_inv_f32(x.astype(np.float32)).astype(x.dtype)
+
+
+erf_inv_p = define_primitive("erf_inv", _erf_inv_impl, lambda x, **_: ShapedArray(x.shape, x.dtype, x.weak_type),
+                      rules.elementwise)
+
+
+def threefry2x32(k0: Any, k1: Any, x0: Any, x1: Any) -> list[Any]:
+    """The threefry-2x32 hash of counters (x0, x1) under key (k0, k1), elementwise with broadcasting."""
+    return threefry2x32_p.bind(*(_as_u32(v) for v in (k0, k1, x0, x1)))
+
+
+def erf_inv(x: Any) -> Any:
+    """The inverse error function, as XLA computes it (Giles' polynomial; float16/bfloat16 via float32)."""
+    x = _lift(x)
+    if not dtypes.is_floating(np.zeros((), x.dtype)):
+        x = _cast_to(x, dtypes.default_float_dtype())
+    return erf_inv_p.bind(x)
+
+
+def _fma(a: Any, b: Any, c: Any) -> Any:
+    return fma_p.bind(a, b, c)
+
+
+# ---- helpers -------------------------------------------------------------------------------------------------
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (Array, Tracer))
+
+
+def _lift(x: Any) -> Any:
+    """Arrays and tracers stay; anything else becomes a NumPy value of its JAX dtype."""
+    if _is_array(x):
+        return x
+    if hasattr(x, "__jax_array__") or type(x).__module__.startswith("jax"):
+        return np.asarray(x)
+    return host_value(x)[0]
+
+
+def _as_u32(x: Any) -> Any:
+    x = _lift(x)
+    return x if x.dtype == _U32 else jnp.astype(x, _U32)
+
+
+def _key_array(key: Any, what: str) -> Any:
+    """The uint32[..., 2] data of `key`: a typed key array's data, or a raw key (checked)."""
+    if isinstance(key, KeyArray):
+        key = key._data
+    key = _lift(key)
+    if key.dtype != _U32 or key.ndim < 1 or key.shape[-1] != 2:
+        raise TypeError(
+            f"{what}: a key must be a uint32 array whose last dimension has size 2 (as PRNGKey returns); "
+            f"got {key.dtype}{list(key.shape)}."
+        )
+    if not _is_array(key):
+        key = jnp.asarray(key)
+    return key
+
+
+def _single_key(key: Any, what: str) -> Any:
+    key = _key_array(key, what)
+    if key.ndim != 1:
+        raise ValueError(f"{what} accepts a single key, but was given a key array of shape {tuple(key.shape)}; "
+                         "index or split it first.")
+    return key
+
+
+def _canonical_shape(shape: Any, what: str = "shape") -> tuple[int, ...]:
+    if shape is None:
+        return ()
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    try:
+        out = tuple(operator.index(n) for n in shape)
+    except TypeError:
+        raise TypeError(f"{what} must be a sequence of integers; got {shape!r}.") from None
+    if any(n < 0 for n in out):
+        raise ValueError(f"{what} {out} has a negative dimension.")
+    return out
+
+
+def _counters(shape: tuple[int, ...]) -> tuple[Any, Any]:
+    """The two words (high, low) of each position's row-major flat index, as uint32 host values."""
+    size = math.prod(shape)
+    if size > 1 << 64:
+        raise NotImplementedError("random arrays of more than 2**64 elements")
+    if size <= 1 << 32:
+        return np.uint32(0), np.arange(size, dtype=_U32).reshape(shape)
+    index = np.arange(size, dtype=np.uint64).reshape(shape)
+    return (index >> np.uint64(32)).astype(_U32), (index & np.uint64(_MASK)).astype(_U32)
+
+
+def _hash(key: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
+    """threefry2x32 of every counter of `shape` under each key of the batch: two uint32[*batch, *shape]."""
+    k0, k1 = key[..., 0], key[..., 1]
+    if key.ndim > 1 and shape:
+        batch = tuple(key.shape[:-1])
+        k0 = jnp.reshape(k0, batch + (1,) * len(shape))
+        k1 = jnp.reshape(k1, batch + (1,) * len(shape))
+    hi, lo = _counters(shape)
+    out0, out1 = threefry2x32_p.bind(k0, k1, hi, lo)
+    return out0, out1
+
+
+def _bits(key: Any, bit_width: int, shape: tuple[int, ...]) -> Any:
+    out0, out1 = _hash(key, shape)
+    if bit_width == 64:
+        wide = np.dtype(np.uint64)
+        return jnp.bitwise_or(jnp.left_shift(jnp.astype(out0, wide), np.uint64(32)), jnp.astype(out1, wide))
+    bits32 = jnp.bitwise_xor(out0, out1)
+    if bit_width == 32:
+        return bits32
+    return jnp.astype(bits32, np.dtype(f"uint{bit_width}"))
+
+
+def _stack_key(out0: Any, out1: Any) -> Any:
+    return jnp.stack([out0, out1], axis=-1)
+
+
+def _cast_to(x: Any, dtype: np.dtype) -> Any:
+    x = _lift(x)
+    if _is_array(x):
+        return x if x.dtype == dtype and not x.weak_type else jnp.astype(x, dtype)
+    return np.asarray(x, dtype)
+
+
+# ---- keys ----------------------------------------------------------------------------------------------------
+
+
+def _seed_words(seed: Any) -> Any:
+    if isinstance(seed, (bool, np.bool_)):
+        return np.array([0, int(seed)], _U32)
+    if isinstance(seed, (int, np.integer)):
+        seed = int(seed)
+        if not -(1 << 63) <= seed < (1 << 64):
+            raise OverflowError(f"Python int {seed} too large to convert to a 64-bit seed.")
+        hi = (seed >> 32) & _MASK if dtypes.x64_enabled() else 0
+        return np.array([hi, seed & _MASK], _U32)
+    if isinstance(seed, (float, complex, np.floating, np.complexfloating)):
+        raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
+    try:
+        seed = _lift(seed)
+    except TypeError:
+        from ..runtime.watch import user_site
+
+        dtype = seed.dtype if hasattr(seed, "dtype") else np.asarray(seed).dtype
+        raise TypeError(f"Value {seed!r:.100} with dtype {dtype} is not a valid JAX array type. Only arrays of numeric "
+                        f"types are supported by JAX. The PRNG key seed (at {user_site()}) must be an integer, "
+                        "e.g. PRNGKey(0).") from None
+    if seed.ndim:
+        raise TypeError(f"PRNGKey accepts a scalar seed, but was given an array of shape {tuple(seed.shape)} != (). "
+                        "Use a loop, or fold_in on a batch of keys.")
+    if not (issubdtype(seed.dtype, np.integer) or seed.dtype == np.bool_):
+        raise TypeError(f"PRNG key seed must be an integer; got {seed.dtype}")
+    if not _is_array(seed):
+        return _seed_words(seed.item())
+    lo = jnp.astype(seed, _U32)
+    if np.dtype(seed.dtype).itemsize == 8:
+        hi = jnp.astype(jnp.right_shift(jnp.astype(seed, np.uint64), np.uint64(32)), _U32)
+    else:
+        hi = np.uint32(0)
+    return jnp.stack([hi, lo])
+
+
+def PRNGKey(seed: Any, *, impl: Any = None) -> Any:
+    """A raw threefry key, uint32[2]: [high word, low word] of the seed (the high word is 0 without x64)."""
+    if impl not in (None, "threefry2x32"):
+        raise ValueError(f"meshax.random implements only the threefry2x32 PRNG; got impl={impl!r}.")
+    words = _seed_words(seed)
+    return words if _is_array(words) else jnp.asarray(words)
+
+
+def key(seed: Any, *, impl: Any = None) -> KeyArray:
+    """A typed key array of shape () (dtype key<fry>) for `seed`: its data is PRNGKey(seed)."""
+    return KeyArray(PRNGKey(seed, impl=impl))
+
+
+def key_data(keys: Any) -> Any:
+    """The uint32[..., 2] data of typed keys (raw keys are their own data)."""
+    return _key_array(keys, "key_data")
+
+
+def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> KeyArray:
+    """Typed keys overlaying uint32[..., 2] data (as key_data returns it)."""
+    if impl not in (None, "threefry2x32"):
+        raise ValueError(f"meshax.random implements only the threefry2x32 PRNG; got impl={impl!r}.")
+    return KeyArray(_key_array(key_bits_array, "wrap_key_data"))
+
+
+def _like(key: Any, data: Any) -> Any:
+    """New key data returned as `key` came: typed if it was typed, raw if raw."""
+    return KeyArray(data) if isinstance(key, KeyArray) else data
+
+
+def clone(key: Any) -> Any:
+    """Keys are immutable values here: the key itself."""
+    return _like(key, _key_array(key, "clone"))
+
+
+def split(key: Any, num: int | tuple[int, ...] = 2) -> Any:
+    """`num` new keys (an int or a shape): key i is threefry2x32(key, [i >> 32, i & 0xFFFFFFFF])."""
+    data = _key_array(key, "split")
+    shape = _canonical_shape(num, "num")
+    return _like(key, _stack_key(*_hash(data, shape)))
+
+
+def fold_in(key: Any, data: Any) -> Any:
+    """A new key from `key` and 32-bit `data`: threefry2x32(key, [0, uint32(data)])."""
+    typed, key = key, _key_array(key, "fold_in")
+    if isinstance(data, (int, np.integer)) and not isinstance(data, (bool, np.bool_)):
+        if not 0 <= int(data) <= _MASK:
+            raise OverflowError(f"Python integer {int(data)} out of bounds for uint32")
+        data = np.uint32(int(data))
+    data = _as_u32(data)
+    k0, k1 = key[..., 0], key[..., 1]
+    out0, out1 = threefry2x32_p.bind(k0, k1, np.uint32(0), data)
+    return _like(typed, _stack_key(out0, out1))
+
+
+def bits(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+    """Uniform random bits of an unsigned dtype (uint8/16/32, uint64 with x64)."""
+    dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_uint_dtype())
+    if not issubdtype(dtype, np.unsignedinteger):
+        raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
+    key = _key_array(key, "bits")
+    return _bits(key, dtype.itemsize * 8, _canonical_shape(shape))
+
+
+def random_bits(key: Any, bit_width: int, shape: Any) -> Any:
+    """`bit_width` (8, 16, 32 or 64) random bits for every position of `shape`."""
+    if bit_width not in (8, 16, 32, 64):
+        raise ValueError(f"bit_width must be 8, 16, 32 or 64; got {bit_width}.")
+    if bit_width == 64 and not dtypes.x64_enabled():
+        raise ValueError("64-bit random bits need jax_enable_x64.")
+    return _bits(_key_array(key, "random_bits"), bit_width, _canonical_shape(shape))

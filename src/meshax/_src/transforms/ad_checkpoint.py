@@ -1,0 +1,100 @@
+"""jax.ad_checkpoint: naming values for remat policies, and listing what a backward pass keeps.
+
+`checkpoint_name(x, name)` binds the identity primitive `name`; policies such as
+`save_only_these_names` (in remat.py) save the values so named. `saved_residuals` traces the
+linearization of a function on abstract inputs and describes each value the backward pass keeps:
+an argument, a constant, or the output of an operation with the user's source line.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from . import autodiff as ad_api  # noqa: F401  (registers the derivative rules)
+from ..core.core import ShapedArray, Tracer, aval_of, current_trace, define_primitive, keeps_own_vma, set_current_trace, \
+    vma_rules
+from ..interpreters.ad import jvp_rules, linearize_flat, transpose_rules
+from ..interpreters.batching import batching_rules
+from ..interpreters.staging import StagingTrace, stage_observers
+from .residual_origins import Origins, recording
+from ..sharding.placement_rules import elementwise
+from ..tree.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
+
+name_p = define_primitive("name", lambda x, *, name: x, lambda x, *, name: x, elementwise)
+vma_rules[name_p] = keeps_own_vma
+jvp_rules[name_p] = lambda primals, tangents, *, name: (name_p.bind(primals[0], name=name), tangents[0])
+transpose_rules[name_p] = lambda ct, x, *, name: [ct]
+batching_rules[name_p] = lambda values, dims, *, name: (name_p.bind(values[0], name=name), dims[0])
+
+
+def checkpoint_name(x: Any, name: str) -> Any:
+    """`x` (any pytree of arrays), named `name` for remat policies such as `save_only_these_names`."""
+    return tree_map(lambda leaf: name_p.bind(leaf, name=name), x)
+
+
+# ---- saved residuals ------------------------------------------------------------------------------------------
+
+
+def _argument_names(fun: Callable[..., Any], args: tuple, kwargs: dict) -> list[str]:
+    """One name per leaf of (args, kwargs): the parameter's name and the leaf's path inside it."""
+    try:
+        bound = inspect.signature(fun).bind(*args, **kwargs)
+        parameter_names = list(bound.arguments)
+    except (TypeError, ValueError):
+        parameter_names = []
+    names = []
+    for i, arg in enumerate(args):
+        base = parameter_names[i] if i < len(parameter_names) else f"args[{i}]"
+        names += [base + keystr(path) for path, _ in tree_flatten_with_path(arg)[0]]
+    for key, value in kwargs.items():
+        names += [key + keystr(path) for path, _ in tree_flatten_with_path(value)[0]]
+    return names
+
+
+def saved_residuals(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> list[tuple[ShapedArray, str]]:
+    """The values `jax.vjp(fun, *args)` keeps for its backward pass: (type, where it comes from) each."""
+    leaves, structure = tree_flatten((args, kwargs))
+    names = _argument_names(fun, args, kwargs)
+    trace = StagingTrace(current_trace())
+    inputs = [trace.new_arg(aval_of(x)) for x in leaves]
+    differentiable = [i for i, x in enumerate(leaves) if aval_of(x).dtype.kind in "fc"]
+
+    def flat(*diff: Any) -> list[Any]:
+        full = list(inputs)
+        for i, value in zip(differentiable, diff):
+            full[i] = value
+        call_args, call_kwargs = tree_unflatten(structure, full)
+        return tree_flatten(fun(*call_args, **call_kwargs))[0]
+
+    origins = Origins()
+    stage_observers.append(origins)
+    recording.append(origins)
+    try:
+        with set_current_trace(trace, finish=True):
+            _, linear = linearize_flat(flat, [inputs[i] for i in differentiable])
+    finally:
+        stage_observers.remove(origins)
+        recording.remove(origins)
+    argument_of = {t.payload.id: name for t, name in zip(inputs, names)}
+    arguments, others = [], []
+    for value in linear.jaxpr.consts:
+        if isinstance(value, Tracer) and trace.is_own(value):
+            var = value.payload
+            if var.id in argument_of:
+                arguments.append((argument_of[var.id], (value.aval, f"from the argument {argument_of[var.id]}")))
+                continue
+            others.append((var.id, (value.aval, origins.of.get(var.id, "output of an operation"))))
+        else:
+            aval = aval_of(value)
+            others.append((-1, (aval, "from a literal" if aval.shape == () else "from a constant")))
+    order = {name: i for i, name in enumerate(names)}
+    arguments.sort(key=lambda item: order[item[0]])
+    others.sort(key=lambda item: item[0])  # constants first, then values in the order they were computed
+    return [item for _, item in arguments] + [item for _, item in others]
+
+
+def print_saved_residuals(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    """Print, one a line, the values `jax.vjp(fun, *args)` keeps for its backward pass and where each comes from."""
+    for aval, description in saved_residuals(fun, *args, **kwargs):
+        print(f"{aval.str_short()} {description}")
+

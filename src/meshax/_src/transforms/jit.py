@@ -1,0 +1,354 @@
+"""jit: trace a function once per input signature into a Jaxpr, then evaluate the Jaxpr.
+
+A call binds `jit_p` with the captured values (closure conversion) and the arguments.
+A staging trace records it as one equation (printed by make_jaxpr); every other trace
+expands it in place (`inline_rules`): eagerly, each equation runs partitioned over the
+inputs' meshes; under grad or inside shard_map, each goes through that trace's rules.
+Python side effects of the function therefore happen once, when it is traced.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..arrays.placement import device_put, host_value
+from ..compat.misc_names import jit_disabled
+from ..arrays.array import Array
+from ..core.core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
+from ..interpreters.eager import eager_rules
+from ..interpreters.fusion import run_eagerly
+from ..interpreters.numpy_eval import structured_rules
+from ..interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
+from ..core.jaxpr import Jaxpr, eval_jaxpr
+from ..sharding.mesh import Mesh
+from ..runtime import devices as device_table
+from ..arrays.partition import choose_mesh, sharding_for
+from ..arrays.refs import Ref, unwrapped
+from . import residual_origins
+from ..runtime.history import note as note_call
+from ..sharding.placement_rules import replicated
+from ..sharding.shardings import PartitionSpec, Sharding
+from ..arrays.transfer import from_host
+from ..tree.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
+
+
+def _as_tuple(x: Any) -> tuple[Any, ...]:
+    if x is None:
+        return ()
+    return (x,) if isinstance(x, (int, str)) else tuple(x)
+
+
+def _call_signature(leaf: Any) -> Any:
+    """A leaf's part of a call's cache key: its type, or ("Ref", its value's type) for an array Ref."""
+    return ("Ref", _signature_of(leaf._value)) if isinstance(leaf, Ref) else _signature_of(leaf)
+
+
+def _signature_of(leaf: Any) -> Any:
+    try:
+        aval = aval_of(leaf)
+    except TypeError:
+        raise TypeError(f"jit: argument {leaf!r} of type {type(leaf).__name__} is not an array or number; pass it "
+                        "as a static argument (static_argnums / static_argnames).") from None
+    sharding = leaf.sharding if isinstance(leaf, Array) else None
+    return (aval.shape, aval.dtype, aval.weak_type, sharding)
+
+
+TRACES_KEPT = 1024  # per jitted function: traced programs (a few KB each) for this many call signatures
+
+
+class Jitted:
+    """A function compiled (traced) once per signature of its arguments; at most TRACES_KEPT traces are kept,
+    the oldest forgotten first."""
+
+    def __init__(self, fun: Callable[..., Any], in_shardings: Any, out_shardings: Any,
+                 static_argnums: Sequence[int], static_argnames: Sequence[str], donate_argnums: Sequence[int]) -> None:
+        self.fun = fun
+        self.in_shardings = in_shardings
+        self.out_shardings = out_shardings
+        self.static_argnums = tuple(static_argnums)
+        self.static_argnames = tuple(static_argnames)
+        self.donate_argnums = tuple(donate_argnums)
+        self._cache = _cache_of(fun, (_hashable(in_shardings), _hashable(out_shardings), self.static_argnums,
+                                      self.static_argnames, self.donate_argnums))
+        self._entries: dict[Any, str] = {}  # call signature -> how a call is recorded in the history
+        functools.update_wrapper(self, fun, updated=())  # not fun.__dict__ (a wrapped Jitted's state)
+
+    def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple, dict, tuple, tuple]:
+        count = len(args)
+        static = sorted({i % count for i in self.static_argnums if -count <= i < count})
+        static_positional = tuple((i, args[i]) for i in static)
+        static_named = tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
+        dynamic_args = tuple(a for i, a in enumerate(args) if i not in static)
+        dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        return dynamic_args, dynamic_kwargs, static_positional, static_named
+
+    def _flatten(self, dynamic_args: tuple, dynamic_kwargs: dict) -> tuple[list[Any], Any]:
+        """The leaves and tree structure of the dynamic arguments, placed as in_shardings says."""
+        if self.in_shardings is not None:
+            dynamic_args = _apply_shardings(dynamic_args, self.in_shardings)
+        return tree_flatten((dynamic_args, dynamic_kwargs))
+
+    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple, list[Any]]:
+        """The cache key of a call (tree structure, leaf signatures, static values) and its dynamic leaves."""
+        dynamic_args, dynamic_kwargs, static_positional, static_named = self._split(args, kwargs)
+        leaves, structure = self._flatten(dynamic_args, dynamic_kwargs)
+        key = (structure, tuple(_call_signature(x) for x in leaves), static_positional, static_named)
+        try:
+            known = key in self._cache
+        except TypeError as error:
+            raise ValueError(f"jit: static arguments must be hashable ({error}); pass them as static_argnums.") from None
+        if not known:
+            traced = self._trace(structure, leaves, static_positional, static_named)
+            if any(isinstance(c, Tracer) for c in traced[1]):  # captured tracers of an enclosing trace
+                return (key, traced), leaves
+            if len(self._cache) >= TRACES_KEPT:  # forget the oldest signature: a program called with ever new
+                del self._cache[next(iter(self._cache))]  # shapes must not grow without bound
+            self._cache[key] = traced
+        return (key, self._cache[key]), leaves
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if jit_disabled():
+            return self.fun(*args, **kwargs)
+        key, leaves = self._prepare(args, kwargs)
+        return self._run(key, leaves)
+
+    def _run(self, key: tuple, leaves: list[Any]) -> Any:
+        """Evaluate the program traced for `key`. Host values it returns (constants, inputs passed through) become
+        Arrays replicated over the mesh the call runs on, as jax.jit returns them."""
+        _, (jaxpr, consts, out_structure) = key
+        refs = [leaf for leaf in leaves if isinstance(leaf, Ref)]
+        leaves = unwrapped(leaves)
+        if device_table.process_count() > 1:
+            self._note_call(key[0], leaves)
+        outputs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=getattr(self.fun, "__name__", "fun"))
+        if refs:  # the Refs' final values come last: write them into the caller's Refs
+            for ref, value in zip(refs, outputs[len(outputs) - len(refs):]):
+                ref._value = value
+            outputs = outputs[:len(outputs) - len(refs)]
+        if not all(isinstance(value, (Array, Tracer)) for value in outputs):
+            mesh = choose_mesh(leaves)
+            committed = any(isinstance(x, Array) and x.committed for x in leaves)
+            outputs = [_as_output(value, mesh, committed) for value in outputs]
+        outputs = tree_unflatten(out_structure, outputs)
+        if self.out_shardings is not None:
+            outputs = _apply_shardings(outputs, self.out_shardings)
+        return outputs
+
+    def _note_call(self, signature: tuple, leaves: list[Any]) -> None:
+        """Record the call in the history of the processes its arrays span, so that a process that skips a
+        jitted step (even one that does not communicate) is caught at their next communication."""
+        processes: set[int] = set()
+        for leaf in leaves:
+            if isinstance(leaf, Array) and leaf.committed:
+                processes |= _processes_of(leaf.sharding)
+        if len(processes) > 1:
+            entry = self._entries.get(signature)
+            if entry is None:
+                if len(self._entries) >= TRACES_KEPT:
+                    del self._entries[next(iter(self._entries))]
+                shapes = ";".join(f"{leaf.shape}{leaf.dtype}" for leaf in leaves if isinstance(leaf, Array))
+                entry = self._entries[signature] = f"jit {getattr(self.fun, '__name__', 'fun')} {shapes}"
+            note_call(sorted(processes), entry)
+
+    def _trace(self, structure: Any, leaves: list[Any], static_positional: tuple, static_named: tuple) -> tuple:
+        out_structure = []
+
+        is_ref = [isinstance(leaf, Ref) for leaf in leaves]
+
+        def flat_fun(*flat: Any) -> list[Any]:
+            refs = [Ref(x) for x, ref in zip(flat, is_ref) if ref]  # this trace's Refs, holding its values
+            it = iter(refs)
+            flat = [next(it) if ref else x for x, ref in zip(flat, is_ref)]
+            dynamic_args, dynamic_kwargs = tree_unflatten(structure, list(flat))
+            args = list(dynamic_args)
+            for index, value in static_positional:
+                args.insert(index, value)
+            result = self.fun(*args, **dynamic_kwargs, **dict(static_named))
+            _check_outputs(self.fun, result)
+            out_leaves, tree = tree_flatten(result)
+            out_structure.append(tree)
+            return out_leaves + [ref._value for ref in refs]
+
+        avals = [aval_of(x) for x in unwrapped(leaves)]
+        jaxpr, _ = trace_to_jaxpr(flat_fun, avals)
+        return consts_as_inputs(jaxpr), list(jaxpr.consts), out_structure[0]
+
+    def trace(self, *args: Any, **kwargs: Any) -> Any:
+        """The program traced for these arguments (a jax.stages.Traced: `.jaxpr`, `.out_info`, `.lower()`)."""
+        from .stages import Traced
+
+        key, _ = self._prepare(args, kwargs)
+        return Traced(self, key)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        """The program traced for these arguments; `.compile()` makes it callable on arguments like them."""
+        return self.trace(*args, **kwargs).lower()
+
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+        """The results' types for these arguments (ShapeDtypeStructs), from the traced program."""
+        return self.trace(*args, **kwargs).out_info
+
+    def __get__(self, instance: Any, owner: Any) -> Any:
+        return self if instance is None else functools.partial(self, instance)
+
+
+# One cache of traced programs per function and jit options, shared by every `jit(f)` of the same `f` (as in
+# JAX: a fresh `jax.jit(f)` reuses the programs traced for `f`, values of globals included).
+_caches: "weakref.WeakKeyDictionary[Any, dict[Any, dict]]" = weakref.WeakKeyDictionary()
+
+
+def _cache_of(fun: Callable[..., Any], options: Any) -> dict[Any, tuple[Jaxpr, list[Any], Any]]:
+    """The traced programs of `fun` under jit `options` (a private cache where `fun` or the options can't be keys)."""
+    while isinstance(fun, Jitted):  # jit(jit(f)) runs f's program: it shares f's cache
+        fun = fun.fun
+    try:
+        per_function = _caches.setdefault(fun, {})
+        return per_function.setdefault(options, {})
+    except TypeError:  # not weakly referable, not hashable, or options not hashable
+        return {}
+
+
+def forget_traces() -> None:
+    """Empty every function's shared cache of traced programs (jax.clear_caches)."""
+    for per_function in list(_caches.values()):
+        for cache in per_function.values():
+            cache.clear()
+
+
+def _hashable(value: Any) -> Any:
+    """`value` if it can be a dictionary key, else a marker that no other value equals."""
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return object()
+
+
+@functools.lru_cache(maxsize=1024)
+def _processes_of(sharding: Sharding) -> frozenset[int]:
+    return frozenset(d.process_index for d in sharding.device_set)
+
+
+jit_p = Primitive("jit", multiple_results=True)
+abstract_eval_rules[jit_p] = lambda *avals, jaxpr, name: [v.aval for v in jaxpr.outvars]
+
+
+def _inline(*args: Any, jaxpr: Jaxpr, name: str) -> list[Any]:
+    """The program's equations, in the current trace."""
+    if residual_origins.recording:  # print_saved_residuals describes what they stage as the function's outputs
+        with residual_origins.jitted_call(name):
+            return eval_jaxpr(jaxpr, (), args)
+    return eval_jaxpr(jaxpr, (), args)
+
+
+inline_rules[jit_p] = _inline
+vma_rules[jit_p] = keeps_own_vma
+structured_rules[jit_p] = lambda run, *args, jaxpr, name: run(jaxpr, (), args)
+eager_rules[jit_p] = lambda *args, jaxpr, name: run_eagerly(jaxpr, args)  # the simplified, fused program
+
+
+def _describe(structure: Any, signature: tuple) -> str:
+    avals = ", ".join(f"{dtype.name}{list(shape)}{' weak' if weak else ''}{f' on {sharding}' if sharding else ''}"
+                      for shape, dtype, weak, sharding in signature)
+    return f"arguments {structure} of types ({avals})"
+
+
+def _check_outputs(fun: Callable[..., Any], result: Any) -> None:
+    for path, leaf in tree_flatten_with_path(result)[0]:
+        try:
+            aval_of(leaf)
+        except TypeError:
+            raise TypeError(
+                f"jit: {getattr(fun, '__name__', fun)} returned {leaf!r} of type {type(leaf).__name__} at output"
+                f"{keystr(path) or ' (the whole result)'}, which is not an array or a number; return only arrays, "
+                "numbers and pytrees of them from a jitted function."
+            ) from None
+
+
+def _as_output(value: Any, mesh: Mesh, committed: bool) -> Any:
+    if not isinstance(value, (np.ndarray, np.generic, bool, int, float, complex)):
+        return value
+    host, weak = host_value(value)
+    return from_host(host, sharding_for(mesh, replicated(host.ndim)), weak, committed)
+
+
+def _apply_shardings(tree: Any, shardings: Any) -> Any:
+    if isinstance(shardings, Sharding) or shardings is None:
+        return device_put(tree, shardings)
+    if isinstance(tree, tuple) and isinstance(shardings, (tuple, list)) and len(shardings) == len(tree):
+        return tuple(_apply_shardings(t, s) for t, s in zip(tree, shardings))
+    return device_put(tree, shardings)
+
+
+def jit(fun: Callable[..., Any] | None = None, *, in_shardings: Any = None, out_shardings: Any = None,
+        static_argnums: Any = (), static_argnames: Any = (), donate_argnums: Any = (), donate_argnames: Any = (),
+        keep_unused: bool = False, device: Any = None, backend: Any = None, inline: bool = False) -> Any:
+    """Trace `fun` once per argument signature (shapes, dtypes, shardings, static values) and reuse it."""
+    if fun is None:
+        return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
+                                 static_argnums=static_argnums, static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums)
+    if not callable(fun):
+        raise TypeError(f"jit needs a function; got {type(fun).__name__}.")
+    static_argnums, static_argnames = _static_arguments(fun, _as_tuple(static_argnums), _as_tuple(static_argnames))
+    return Jitted(fun, in_shardings, out_shardings, static_argnums, static_argnames, _as_tuple(donate_argnums))
+
+
+def _static_arguments(fun: Callable[..., Any], argnums: tuple[int, ...],
+                      argnames: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """static_argnums and static_argnames, each completed with the other through `fun`'s signature (as in JAX).
+    Negative argnums count from the end: of the signature, or of each call's arguments if `fun` takes *args."""
+    names, fixed = _positional_parameters(fun)
+    if fixed:
+        count = len(names)
+        outside = [i for i in argnums if not -count <= i < count]
+        if outside:
+            raise ValueError(
+                f"jit: static_argnums={argnums} names argument {outside[0]}, but {getattr(fun, '__name__', fun)} "
+                f"takes only {count} positional arguments; number them from 0 (or from -1 for the last)."
+            )
+        argnums = tuple(i % count for i in argnums)
+    argnums = tuple(sorted(set(argnums) | {names.index(n) for n in argnames if n in names}))
+    argnames = tuple(dict.fromkeys(argnames + tuple(names[i] for i in argnums if 0 <= i < len(names))))
+    return argnums, argnames
+
+
+def _positional_parameters(fun: Callable[..., Any]) -> tuple[list[str], bool]:
+    """The names of `fun`'s positional parameters, and whether they are all it takes by position (no *args)."""
+    try:
+        parameters = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return [], False
+    names = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return names, not any(p.kind is p.VAR_POSITIONAL for p in parameters)
+
+
+def with_sharding_constraint(x: Any, shardings: Any) -> Any:
+    """Ask for `x` to be laid out as `shardings` (a reshard when run eagerly): one Sharding or PartitionSpec for
+    every array, or a tree of them whose structure is that of `x` or a prefix of it."""
+    from ..lax import primitives as P
+
+    def is_target(s: Any) -> bool:
+        return isinstance(s, (Sharding, PartitionSpec))
+
+    targets, target_structure = tree_flatten(shardings, is_leaf=is_target)
+    for target in targets:
+        if not is_target(target):
+            raise TypeError(f"with_sharding_constraint needs Shardings or PartitionSpecs; got {target!r} of type "
+                            f"{type(target).__name__}.")
+    try:
+        parts = target_structure.flatten_up_to(x)
+    except ValueError:
+        leaves, structure = tree_flatten(x)
+        raise ValueError(
+            f"with_sharding_constraint got {len(targets)} shardings shaped {target_structure} for {len(leaves)} "
+            f"arrays shaped {structure}, and the trees do not match; pass one sharding, or a tree of shardings with "
+            "the structure of the arrays' tree (or a prefix of it)."
+        ) from None
+    constrained = [tree_map(lambda leaf: P.sharding_constraint.bind(leaf, sharding=target), part)
+                   for target, part in zip(targets, parts)]
+    return tree_unflatten(target_structure, constrained)

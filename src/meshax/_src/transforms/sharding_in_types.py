@@ -1,0 +1,155 @@
+"""JAX 0.10's sharding-in-types entry points: jax.typeof, reshard, auto_axes and explicit_axes.
+
+`typeof` is a value's type, with the Explicit mesh axes splitting each dimension (float32[8@X,4]; see
+explicit_types.py); `reshard` places values as a PartitionSpec (on the mesh in use) or a Sharding says (a
+sharding constraint under jit, which retypes); `auto_axes`/`explicit_axes` run a function with mesh axes retyped.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from ..arrays.placement import device_put
+from ..core.core import (Primitive, ShapedArray, Tracer, abstract_eval_rules, aval_of, current_trace, eager_trace,
+                   keeps_own_vma, vma_rules)
+from ..sharding.explicit_types import retyped_axes, spec_of, typed
+from ..interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
+from ..core.jaxpr import eval_jaxpr
+from ..sharding.mesh import AxisType, current_mesh
+from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding
+from ..tree.tree_util import tree_flatten, tree_unflatten
+
+
+def typeof(x: Any) -> ShapedArray:
+    """The abstract value of `x`; for an array on a mesh with Explicit axes, with the axes splitting each
+    dimension (as JAX prints them: float32[8@X,4]). An Array's type knows its mesh (`typeof(x).sharding`)."""
+    from ..arrays.refs import Ref
+
+    if isinstance(x, Ref):
+        return RefType(x.aval)
+    aval = aval_of(x)
+    sharding = getattr(x, "sharding", None) if not isinstance(x, Tracer) else None
+    if aval.mesh is None and isinstance(sharding, NamedSharding):
+        return aval.update(mesh=sharding.mesh)  # for display: typing still follows the mesh's axis types
+    return aval
+
+
+class RefType:
+    """The type of an array Ref, printed as JAX prints it: Ref{float32[3]}."""
+
+    def __init__(self, aval: ShapedArray) -> None:
+        self.aval = aval
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, RefType) and self.aval == other.aval
+
+    def __hash__(self) -> int:
+        return hash(("Ref", self.aval))
+
+    def __repr__(self) -> str:
+        return f"Ref{{{self.aval}}}"
+
+
+def _target(spec: Any) -> Sharding:
+    if isinstance(spec, Sharding):
+        return spec
+    if isinstance(spec, PartitionSpec):
+        mesh = current_mesh()
+        if mesh is None:
+            raise ValueError(f"reshard got the PartitionSpec {spec!r} but no mesh is in use; call it inside `with "
+                             "meshax.set_mesh(mesh):` or pass NamedSharding(mesh, spec).")
+        return NamedSharding(mesh, spec)
+    raise TypeError(f"reshard needs a PartitionSpec or a Sharding; got {spec!r} of type {type(spec).__name__}.")
+
+
+def reshard(xs: Any, out_shardings: Any) -> Any:
+    """`xs` laid out as `out_shardings` (one PartitionSpec/Sharding for all leaves, or a tree of them)."""
+    leaves, tree = tree_flatten(xs)
+    if isinstance(out_shardings, (PartitionSpec, Sharding)):
+        targets = [out_shardings] * len(leaves)
+    else:
+        targets = tree_flatten(out_shardings, is_leaf=lambda s: isinstance(s, (PartitionSpec, Sharding)))[0]
+        if len(targets) != len(leaves):
+            raise ValueError(f"reshard got {len(targets)} shardings for {len(leaves)} arrays; give one, or one per "
+                             "array in the same tree.")
+    return tree_unflatten(tree, [device_put(x, _target(t)) for x, t in zip(leaves, targets)])
+
+
+def _axes(axes: Any, wanted: AxisType) -> tuple[str, ...]:
+    """The mesh axes an auto_axes/explicit_axes call retypes: `axes` (a name or names), else every axis of the
+    mesh in use of type `wanted` (Explicit for auto_axes, Auto for explicit_axes); none without a mesh in use."""
+    if axes is not None:
+        return (axes,) if isinstance(axes, str) else tuple(axes)
+    mesh = current_mesh()
+    if mesh is None:
+        return ()
+    return tuple(n for n, t in zip(mesh.axis_names, mesh.axis_types) if t is wanted)
+
+
+def _retyped_call(fun: Callable[..., Any], axes: tuple[str, ...], axis_type: AxisType, args: tuple,
+                  kwargs: dict) -> Any:
+    """`fun(*args, **kwargs)` with the mesh axes `axes` typed `axis_type`: run so eagerly; under a transformation,
+    traced so (its inputs retyped) and bound as one call whose every evaluation runs with the axes so typed."""
+    leaves, structure = tree_flatten((args, kwargs))
+    if current_trace() is eager_trace() and not any(isinstance(x, Tracer) for x in leaves):
+        with retyped_axes(axes, axis_type):  # eagerly every operation reads the axis types as it runs
+            return fun(*args, **kwargs)
+    out_structure = []
+
+    def flat(*xs: Any) -> list[Any]:
+        a, k = tree_unflatten(structure, list(xs))
+        out, tree = tree_flatten(fun(*a, **k))
+        out_structure.append(tree)
+        return out
+
+    with retyped_axes(axes, axis_type):
+        avals = [typed(aval_of(x), spec_of(aval_of(x)), aval_of(x).mesh) for x in leaves]
+        jaxpr, _ = trace_to_jaxpr(flat, avals)
+    outs = retyped_p.bind(*jaxpr.consts, *leaves, jaxpr=consts_as_inputs(jaxpr), axes=axes, axis_type=axis_type)
+    return tree_unflatten(out_structure[0], outs)
+
+
+def _retyped_eval(*args: Any, jaxpr: Any, axes: tuple[str, ...], axis_type: AxisType) -> list[Any]:
+    with retyped_axes(axes, axis_type):
+        return eval_jaxpr(jaxpr, (), args)
+
+
+def _retyped_avals(*avals: Any, jaxpr: Any, axes: tuple[str, ...], axis_type: AxisType) -> list[Any]:
+    """The call's outputs are typed with the axes as they are outside it."""
+    return [typed(v.aval, spec_of(v.aval), v.aval.mesh) for v in jaxpr.outvars]
+
+
+retyped_p = Primitive("retyped_axes", multiple_results=True)
+abstract_eval_rules[retyped_p] = _retyped_avals
+inline_rules[retyped_p] = _retyped_eval
+vma_rules[retyped_p] = keeps_own_vma
+
+
+def auto_axes(fun: Callable[..., Any], *, axes: Any = None, out_sharding: Any = None) -> Callable[..., Any]:
+    """`fun` run with the mesh axes `axes` (default: the Explicit ones of the mesh in use) typed Auto: shardings
+    over them leave its values' types and propagate as meshax decides; its results are then laid out as
+    `out_sharding` says, with Explicit types again."""
+
+    @functools.wraps(fun, updated=())
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        result = _retyped_call(fun, _axes(axes, AxisType.Explicit), AxisType.Auto, args, kwargs)
+        return result if out_sharding is None else reshard(result, out_sharding)
+
+    return wrapped
+
+
+def explicit_axes(fun: Callable[..., Any], *, axes: Any = None, in_sharding: Any = None) -> Callable[..., Any]:
+    """`fun` run with the mesh axes `axes` (default: the Auto ones of the mesh in use) typed Explicit, on its
+    arguments laid out as `in_sharding`; its results leave with those axes Auto again."""
+
+    @functools.wraps(fun, updated=())
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        def placed(*a: Any, **k: Any) -> Any:
+            return fun(*(a if in_sharding is None else reshard(a, in_sharding)), **k)
+
+        return _retyped_call(placed, _axes(axes, AxisType.Auto), AxisType.Explicit, args, kwargs)
+
+    return wrapped

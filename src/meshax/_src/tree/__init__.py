@@ -1,0 +1,1 @@
+"""Pytrees: the node registry and jax.tree_util's functions."""
