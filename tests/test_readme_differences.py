@@ -123,7 +123,7 @@ def test_vmap_without_a_batching_rule_runs_per_element(monkeypatch):
     from meshax._src.interpreters import batching
 
     used = []
-    original = batching._per_element
+    original = batching._fallback[0]
 
     def spy(primitive):
         rule = original(primitive)
@@ -134,7 +134,7 @@ def test_vmap_without_a_batching_rule_runs_per_element(monkeypatch):
 
         return recorded
 
-    monkeypatch.setattr(batching, "_per_element", spy)
+    monkeypatch.setattr(batching, "_fallback", [spy])
     xs, idx = np.arange(12.0).reshape(3, 4), np.array([0, 2, 3])
     out = meshax.vmap(lambda x, i: x.at[i].set(-1.0))(jnp.asarray(xs), jnp.asarray(idx))
     expected = xs.copy()

@@ -96,8 +96,8 @@ _NAMES = {
     "custom_gradient": "meshax._src.compat.top_level",
 }
 _NAMES.update({  # JAX documentation's names (issue 25)
-    "debug_nans": "meshax._src.interpreters.debug_nans",
-    "debug_infs": "meshax._src.interpreters.debug_nans",
+    "debug_nans": "meshax._src.compat.top_level",
+    "debug_infs": "meshax._src.compat.top_level",
     "new_ref": "meshax._src.arrays.refs",
     "freeze": "meshax._src.arrays.refs",
     "Ref": "meshax._src.arrays.refs",

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 
 def _env_flag(*names: str, default: bool = False) -> bool:
@@ -40,6 +40,13 @@ class Config:
             "jax_num_cpu_devices": -1,  # -1: from JAX_NUM_CPU_DEVICES / MESHAX_NUM_CPU_DEVICES / XLA_FLAGS
         }
         self._values.update(JAX_OPTIONS)
+        self._watchers: dict[str, list[Callable[[Any], None]]] = {}
+
+    def watch(self, name: str, callback: Callable[[Any], None]) -> None:
+        """Call `callback(new_value)` before option `name` changes from now on (it may raise to refuse the change).
+
+        Higher layers register here, so that this module imports none of them."""
+        self._watchers.setdefault(name, []).append(callback)
 
     def update(self, name: str, value: Any) -> None:
         """Set option `name` to `value`; unknown names raise AttributeError listing the known ones."""
@@ -50,18 +57,9 @@ class Config:
                                                 or not value >= 0):
             raise ValueError(f"meshax_buffer_pool_mb={value!r} must be a number of MiB >= 0 (0 turns the buffer "
                              "pool off).")
-        if name == "jax_num_cpu_devices":
-            from .runtime import devices
-
-            if devices.started():
-                raise RuntimeError("jax_num_cpu_devices config should be updated before backends are initialized i.e. "
-                                   "before any JAX operation is executed. You should initialize this config "
-                                   "immediately after `import jax`.")
+        for callback in self._watchers.get(name, ()):
+            callback(value)
         self._values[name] = value
-        if name in ("jax_debug_nans", "jax_debug_infs"):
-            from .interpreters.debug_nans import check_floats
-
-            check_floats(nans=bool(self._values["jax_debug_nans"]), infs=bool(self._values["jax_debug_infs"]))
 
     def read(self, name: str) -> Any:
         return self._values[name]

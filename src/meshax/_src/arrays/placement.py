@@ -6,9 +6,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..runtime import devices as device_table
-from ..lax import primitives
 from .array import Array, read_only
-from ..core.core import Tracer
+from ..core.core import Tracer, define_primitive
 from ..runtime.devices import Device
 from ..core.dtypes import canonicalize_dtype, dtype_of
 from ..sharding.shardings import Box, NamedSharding, Sharding, SingleDeviceSharding, to_sharding, unique_boxes
@@ -16,6 +15,11 @@ from ..runtime.history import note, ordered
 from ..runtime.watch import user_site_key
 from .transfer import _array_from_boxes, box_shape, from_host, placement, reshard
 from ..tree.tree_util import tree_flatten, tree_map, tree_unflatten
+
+
+# A layout constraint on a traced value (device_put and with_sharding_constraint under tracing). Its rules for each
+# interpreter are registered with the other primitives (lax/primitives.py).
+sharding_constraint = define_primitive("sharding_constraint", None, lambda x, *, sharding: x, None)
 
 
 def host_value(x: Any) -> tuple[np.ndarray, bool]:
@@ -26,7 +30,7 @@ def host_value(x: Any) -> tuple[np.ndarray, bool]:
 
 def _put_one(x: Any, target: Any) -> Any:
     if isinstance(x, Tracer):  # under jit: the traced value is constrained to the target layout
-        return x if target is None else primitives.sharding_constraint.bind(x, sharding=to_sharding(target))
+        return x if target is None else sharding_constraint.bind(x, sharding=to_sharding(target))
     if target is None:
         if isinstance(x, Array):
             return x

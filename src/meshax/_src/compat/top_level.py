@@ -243,3 +243,24 @@ explain_cache_misses = _only_default("explain_cache_misses", (False, True), "jit
 check_tracer_leaks = _only_default("check_tracer_leaks", (False, True),
                                    "an escaped tracer is always reported when it is used")
 checking_leaks = functools.partial(check_tracer_leaks, True)
+
+
+@contextlib.contextmanager
+def debug_nans(new_val: bool = True) -> Iterator[None]:
+    """Within the block, operations producing NaNs raise FloatingPointError (jax.debug_nans)."""
+    yield from _with_option("jax_debug_nans", new_val)
+
+
+@contextlib.contextmanager
+def debug_infs(new_val: bool = True) -> Iterator[None]:
+    """Within the block, operations producing infinities raise FloatingPointError (jax.debug_infs)."""
+    yield from _with_option("jax_debug_infs", new_val)
+
+
+def _with_option(name: str, value: bool) -> Iterator[None]:
+    previous = config.read(name)
+    config.update(name, bool(value))
+    try:
+        yield
+    finally:
+        config.update(name, previous)

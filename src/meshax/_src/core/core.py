@@ -38,6 +38,11 @@ class HasShape:
         return math.prod(self.shape)
 
 
+# How a type's layout reads (`typeof(x).sharding`, `typeof(x).manual_axis_type`): installed by the sharding layer
+# (sharding/aval_sharding.py), which knows meshes; the core does not.
+layout_views: dict[str, Callable[[Any], Any]] = {}
+
+
 @dataclass(frozen=True)
 class ShapedArray(HasShape):
     """What tracing knows of a value: shape, dtype, weak type, (inside shard_map) the manual mesh axes it varies
@@ -77,16 +82,12 @@ class ShapedArray(HasShape):
     @property
     def sharding(self) -> Any:
         """The sharding this type carries (JAX's `typeof(x).sharding`): Explicit axes, on the abstract mesh."""
-        from ..sharding.aval_sharding import sharding_of
-
-        return sharding_of(self)
+        return layout_views["sharding"](self)
 
     @property
     def manual_axis_type(self) -> Any:
         """The manual mesh axes the value varies over (inside shard_map)."""
-        from ..sharding.aval_sharding import manual_axis_type_of
-
-        return manual_axis_type_of(self)
+        return layout_views["manual_axis_type"](self)
 
     def update(self, **changes: Any) -> "ShapedArray":
         """A copy with some fields changed (without dataclasses.replace's checks: this runs on every operation in

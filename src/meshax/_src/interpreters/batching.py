@@ -20,6 +20,18 @@ named_axis_rules: dict[Primitive, Callable[..., Any]] = {}
 # primitives whose batching depends on vmap's spmd_axis_name: rule(spmd_axis_name, values, dims, **params)
 spmd_rules: dict[Primitive, Callable[..., Any]] = {}
 not_mapped = None
+_fallback: list[Callable[[Primitive], Callable[..., Any]]] = []  # installed by lax/batch_dims.py
+
+
+def set_fallback_rule(make_rule: Callable[[Primitive], Callable[..., Any]]) -> None:
+    """Install how a primitive without a batching rule is batched: lax/batch_dims.py runs it once per batch element
+    with the structural primitives, which this interpreter does not know."""
+    _fallback[:] = [make_rule]
+
+
+def _fallback_rule(primitive: Primitive) -> Callable[..., Any]:
+    assert _fallback, "meshax._src.lax.batch_dims must be imported before batching"
+    return _fallback[0](primitive)
 
 
 class BatchTrace(Trace):
@@ -59,7 +71,7 @@ class BatchTrace(Trace):
         if primitive in inline_rules and primitive not in batching_rules:
             with set_current_trace(self):
                 return inline_rules[primitive](*args, **params)
-        rule = batching_rules.get(primitive, _per_element(primitive))
+        rule = batching_rules.get(primitive) or _fallback_rule(primitive)
         if primitive in spmd_rules:
             rule = functools.partial(spmd_rules[primitive], self.spmd_axis_name)
         with set_current_trace(self.parent):
@@ -67,58 +79,6 @@ class BatchTrace(Trace):
         if primitive.multiple_results:
             return [self.new(o, d) for o, d in zip(out, out_dims)]
         return self.new(out, out_dims)
-
-
-def move_to_front(x: Any, dim: int | None, size: int) -> Any:
-    """`x` with its batch dimension first (broadcast to `size` if it has none)."""
-    from ..lax import primitives as P
-
-    aval = aval_of(x)
-    if dim is None:
-        return P.broadcast_in_dim.bind(x, shape=(size,) + tuple(aval.shape),
-                                       broadcast_dimensions=tuple(range(1, aval.ndim + 1)))
-    if dim == 0:
-        return x
-    permutation = (dim,) + tuple(d for d in range(aval.ndim) if d != dim)
-    return P.transpose.bind(x, permutation=permutation)
-
-
-def move_to(x: Any, dim: int, target: int) -> Any:
-    """`x` with its batch dimension moved from `dim` to `target`."""
-    from ..lax import primitives as P
-
-    if dim == target:
-        return x
-    order = [d for d in range(aval_of(x).ndim) if d != dim]
-    order.insert(target, dim)
-    return P.transpose.bind(x, permutation=tuple(order))
-
-
-def _per_element(primitive: Primitive) -> Callable[..., Any]:
-    """The fallback rule: the primitive once per batch element, results stacked along a new first dimension."""
-    from ..lax import primitives as P
-
-    def rule(values: list[Any], dims: list[Any], **params: Any) -> tuple[Any, Any]:
-        size = next(aval_of(v).shape[d] for v, d in zip(values, dims) if d is not None)
-        rows = []
-        for b in range(size):
-            sliced = [v if d is None else P.static_slice.bind(v, index=(slice(None),) * d + (b,))
-                      for v, d in zip(values, dims)]
-            out = primitive.bind(*sliced, **params)
-            rows.append(out if primitive.multiple_results else [out])
-        stacked = [_stack([row[k] for row in rows]) for k in range(len(rows[0]))]
-        if primitive.multiple_results:
-            return stacked, [0] * len(stacked)
-        return stacked[0], 0
-
-    return rule
-
-
-def _stack(values: Sequence[Any]) -> Any:
-    from ..lax import primitives as P
-
-    rows = [P.reshape.bind(v, new_sizes=(1,) + tuple(aval_of(v).shape)) for v in values]
-    return rows[0] if len(rows) == 1 else P.concatenate.bind(*rows, axis=0)
 
 
 def batch_flat(fun: Callable[..., Sequence[Any]], values: Sequence[Any], dims: Sequence[int | None], size: int,

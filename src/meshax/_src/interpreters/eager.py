@@ -4,7 +4,7 @@ For one primitive: pick the mesh of the largest Array input, ask the sharding ru
 where inputs must be, reshard them (any-to-any, across processes), run the NumPy
 implementation once per distinct set of local input buffers (replicas share the
 work and the result), and reduce across mesh axes where the rule says so.
-This is the root trace: it has no parent.
+This is the root trace: it has no parent. With jax_debug_nans/infs on, a checking variant replaces it.
 """
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..config import config
+from ..core.jaxpr import Jaxpr
 from ..runtime import compute_pool as device_pool
 from ..runtime import devices as device_table
 from ..arrays.array import Array, read_only
@@ -161,4 +163,40 @@ def _make_output(aval: ShapedArray, sharding: Sharding, buffers: dict, committed
     return Array(aval.shape, aval.dtype, sharding, final, aval.weak_type, committed)
 
 
-set_eager_trace(EagerTrace())
+class _CheckingEagerTrace(EagerTrace):
+    """jax_debug_nans / jax_debug_infs: eager evaluation followed by a check of each floating result.
+
+    A jitted program then runs unfused, equation by equation (JAX's de-optimized rerun), so the error names the
+    operation that made the NaN inside it too."""
+
+    def __init__(self, nans: bool, infs: bool) -> None:
+        super().__init__()
+        self.nans, self.infs = nans, infs
+
+    def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
+        if primitive in inline_rules and isinstance(params.get("jaxpr"), Jaxpr):
+            return inline_rules[primitive](*args, **params)  # a program (jit): unfused, each operation checked
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # the check below reports them
+            outputs = super().process(primitive, args, params)
+        for output in (outputs if primitive.multiple_results else [outputs]):
+            if isinstance(output, Array) and np.issubdtype(output.dtype, np.inexact):
+                self._check(primitive, output)
+        return outputs
+
+    def _check(self, primitive: Primitive, output: Array) -> None:
+        for buffer in {id(b): b for b in output.local_buffers().values()}.values():
+            if self.nans and np.isnan(buffer).any():
+                raise FloatingPointError(f"invalid value (nan) encountered in {primitive.name}")
+            if self.infs and np.isinf(buffer).any():
+                raise FloatingPointError(f"invalid value (inf) encountered in {primitive.name}")
+
+
+def _install_root_trace(nans: bool, infs: bool) -> None:
+    """The plain eager trace, or the checking one while jax_debug_nans or jax_debug_infs is on (off again: no cost)."""
+    set_eager_trace(_CheckingEagerTrace(nans, infs) if nans or infs else _PLAIN)
+
+
+_PLAIN = EagerTrace()
+_install_root_trace(bool(config.read("jax_debug_nans")), bool(config.read("jax_debug_infs")))
+config.watch("jax_debug_nans", lambda on: _install_root_trace(bool(on), bool(config.read("jax_debug_infs"))))
+config.watch("jax_debug_infs", lambda on: _install_root_trace(bool(config.read("jax_debug_nans")), bool(on)))

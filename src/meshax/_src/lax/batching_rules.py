@@ -16,7 +16,8 @@ from ..random import api as R
 from ..interpreters.ad import add_any_p
 from ..core.core import aval_of, axis_size, pvary_p
 from ..sharding.explicit_types import explicit_names
-from ..interpreters.batching import batching_rules, move_to_front, named_axis_rules, spmd_rules
+from ..interpreters.batching import batching_rules, named_axis_rules, spmd_rules
+from .batch_dims import move_to_front, per_element
 from ..sharding.mesh import current_mesh
 from ..sharding.shardings import NamedSharding, PartitionSpec
 from .control_flow import while_p
@@ -158,19 +159,13 @@ def _dot_general(values: list[Any], dims: list[Any], *, dimension_numbers: Any, 
 def _gather(values: list[Any], dims: list[Any], *, index: tuple) -> tuple[Any, Any]:
     """An unbatched index: a leading full slice; the batch dimension lands where NumPy puts that slice."""
     if any(d is not None for d in dims[1:]):
-        return batching_rules_fallback(P.gather)(values, dims, index=index)
+        return per_element(P.gather)(values, dims, index=index)
     x = _front(values, dims)
     new_index = (slice(None),) + tuple(index)
     advanced = [k for k, e in enumerate(new_index) if not isinstance(e, slice)]
     adjacent = not advanced or advanced == list(range(advanced[0], advanced[-1] + 1))
     out_dim = 0 if adjacent else len(np.broadcast_shapes(*[aval_of(i).shape for i in values[1:]]))
     return P.gather.bind(x, *values[1:], index=new_index), out_dim
-
-
-def batching_rules_fallback(primitive: Any) -> Any:
-    from ..interpreters.batching import _per_element
-
-    return _per_element(primitive)
 
 
 for _p, _rule in ((P.reshape, _reshape), (P.transpose, _transpose), (P.broadcast_in_dim, _broadcast_in_dim),
@@ -201,7 +196,7 @@ for _p in (preduce_p, all_gather_p, reduce_scatter_p, ppermute_p):
 batching_rules[axis_index_p] = lambda values, dims, **params: (axis_index_p.bind(**params), None)
 
 # A batched loop condition: each batch element loops on its own.
-batching_rules[while_p] = batching_rules_fallback(while_p)
+batching_rules[while_p] = per_element(while_p)
 
 
 # ---- collectives over the vmapped axis itself ---------------------------------------------------------------------

@@ -13,6 +13,8 @@ import numpy as np
 from . import cpu_kernels
 from ..runtime import compute_pool as device_pool
 from ..sharding import placement_rules as rules
+from ..sharding.explicit_rules import gather_sources
+from ..arrays.placement import device_put, sharding_constraint
 from ..config import config
 from ..core.core import Primitive, ShapedArray, define_primitive
 from ..interpreters.eager import eager_rules
@@ -413,23 +415,10 @@ def _gather_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, i
     x, arrays = avals[0], avals[1:]
     spec = [entry if isinstance(i, slice) and i.indices(n) == (0, n, 1) else ()
             for entry, i, n in zip(specs[0], index, x.shape)]
-    sources = _gather_sources(index, len(rules.broadcast_shapes(*[a.shape for a in arrays])) if arrays else 0)
+    sources = gather_sources(index, len(rules.broadcast_shapes(*[a.shape for a in arrays])) if arrays else 0)
     out = tuple(() if d is None else spec[d] for d in sources)
     result = None if arrays else [tuple(() if d is None else specs[0][d] for d in sources)]
     return rules.Layout([tuple(spec)] + [rules.replicated(a.ndim) for a in arrays], [out], result_specs=result)
-
-
-def _gather_sources(index: tuple[Any, ...], array_ndim: int) -> list[int | None]:
-    """For each dimension of x[index], the dimension of x it comes from (None: from the index arrays), by
-    NumPy's rule: the arrays' dimensions (integers count as arrays when there are some) replace the first
-    indexed dimension if the indexed dimensions are adjacent, else they come first."""
-    if "array" not in index:
-        return [d for d, i in enumerate(index) if isinstance(i, slice)]
-    advanced = [d for d, i in enumerate(index) if not isinstance(i, slice)]
-    sliced = [d for d, i in enumerate(index) if isinstance(i, slice)]
-    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
-    at = sum(1 for d in sliced if d < advanced[0]) if adjacent else 0
-    return sliced[:at] + [None] * array_ndim + sliced[at:]
 
 
 gather = _define("gather", _gather_impl, lambda x, *ix, index: _gather_aval(x, *ix, index=index), _gather_rule)
@@ -551,14 +540,5 @@ iota = _define("iota", _iota_impl, lambda *, shape, dtype, dimension: ShapedArra
                lambda specs, avals, **p: rules.replicate_all(specs, avals, p["out_ndims"]), needs_local_shape=True)
 
 
-sharding_constraint = _define("sharding_constraint", None, lambda x, *, sharding: x, None)
-
-
-def _constrain_eagerly(x: Any, *, sharding: Any) -> Any:
-    from ..arrays.placement import device_put
-
-    return device_put(x, sharding)
-
-
-eager_rules[sharding_constraint] = _constrain_eagerly
+eager_rules[sharding_constraint] = lambda x, *, sharding: device_put(x, sharding)
 device_rules[sharding_constraint] = lambda trace, x, *, sharding: x  # inside shard_map blocks are per device

@@ -14,6 +14,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import config
+
 DEVICE_ID_STRIDE = 131072
 
 
@@ -79,8 +81,6 @@ class Device:
 def local_device_count_from_env() -> int:
     """K from config.update('jax_num_cpu_devices', K), else JAX_NUM_CPU_DEVICES, MESHAX_NUM_CPU_DEVICES or
     XLA_FLAGS; 1 when none is set."""
-    from ..config import config
-
     chosen = config.read("jax_num_cpu_devices")
     if chosen is not None and int(chosen) >= 0:
         return _positive_count(str(chosen), "config jax_num_cpu_devices")
@@ -248,3 +248,13 @@ def process_index() -> int:
 
 def process_count() -> int:
     return table().process_count
+
+
+def _refuse_late_device_count(_value: Any) -> None:
+    if started():
+        raise RuntimeError("jax_num_cpu_devices config should be updated before backends are initialized i.e. before "
+                           "any JAX operation is executed. You should initialize this config immediately after "
+                           "`import jax`.")
+
+
+config.watch("jax_num_cpu_devices", _refuse_late_device_count)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.core import layout_views
 from .mesh import AbstractMesh, get_abstract_mesh
 from .shardings import PartitionSpec
 
@@ -52,3 +53,6 @@ def sharding_of(aval: Any) -> TypeSharding:
 def manual_axis_type_of(aval: Any) -> ManualAxisType:
     return ManualAxisType(varying=frozenset(aval.vma))
 
+
+
+layout_views.update(sharding=sharding_of, manual_axis_type=manual_axis_type_of)

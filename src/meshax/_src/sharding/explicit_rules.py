@@ -235,12 +235,23 @@ def _gather(name: str, specs: list[Spec], avals: Sequence[ShapedArray], outs: li
                 "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather indexing as out "
                 "sharding could not be resolved unambiguously (or would require collectives on inputs). Got "
                 f"operand={avals[0]!r}, indices={avals[1] if len(avals) > 1 else None!r}")
-    from ..lax.primitives import _gather_sources  # primitives imports the eager interpreter, which imports these rules
-
     arrays = avals[1:]
-    sources = _gather_sources(index, len(broadcast_shapes(*[a.shape for a in arrays])) if arrays else 0)
+    sources = gather_sources(index, len(broadcast_shapes(*[a.shape for a in arrays])) if arrays else 0)
     out = [spec[s] if s is not None else () for s in sources]
     cut = [(s, o) for o, s in enumerate(sources)
            if s is not None and index[s].indices(avals[0].shape[s]) != (0, avals[0].shape[s], 1)]
     _check_divisible("slicing", spec, avals[0], outs[0], cut, mesh)
     return [tuple(out)]
+
+
+def gather_sources(index: tuple[Any, ...], array_ndim: int) -> list[int | None]:
+    """For each dimension of x[index], the dimension of x it comes from (None: from the index arrays), by
+    NumPy's rule: the arrays' dimensions (integers count as arrays when there are some) replace the first
+    indexed dimension if the indexed dimensions are adjacent, else they come first."""
+    if "array" not in index:
+        return [d for d, i in enumerate(index) if isinstance(i, slice)]
+    advanced = [d for d, i in enumerate(index) if not isinstance(i, slice)]
+    sliced = [d for d, i in enumerate(index) if isinstance(i, slice)]
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    at = sum(1 for d in sliced if d < advanced[0]) if adjacent else 0
+    return sliced[:at] + [None] * array_ndim + sliced[at:]

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from ..core import core
 from ..core.core import Primitive, ShapedArray, sharding_rules
+from . import aval_sharding  # noqa: F401  (installs typeof(x).sharding and .manual_axis_type)
 from .explicit_rules import RULES as explicit_rules, broadcasting
 from .placement_rules import elementwise
 from .mesh import AxisType, Mesh, current_mesh
