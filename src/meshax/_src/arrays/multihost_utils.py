@@ -10,7 +10,7 @@ from .placement import host_value, make_array_from_process_local_data
 from .array import Array
 from ..sharding.mesh import Mesh
 from ..sharding.shardings import NamedSharding, PartitionSpec
-from .transfer import box_shape, reshard
+from .transfer import box_shape, global_value, reshard
 from ..tree.tree_util import tree_flatten, tree_unflatten
 
 BARRIER_TIMEOUT_SECONDS = 300.0
@@ -26,18 +26,6 @@ def _runtime():
 def _everyone():
     rt = _runtime()
     return None if rt is None else rt.process_group(range(rt.num_processes))
-
-
-def _replicated_everywhere() -> NamedSharding:
-    return NamedSharding(Mesh(device_table.devices(), ("processes",)), PartitionSpec())
-
-
-def global_value(array: Array) -> np.ndarray:
-    """The whole value of `array` on every process (a collective when it spans processes)."""
-    spans_all = set(array.sharding.process_indices) == set(range(device_table.process_count()))
-    if array.is_fully_replicated and spans_all:
-        return np.asarray(array)
-    return np.asarray(reshard(array, _replicated_everywhere()))
 
 
 def _check_same_shapes(values: list[np.ndarray], what: str) -> None:

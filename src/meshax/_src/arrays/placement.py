@@ -13,7 +13,7 @@ from ..core.dtypes import canonicalize_dtype, dtype_of
 from ..sharding.shardings import Box, NamedSharding, Sharding, SingleDeviceSharding, to_sharding, unique_boxes
 from ..runtime.history import note, ordered
 from ..runtime.watch import user_site_key
-from .transfer import _array_from_boxes, box_shape, from_host, placement, reshard
+from .transfer import _array_from_boxes, box_shape, from_host, global_value, placement, reshard
 from ..tree.tree_util import tree_flatten, tree_map, tree_unflatten
 
 
@@ -106,8 +106,6 @@ def device_get(x: Any) -> Any:
             return leaf
         if leaf.is_fully_addressable:
             return np.asarray(leaf)
-        from .multihost_utils import global_value
-
         return global_value(leaf)
 
     return tree_map(get, x)

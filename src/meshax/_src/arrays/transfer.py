@@ -18,7 +18,8 @@ import numpy as np
 from ..runtime import devices as device_table
 from .array import Array, read_only
 from ..runtime.peers import Exchange
-from ..sharding.shardings import Box, NamedSharding, Sharding, unique_boxes
+from ..sharding.mesh import Mesh
+from ..sharding.shardings import Box, NamedSharding, PartitionSpec, Sharding, unique_boxes
 
 Region = tuple[slice, ...]
 
@@ -245,3 +246,15 @@ def from_host(value: np.ndarray, sharding: Sharding, weak_type: bool = False, co
     result = _array_from_boxes(value.shape, value.dtype, sharding, filled, weak_type)
     result.committed = committed
     return result
+
+
+def _replicated_everywhere() -> NamedSharding:
+    return NamedSharding(Mesh(device_table.devices(), ("processes",)), PartitionSpec())
+
+
+def global_value(array: Array) -> np.ndarray:
+    """The whole value of `array` on every process (a collective when it spans processes)."""
+    spans_all = set(array.sharding.process_indices) == set(range(device_table.process_count()))
+    if array.is_fully_replicated and spans_all:
+        return np.asarray(array)
+    return np.asarray(reshard(array, _replicated_everywhere()))

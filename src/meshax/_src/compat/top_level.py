@@ -1,4 +1,4 @@
-"""Smaller top-level names of jax: pure_callback, ensure_compile_time_eval, live_arrays, linear_transpose,
+"""Smaller top-level names of jax: ensure_compile_time_eval, live_arrays, linear_transpose,
 closure_convert, print_environment_info, the host_* aliases, process_indices, and configuration contexts (enable_x64,
 and those whose only meaningful setting in meshax is the default: default_matmul_precision, numpy_rank_promotion,
 numpy_dtype_promotion, transfer guards, log_compiles, explain_cache_misses, check_tracer_leaks...)."""
@@ -17,52 +17,12 @@ from ..transforms.autodiff import vjp
 from ..arrays.array import Array, live
 from ..config import config
 from ..core.core import ShapedArray, Tracer, aval_of, define_primitive
-from ..interpreters.ad import jvp_rules
 from ..interpreters.staging import compile_time_eval, consts_as_inputs, trace_to_jaxpr
 from ..core.jaxpr import eval_jaxpr
 from ..sharding.placement_rules import replicate_all
 from ..tree.tree_util import tree_flatten, tree_map, tree_unflatten
 from ..core.dtypes import issubdtype
-
-# ---- pure_callback -------------------------------------------------------------------------------------------
-
-
-def _callback_impl(*args: np.ndarray, callback: Callable[..., Any], out_avals: tuple, **_: Any) -> list[np.ndarray]:
-    results = callback(*args)
-    return [np.asarray(r, dtype=a.dtype).reshape(a.shape) for r, a in zip(results, out_avals)]
-
-
-def _callback_jvp(*_: Any, **__: Any) -> Any:
-    raise ValueError("Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use callbacks while taking "
-                     "gradients.")
-
-
-pure_callback_p = define_primitive("pure_callback", _callback_impl,
-                                   lambda *avals, out_avals, **_: list(out_avals),
-                                   lambda specs, avals, **params: replicate_all(specs, avals, params["out_ndims"]),
-                                   multiple_results=True)
-jvp_rules[pure_callback_p] = _callback_jvp
-
-
-def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: Any, sharding: Any = None,
-                  vmap_method: str | None = None, **kwargs: Any) -> Any:
-    """Call the host function `callback` on NumPy values of `args` (eagerly, or when a jitted program runs), its
-    results typed as `result_shape_dtypes` says (a pytree of ShapeDtypeStructs or arrays). Under vmap it runs
-    once per batch element. It must be pure: it may run once per process, and never under a JVP."""
-    flat_args, in_tree = tree_flatten(args)
-    shapes, out_tree = tree_flatten(result_shape_dtypes)
-    out_avals = tuple(ShapedArray(tuple(s.shape), np.dtype(s.dtype)) for s in shapes)
-
-    def flat_callback(*values: np.ndarray) -> list[Any]:
-        result = callback(*tree_unflatten(in_tree, list(values)), **kwargs)
-        leaves, tree = tree_flatten(result)
-        if tree != out_tree:
-            raise TypeError(f"pure_callback: the callback returned {tree}, but result_shape_dtypes is {out_tree}.")
-        return leaves
-
-    outs = pure_callback_p.bind(*flat_args, callback=flat_callback, out_avals=out_avals)
-    return tree_unflatten(out_tree, list(outs))
-
+from ..transforms.jacobians import jacrev
 
 # ---- tracing helpers --------------------------------------------------------------------------------------------
 
@@ -264,3 +224,31 @@ def _with_option(name: str, value: bool) -> Iterator[None]:
         yield
     finally:
         config.update(name, previous)
+
+
+def default_backend() -> str:
+    """The platform arrays live on: meshax has CPU devices only."""
+    return "cpu"
+
+
+def jacobian(fun: Callable[..., Any], argnums: Any = 0, has_aux: bool = False, holomorphic: bool = False,
+             allow_int: bool = False) -> Callable[..., Any]:
+    """The Jacobian of `fun` (as jax.jacobian: reverse mode)."""
+    return jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int)
+
+
+def named_call(fun: Callable[..., Any], *, name: str | None = None) -> Callable[..., Any]:
+    """`fun` itself: names label XLA's profiles, which meshax does not make."""
+    return fun
+
+
+@contextlib.contextmanager
+def named_scope(name: str) -> Iterator[None]:
+    """A scope name for profiles (a no-op in meshax, as names only label XLA's programs)."""
+    if not isinstance(name, str):
+        raise TypeError(f"named_scope name argument must be a string; got {name!r}.")
+    yield
+
+
+def effects_barrier() -> None:
+    """Wait for pending side effects: meshax runs them in order as they come, so there are none."""

@@ -36,14 +36,8 @@ class _ScalarMeta(type):
     def __hash__(cls) -> int:
         return hash(cls.dtype.type)
 
-    def __reduce__(cls) -> tuple:
-        return getattr, (_module(), cls.__name__)
-
-
-def _module() -> Any:
-    import meshax.numpy
-
-    return meshax.numpy
+    def __reduce__(cls) -> str:
+        return cls.__name__  # pickled by reference: meshax.numpy.<name>
 
 
 def _scalar_type(name: str, dtype: np.dtype) -> _ScalarMeta:

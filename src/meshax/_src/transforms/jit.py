@@ -8,15 +8,18 @@ Python side effects of the function therefore happen once, when it is traced.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import inspect
+import threading
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from ..arrays.placement import device_put, host_value
-from ..compat.misc_names import jit_disabled
+from .stages import Traced
 from ..arrays.array import Array
 from ..core.core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
 from ..interpreters.eager import eager_rules
@@ -40,6 +43,28 @@ def _as_tuple(x: Any) -> tuple[Any, ...]:
     if x is None:
         return ()
     return (x,) if isinstance(x, (int, str)) else tuple(x)
+
+
+class _JitState(threading.local):
+    def __init__(self) -> None:
+        self.disabled = False
+
+
+_jit_state = _JitState()
+
+
+def jit_disabled() -> bool:
+    return _jit_state.disabled
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True) -> Iterator[None]:
+    """Within the block, jitted functions run their Python code eagerly (values are the same)."""
+    previous, _jit_state.disabled = _jit_state.disabled, disable
+    try:
+        yield
+    finally:
+        _jit_state.disabled = previous
 
 
 def _call_signature(leaf: Any) -> Any:
@@ -179,10 +204,13 @@ class Jitted:
 
     def trace(self, *args: Any, **kwargs: Any) -> Any:
         """The program traced for these arguments (a jax.stages.Traced: `.jaxpr`, `.out_info`, `.lower()`)."""
-        from .stages import Traced
-
         key, _ = self._prepare(args, kwargs)
         return Traced(self, key)
+
+    @staticmethod
+    def _signatures(leaves: list[Any]) -> list[Any]:
+        """The leaves' parts of a call's cache key."""
+        return [_call_signature(x) for x in leaves]
 
     def lower(self, *args: Any, **kwargs: Any) -> Any:
         """The program traced for these arguments; `.compile()` makes it callable on arguments like them."""
@@ -217,6 +245,14 @@ def forget_traces() -> None:
     for per_function in list(_caches.values()):
         for cache in per_function.values():
             cache.clear()
+
+
+def clear_caches() -> None:
+    """Forget every traced program (jit and shard_map re-trace on their next call)."""
+    forget_traces()
+    for obj in gc.get_objects():
+        if isinstance(obj, Jitted):
+            obj._cache.clear()
 
 
 def _hashable(value: Any) -> Any:

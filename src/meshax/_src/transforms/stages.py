@@ -131,11 +131,9 @@ class Compiled(_Stage):
         return self._jitted.out_shardings
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from .jit import _call_signature
-
         jitted = self._jitted
         leaves, structure = jitted._flatten(args, kwargs)
-        signature = [_call_signature(x) for x in leaves]
+        signature = jitted._signatures(leaves)
         expected_structure, expected = self._key[0][:2]
         if structure != expected_structure or tuple(signature) != expected:
             raise TypeError(_mismatch(jitted.fun, expected_structure, expected, structure, signature))
