@@ -98,9 +98,9 @@ _NAMES = {
 _NAMES.update({  # JAX documentation's names (issue 25)
     "debug_nans": "meshax._src.compat.top_level",
     "debug_infs": "meshax._src.compat.top_level",
-    "new_ref": "meshax._src.arrays.refs",
-    "freeze": "meshax._src.arrays.refs",
-    "Ref": "meshax._src.arrays.refs",
+    "new_ref": "meshax._src.transforms.refs",
+    "freeze": "meshax._src.transforms.refs",
+    "Ref": "meshax._src.transforms.refs",
 })
 
 __all__ = sorted((*_SUBMODULES, *_NAMES))

@@ -13,6 +13,7 @@ from meshax._src.numpy import (  # noqa: F401
 )
 
 from meshax._src.numpy.scalar_types import SCALAR_TYPES as _SCALAR_TYPES
+from meshax._src.transforms.vectorize import vectorize  # noqa: F401  (vmap over NumPy's gufunc signatures)
 
 # The scalar types (float32, bfloat16, float8_e4m3fn, int4, ... and the aliases bool_, int_, single, ...): each
 # stands for its dtype wherever a dtype is expected, and calling it makes an Array, as in jax.numpy.

@@ -10,7 +10,7 @@ from .placement import host_value, make_array_from_process_local_data
 from .array import Array
 from ..sharding.mesh import Mesh
 from ..sharding.shardings import NamedSharding, PartitionSpec
-from .transfer import box_shape, global_value, reshard
+from .transfer import box_shape, global_value
 from ..tree.tree_util import tree_flatten, tree_unflatten
 
 BARRIER_TIMEOUT_SECONDS = 300.0

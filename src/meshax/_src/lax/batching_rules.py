@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import primitives as P
-from ..random import api as R
+from . import random_bits as R
 from ..interpreters.ad import add_any_p
 from ..core.core import aval_of, axis_size, pvary_p
 from ..sharding.explicit_types import explicit_names

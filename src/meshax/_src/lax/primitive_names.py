@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import primitives as P
-from ..random.prng import erf_inv_p
+from .random_bits import erf_inv_p
 from . import special
 
 _RENAMED = {"isfinite": "is_finite", "not": "not", "shift_left": "shift_left"}

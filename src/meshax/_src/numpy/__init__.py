@@ -16,7 +16,6 @@ from .searching import *  # noqa: F401,F403
 from .linalg_ops import *  # noqa: F401,F403
 from .logic import *  # noqa: F401,F403
 from .numerics import *  # noqa: F401,F403
-from .gufunc import *  # noqa: F401,F403
 from .indexing import _IndexUpdateHelper  # noqa: F401  (x.at, installed by methods)
 from .util import _axes, _cast, _lift, _ndim, _promote, _promote_inexact  # noqa: F401  (for lax_parallel, random, nn, ad)
 

@@ -17,7 +17,7 @@ from ..sharding.shardings import NamedSharding, PartitionSpec
 from .util import ArrayLike, _cast, _dims, _dtype, _is_array, _placed, _shape
 from .ufuncs import astype, power
 from .shape_ops import broadcast_to, ravel, reshape, stack
-from ..sharding.out_sharding import accepts_out_sharding
+from ..arrays.out_sharding import accepts_out_sharding
 
 
 def array(object: ArrayLike, dtype: Any = None, copy: bool = True, order: Any = None, ndmin: int = 0, *,

@@ -15,7 +15,7 @@ from ..core.core import Tracer
 from .prng import (
     _bits, _canonical_shape, _cast_to, _fma, _is_array, _key_array, _lift, _single_key, erf_inv_p, split,
 )
-from ..sharding.out_sharding import accepts_out_sharding
+from ..arrays.out_sharding import accepts_out_sharding
 from ..core.dtypes import issubdtype
 
 __all__ = [

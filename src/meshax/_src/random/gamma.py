@@ -129,8 +129,6 @@ def beta(key: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None) -> Any:
 
 def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Dirichlet(alpha) samples along the last axis: the softmax of log-gamma samples."""
-    from ..nn import functions as nn
-
     key = _key_array(key, "dirichlet")
     dtype = _float(dtype, "dirichlet")
     ashape = _shape_of(alpha)
@@ -139,7 +137,9 @@ def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = None) -> Any
     shape = ashape[:-1] if shape is None else _param_shape("dirichlet", shape, np.empty(ashape[:-1]))
     alpha = _param(alpha, dtype)
     log_g = _gamma(key, alpha, shape + ashape[-1:], dtype, True)
-    return nn.softmax(log_g, axis=-1)
+    peak = jnp.max(log_g, axis=-1, keepdims=True, initial=-np.inf)  # the softmax of log_g, as jax.nn.softmax computes it
+    unnormalized = jnp.exp(jnp.subtract(log_g, peak))
+    return jnp.divide(unnormalized, jnp.sum(unnormalized, axis=-1, keepdims=True))
 
 
 def _chisquare(key: Any, df: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:

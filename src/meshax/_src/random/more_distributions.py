@@ -19,7 +19,7 @@ from ..numpy import linalg as jla
 from .prng import _canonical_shape, _cast_to, _is_array, _key_array, _lift, split
 from .typed_keys import KEY_DTYPE, KeyDType
 from .distributions import _normal_real, _uniform, bernoulli, gumbel, normal
-from ..sharding.out_sharding import accepts_out_sharding
+from ..arrays.out_sharding import accepts_out_sharding
 from ..core.dtypes import issubdtype
 
 __all__ = [

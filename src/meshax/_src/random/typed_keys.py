@@ -144,18 +144,14 @@ class KeyArray:
 
     # ---- comparisons: key by key
     def __eq__(self, other: Any) -> Any:  # type: ignore[override]
-        from .. import numpy as jnp
-
         if not isinstance(other, KeyArray):
             return NotImplemented
-        return jnp.all(jnp.equal(self._data, other._data), axis=-1)
+        return (self._data == other._data).all(axis=-1)  # the data's operators and methods are jnp's
 
     def __ne__(self, other: Any) -> Any:  # type: ignore[override]
-        from .. import numpy as jnp
-
         if not isinstance(other, KeyArray):
             return NotImplemented
-        return jnp.any(jnp.not_equal(self._data, other._data), axis=-1)
+        return (self._data != other._data).any(axis=-1)
 
     __hash__ = None  # type: ignore[assignment]
 

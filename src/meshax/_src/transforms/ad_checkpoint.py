@@ -1,7 +1,7 @@
 """jax.ad_checkpoint: naming values for remat policies, and listing what a backward pass keeps.
 
-`checkpoint_name(x, name)` binds the identity primitive `name`; policies such as
-`save_only_these_names` (in remat.py) save the values so named. `saved_residuals` traces the
+`checkpoint_name(x, name)` (in remat.py, beside the policies such as `save_only_these_names` that save the values
+so named) binds the identity primitive `name`. `saved_residuals` traces the
 linearization of a function on abstract inputs and describes each value the backward pass keeps:
 an argument, a constant, or the output of an operation with the user's source line.
 """
@@ -11,26 +11,12 @@ import inspect
 from typing import Any, Callable
 
 from . import autodiff as ad_api  # noqa: F401  (registers the derivative rules)
-from ..core.core import ShapedArray, Tracer, aval_of, current_trace, define_primitive, keeps_own_vma, set_current_trace, \
-    vma_rules
-from ..interpreters.ad import jvp_rules, linearize_flat, transpose_rules
-from ..interpreters.batching import batching_rules
+from ..core.core import ShapedArray, Tracer, aval_of, current_trace, set_current_trace
+from ..interpreters.ad import linearize_flat
 from ..interpreters.staging import StagingTrace, stage_observers
+from .remat import checkpoint_name, name_p  # noqa: F401  (jax.ad_checkpoint's names)
 from .residual_origins import Origins, recording
-from ..sharding.placement_rules import elementwise
-from ..tree.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
-
-name_p = define_primitive("name", lambda x, *, name: x, lambda x, *, name: x, elementwise)
-vma_rules[name_p] = keeps_own_vma
-jvp_rules[name_p] = lambda primals, tangents, *, name: (name_p.bind(primals[0], name=name), tangents[0])
-transpose_rules[name_p] = lambda ct, x, *, name: [ct]
-batching_rules[name_p] = lambda values, dims, *, name: (name_p.bind(values[0], name=name), dims[0])
-
-
-def checkpoint_name(x: Any, name: str) -> Any:
-    """`x` (any pytree of arrays), named `name` for remat policies such as `save_only_these_names`."""
-    return tree_map(lambda leaf: name_p.bind(leaf, name=name), x)
-
+from ..tree.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 # ---- saved residuals ------------------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ differentiation with the primal values only (the call is not part of the linear 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 

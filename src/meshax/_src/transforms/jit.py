@@ -30,7 +30,7 @@ from ..core.jaxpr import Jaxpr, eval_jaxpr
 from ..sharding.mesh import Mesh
 from ..runtime import devices as device_table
 from ..arrays.partition import choose_mesh, sharding_for
-from ..arrays.refs import Ref, unwrapped
+from .refs import Ref, unwrapped
 from . import residual_origins
 from ..runtime.history import note as note_call
 from ..sharding.placement_rules import replicated

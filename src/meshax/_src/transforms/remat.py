@@ -13,16 +13,31 @@ from typing import Any, Callable, Sequence
 
 from ..lax import primitives as P
 from .residual_origins import eval_jaxpr_keeping_origins
-from ..core.core import Primitive, abstract_eval_rules, aval_of, keeps_own_vma, set_current_trace, vma_rules
+from ..core.core import (Primitive, abstract_eval_rules, aval_of, define_primitive, keeps_own_vma, set_current_trace,
+                         vma_rules)
+from ..interpreters.batching import batching_rules
+from ..sharding.placement_rules import elementwise
 from ..interpreters.ad import Zero, backward_pass, instantiate, is_undefined, jvp_flat, jvp_rules, tangent_aval, \
     transpose_rules
 from ..interpreters.numpy_eval import structured_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, trace_to_jaxpr
 from ..core.jaxpr import Jaxpr, Literal, eval_jaxpr
-from ..tree.tree_util import tree_flatten, tree_unflatten
+from ..tree.tree_util import tree_flatten, tree_map, tree_unflatten
 
 
 # ---- policies: policy(primitive, *avals, **params) -> whether its output may be saved ---------------------------
+
+
+name_p = define_primitive("name", lambda x, *, name: x, lambda x, *, name: x, elementwise)
+vma_rules[name_p] = keeps_own_vma
+jvp_rules[name_p] = lambda primals, tangents, *, name: (name_p.bind(primals[0], name=name), tangents[0])
+transpose_rules[name_p] = lambda ct, x, *, name: [ct]
+batching_rules[name_p] = lambda values, dims, *, name: (name_p.bind(values[0], name=name), dims[0])
+
+
+def checkpoint_name(x: Any, name: str) -> Any:
+    """`x` (any pytree of arrays), named `name` for remat policies such as `save_only_these_names`."""
+    return tree_map(lambda leaf: name_p.bind(leaf, name=name), x)
 
 
 def everything_saveable(*_: Any, **__: Any) -> bool:
@@ -43,8 +58,6 @@ def dots_with_no_batch_dims_saveable(primitive: Primitive, *_: Any, dimension_nu
 
 
 def _is_named(primitive: Primitive, params: dict[str, Any], names: frozenset[str]) -> bool:
-    from .ad_checkpoint import name_p
-
     return primitive is name_p and params["name"] in names
 
 
@@ -56,8 +69,6 @@ def save_only_these_names(*names: str) -> Callable[..., bool]:
 
 def save_any_names_but_these(*names: str) -> Callable[..., bool]:
     """Save every named value except those named one of `names`; nothing unnamed."""
-    from .ad_checkpoint import name_p
-
     excluded = frozenset(names)
     return lambda primitive, *_, **params: primitive is name_p and params["name"] not in excluded
 

@@ -9,22 +9,21 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from ..arrays.placement import device_put
+from ..arrays.out_sharding import reshard  # noqa: F401  (jax.reshard)
 from ..core.core import (Primitive, ShapedArray, Tracer, abstract_eval_rules, aval_of, current_trace, eager_trace,
                    keeps_own_vma, vma_rules)
 from ..sharding.explicit_types import retyped_axes, spec_of, typed
 from ..interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
 from ..core.jaxpr import eval_jaxpr
 from ..sharding.mesh import AxisType, current_mesh
-from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding
+from ..sharding.shardings import NamedSharding
 from ..tree.tree_util import tree_flatten, tree_unflatten
+from .refs import Ref
 
 
 def typeof(x: Any) -> ShapedArray:
     """The abstract value of `x`; for an array on a mesh with Explicit axes, with the axes splitting each
     dimension (as JAX prints them: float32[8@X,4]). An Array's type knows its mesh (`typeof(x).sharding`)."""
-    from ..arrays.refs import Ref
-
     if isinstance(x, Ref):
         return RefType(x.aval)
     aval = aval_of(x)
@@ -51,31 +50,6 @@ class RefType:
 
     def __repr__(self) -> str:
         return f"Ref{{{self.aval}}}"
-
-
-def _target(spec: Any) -> Sharding:
-    if isinstance(spec, Sharding):
-        return spec
-    if isinstance(spec, PartitionSpec):
-        mesh = current_mesh()
-        if mesh is None:
-            raise ValueError(f"reshard got the PartitionSpec {spec!r} but no mesh is in use; call it inside `with "
-                             "meshax.set_mesh(mesh):` or pass NamedSharding(mesh, spec).")
-        return NamedSharding(mesh, spec)
-    raise TypeError(f"reshard needs a PartitionSpec or a Sharding; got {spec!r} of type {type(spec).__name__}.")
-
-
-def reshard(xs: Any, out_shardings: Any) -> Any:
-    """`xs` laid out as `out_shardings` (one PartitionSpec/Sharding for all leaves, or a tree of them)."""
-    leaves, tree = tree_flatten(xs)
-    if isinstance(out_shardings, (PartitionSpec, Sharding)):
-        targets = [out_shardings] * len(leaves)
-    else:
-        targets = tree_flatten(out_shardings, is_leaf=lambda s: isinstance(s, (PartitionSpec, Sharding)))[0]
-        if len(targets) != len(leaves):
-            raise ValueError(f"reshard got {len(targets)} shardings for {len(leaves)} arrays; give one, or one per "
-                             "array in the same tree.")
-    return tree_unflatten(tree, [device_put(x, _target(t)) for x, t in zip(leaves, targets)])
 
 
 def _axes(axes: Any, wanted: AxisType) -> tuple[str, ...]:

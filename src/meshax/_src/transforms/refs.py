@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import numpy as jnp
 from ..core.core import Tracer, aval_of
 
 
@@ -29,8 +30,6 @@ class Ref:
         return self._value if index is Ellipsis or index == () else self._value[index]
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        from .. import numpy as jnp
-
         if index is Ellipsis or index == ():
             aval = aval_of(self._value)
             self._value = jnp.broadcast_to(jnp.asarray(value, dtype=aval.dtype), aval.shape)
@@ -50,8 +49,6 @@ class Ref:
 
 def new_ref(init_val: Any) -> Ref:
     """A Ref holding `init_val` (an array, or anything `jnp.asarray` takes)."""
-    from .. import numpy as jnp
-
     return Ref(jnp.asarray(init_val))
 
 

@@ -8,8 +8,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .shape_ops import broadcast_to
-from .util import _as_array
+from ..numpy.shape_ops import broadcast_to
+from ..numpy.util import _as_array
+from .vmap import vmap
 
 __all__ = ["vectorize"]
 
@@ -36,8 +37,6 @@ def vectorize(pyfunc: Callable[..., Any], *, excluded: Any = frozenset(), signat
 
     @functools.wraps(pyfunc)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        from ..transforms.vmap import vmap
-
         mapped_positions = [i for i in range(len(args)) if i not in excluded]
         fixed_kwargs = {k: v for k, v in kwargs.items() if k in excluded}
         mapped_names = [k for k in kwargs if k not in excluded]

@@ -1,0 +1,50 @@
+"""`reshard` (a pytree laid out as asked) and the `out_sharding=` keyword of functions that make arrays (jnp creation
+functions, random distributions), as JAX 0.10 has them."""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from .placement import device_put
+from ..sharding.mesh import current_mesh
+from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding
+from ..tree.tree_util import tree_flatten, tree_unflatten
+
+
+def _target(spec: Any) -> Sharding:
+    if isinstance(spec, Sharding):
+        return spec
+    if isinstance(spec, PartitionSpec):
+        mesh = current_mesh()
+        if mesh is None:
+            raise ValueError(f"reshard got the PartitionSpec {spec!r} but no mesh is in use; call it inside `with "
+                             "meshax.set_mesh(mesh):` or pass NamedSharding(mesh, spec).")
+        return NamedSharding(mesh, spec)
+    raise TypeError(f"reshard needs a PartitionSpec or a Sharding; got {spec!r} of type {type(spec).__name__}.")
+
+
+def reshard(xs: Any, out_shardings: Any) -> Any:
+    """`xs` laid out as `out_shardings` (one PartitionSpec/Sharding for all leaves, or a tree of them)."""
+    leaves, tree = tree_flatten(xs)
+    if isinstance(out_shardings, (PartitionSpec, Sharding)):
+        targets = [out_shardings] * len(leaves)
+    else:
+        targets = tree_flatten(out_shardings, is_leaf=lambda s: isinstance(s, (PartitionSpec, Sharding)))[0]
+        if len(targets) != len(leaves):
+            raise ValueError(f"reshard got {len(targets)} shardings for {len(leaves)} arrays; give one, or one per "
+                             "array in the same tree.")
+    return tree_unflatten(tree, [device_put(x, _target(t)) for x, t in zip(leaves, targets)])
+
+
+def accepts_out_sharding(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """`fun` with an `out_sharding=` keyword: a PartitionSpec (over the mesh in use) or a Sharding its result is
+    laid out as."""
+
+    @functools.wraps(fun)
+    def wrapped(*args: Any, out_sharding: Any = None, **kwargs: Any) -> Any:
+        result = fun(*args, **kwargs)
+        if out_sharding is None:
+            return result
+        return reshard(result, out_sharding)
+
+    return wrapped
