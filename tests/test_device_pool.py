@@ -95,7 +95,7 @@ def test_an_exception_in_one_call_reaches_the_caller_after_the_others_finish(con
 def test_calls_with_a_larger_share_split_into_single_threaded_pieces(monkeypatch):
     import numpy as np
 
-    from meshax._src.lax.primitives import dot_general
+    from meshax._src.primitives.array_primitives import dot_general
     from meshax._src.core.core import impl_rules
 
     monkeypatch.setenv("MESHAX_CPU_THREADS", "6")

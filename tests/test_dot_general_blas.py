@@ -7,7 +7,7 @@ import pytest
 
 import meshax
 from meshax import lax
-from meshax._src.lax.cpu_kernels import _blas_ready
+from meshax._src.primitives.cpu_kernels import _blas_ready
 
 CASES = [  # lhs shape, rhs shape, ((lhs contract, rhs contract), (lhs batch, rhs batch))
     ((5, 7), (7, 3), (((1,), (0,)), ((), ()))),  # plain matmul

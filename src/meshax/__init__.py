@@ -119,7 +119,7 @@ __all__ = sorted((*_SUBMODULES, *_NAMES))
 def __getattr__(name: str) -> Any:
     """Import a public submodule or name the first time it is used."""
     if (name in _SUBMODULES or name in _NAMES) and name not in _WITHOUT_ARRAYS:
-        importlib.import_module("meshax._src.numpy.array_methods")  # Array operators and methods, before any Array exists
+        importlib.import_module("meshax._src.compat.array_methods")  # Array operators and methods, before any Array exists
     if name in _SUBMODULES:
         value = importlib.import_module(f"meshax.{name}")
     elif name in _NAMES:

@@ -9,7 +9,7 @@ import numpy as np
 from meshax._src.core import dtypes as _dtypes
 from meshax._src.core.dtypes import TypePromotionError, canonicalize_dtype, finfo, float0, iinfo
 from meshax._src.numpy.logic import issubdtype
-from meshax._src.random.typed_keys import extended, prng_key
+from meshax._src.arrays.key_arrays import extended, prng_key
 
 __all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0", "iinfo", "issubdtype", "itemsize_bits",
            "prng_key", "result_type", "scalar_type_of"]

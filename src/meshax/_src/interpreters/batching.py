@@ -30,7 +30,7 @@ def set_fallback_rule(make_rule: Callable[[Primitive], Callable[..., Any]]) -> N
 
 
 def _fallback_rule(primitive: Primitive) -> Callable[..., Any]:
-    assert _fallback, "meshax._src.lax.batch_dims must be imported before batching"
+    assert _fallback, "meshax._src.primitives.batch_dims must be imported before batching"
     return _fallback[0](primitive)
 
 

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import primitives as P
+from ..primitives import array_primitives as P
 from ..core.core import ShapedArray, aval_of
 from ..interpreters.ad import (Zero, defjvp, deflinear, defzero, instantiate, is_undefined, jvp_rules, tangent_aval,
                                transpose_rules, zeros)

@@ -11,8 +11,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import primitives as P
-from . import random_bits as R
+from ..primitives import array_primitives as P
+from ..primitives import random_bits as R
 from ..core.core import aval_of
 from ..interpreters.ad import (Zero, defjvp, deflinear, defzero, instantiate, is_undefined, jvp_rules, tangent_aval,
                                transpose_rules, zeros)

@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from . import primitives as P
-from . import random_bits as R
+from ..primitives import array_primitives as P
+from ..primitives import random_bits as R
 from ..interpreters.ad import add_any_p
 from ..core.core import aval_of, axis_size, pvary_p
 from ..sharding.explicit_types import explicit_names
 from ..interpreters.batching import batching_rules, named_axis_rules, spmd_rules
-from .batch_dims import move_to_front, per_element
+from ..primitives.batch_dims import move_to_front, per_element
 from ..sharding.mesh import current_mesh
 from ..sharding.shardings import NamedSharding, PartitionSpec
 from .control_flow import while_p

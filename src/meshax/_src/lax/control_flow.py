@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import primitives as P
+from ..primitives import array_primitives as P
 from ..sharding.explicit_rules import format_spec
 from ..core.core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
 from ..interpreters.ad import Zero, instantiate, jvp_flat, jvp_rules, tangent_aval

@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence, Union
 import numpy as np
 
 from ..core import dtypes
-from . import primitives as P
+from ..primitives import array_primitives as P
 from ..core.core import aval_of
 from ..tree.tree_util import tree_flatten, tree_map, tree_unflatten
 from . import lax_ops as L

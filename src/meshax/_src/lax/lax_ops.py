@@ -12,10 +12,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..core import dtypes
-from . import primitives as P
+from ..primitives import array_primitives as P
 from ..core.core import aval_of
 from ..numpy import util as U
-from ..transforms.sharding_in_types import reshard
+from ..arrays.out_sharding import reshard
 from ..core.dtypes import issubdtype
 
 __all__ = [

@@ -17,7 +17,7 @@ from ..sharding import placement_rules as rules
 from ..core.core import ShapedArray, aval_of, define_primitive
 from ..interpreters.ad import Zero, instantiate, is_undefined, jvp_rules, tangent_aval, transpose_rules
 from ..interpreters.batching import batching_rules
-from .batch_dims import move_to_front
+from ..primitives.batch_dims import move_to_front
 from ..core.dtypes import issubdtype
 
 # ---- shared machinery ------------------------------------------------------------------------------------------

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import primitives as P
-from .random_bits import erf_inv_p
+from ..primitives import array_primitives as P
+from ..primitives.random_bits import erf_inv_p
 from . import special
 
 _RENAMED = {"isfinite": "is_finite", "not": "not", "shift_left": "shift_left"}

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import primitives as P
+from ..primitives import array_primitives as P
 from ..arrays.array import Array
 from ..core.core import Tracer, aval_of
 from ..numpy import util as U

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 import scipy.special as sc
 
-from . import primitives as P
+from ..primitives import array_primitives as P
 from ..sharding import placement_rules as rules
 from ..core.core import Primitive, ShapedArray, aval_of, define_primitive
 from ..interpreters.ad import defjvp, defzero, deflinear

@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 from .. import numpy as jnp
-from ..lax import primitives as P
+from ..primitives import array_primitives as P
 from ..transforms.autodiff import stop_gradient
 from ..transforms.custom_derivatives import custom_jvp
 

@@ -7,8 +7,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core import dtypes
-from ..lax import primitives as P
-from ..random.typed_keys import KeyArray
+from ..primitives import array_primitives as P
+from ..arrays.key_arrays import KeyArray
 from ..arrays.placement import device_put, host_value
 from ..arrays.array import Array
 from ..core.core import Tracer

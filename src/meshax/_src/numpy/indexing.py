@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..lax import primitives as P
+from ..primitives import array_primitives as P
 from ..core.core import NonConcreteBooleanIndexError, Tracer, aval_of
 from .util import ArrayLike, _axes, _cast, _is_array, _lift, _ndim, _promote, _shape
 from .ufuncs import _where, add, greater_equal, less, logical_or, remainder

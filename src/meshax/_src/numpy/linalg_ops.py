@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..arrays import partition
-from ..lax import primitives as P
+from ..primitives import array_primitives as P
 from ..arrays.array import Array
 from ..core.core import Tracer, aval_of
 from ..sharding.shardings import Sharding

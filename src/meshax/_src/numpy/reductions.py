@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..core import dtypes
-from ..lax import primitives as P
+from ..primitives import array_primitives as P
 from ..core.core import Tracer
 from .util import ArrayLike, _axes, _cast, _dtype, _is_array, _ndim, _promote, _promote_inexact, _shape
 from .ufuncs import (

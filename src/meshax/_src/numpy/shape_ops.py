@@ -9,10 +9,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core import dtypes
-from ..lax import primitives as P
+from ..primitives import array_primitives as P
 from .util import ArrayLike, _as_array, _axes, _dims, _ndim, _promote, _shape
 from .ufuncs import astype, subtract
-from ..random.typed_keys import KeyArray
+from ..arrays.key_arrays import KeyArray
 
 
 def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any = None,

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core import dtypes
-from ..lax import primitives as P
+from ..primitives import array_primitives as P
 from ..arrays.placement import device_put
 from ..core.core import Tracer, aval_of
 from .util import ArrayLike, _as_array, _cast, _dtype, _lift, _promote, _promote_inexact, _weak

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..interpreters import eager  # noqa: F401  (installs the eager trace)
-from ..lax import primitives as P
+from ..primitives import array_primitives as P
 from ..arrays.placement import host_value
 from ..arrays.array import Array
 from ..core.core import Tracer

@@ -2,7 +2,7 @@
 
 Raw keys are ordinary meshax arrays of dtype uint32 whose last dimension has size 2 (what
 `jax.random.PRNGKey` returns). `key(seed)` returns a typed key array (dtype key<fry>, see
-meshax._src.random.typed_keys) overlaying the same data; `key_data` / `wrap_key_data` convert between the two, and
+meshax._src.arrays.key_arrays) overlaying the same data; `key_data` / `wrap_key_data` convert between the two, and
 split, fold_in and clone return keys of the kind they are given.
 
 The scheme is JAX's default with `jax_threefry_partitionable=True` (the default of the JAX 0.10

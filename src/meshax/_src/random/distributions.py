@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core import dtypes
 from .. import numpy as jnp
-from ..lax import primitives as P
+from ..primitives import array_primitives as P
 from ..core.core import Tracer
 from .prng import (
     _bits, _canonical_shape, _cast_to, _fma, _is_array, _key_array, _lift, _single_key, erf_inv_p, split,

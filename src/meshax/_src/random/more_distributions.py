@@ -17,7 +17,7 @@ from ..core import dtypes
 from .. import numpy as jnp
 from ..numpy import linalg as jla
 from .prng import _canonical_shape, _cast_to, _is_array, _key_array, _lift, split
-from .typed_keys import KEY_DTYPE, KeyDType
+from ..arrays.key_arrays import KEY_DTYPE, KeyDType
 from .distributions import _normal_real, _uniform, bernoulli, gumbel, normal
 from ..arrays.out_sharding import accepts_out_sharding
 from ..core.dtypes import issubdtype

@@ -17,9 +17,9 @@ from .. import numpy as jnp
 from ..arrays.placement import host_value
 from ..arrays.array import Array
 from ..core.core import Tracer
-from ..lax.random_bits import erf_inv_p, fma_p, threefry2x32_p  # noqa: F401  (meshax.random's primitives)
+from ..primitives.random_bits import erf_inv_p, fma_p, threefry2x32_p  # noqa: F401  (meshax.random's primitives)
 from ..core.dtypes import issubdtype
-from .typed_keys import KeyArray
+from ..arrays.key_arrays import KeyArray
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits", "random_bits", "clone",

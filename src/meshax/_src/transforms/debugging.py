@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..lax import primitives as P
+from ..primitives import array_primitives as P
 from ..arrays.array import Array, single_device_array
 from ..core.core import Primitive, Tracer, abstract_eval_rules, keeps_own_vma, vma_checked, vma_rules
 from ..interpreters.ad import jvp_rules

@@ -366,7 +366,7 @@ def _positional_parameters(fun: Callable[..., Any]) -> tuple[list[str], bool]:
 def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     """Ask for `x` to be laid out as `shardings` (a reshard when run eagerly): one Sharding or PartitionSpec for
     every array, or a tree of them whose structure is that of `x` or a prefix of it."""
-    from ..lax import primitives as P
+    from ..primitives import array_primitives as P
 
     def is_target(s: Any) -> bool:
         return isinstance(s, (Sharding, PartitionSpec))

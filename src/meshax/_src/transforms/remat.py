@@ -11,7 +11,7 @@ import functools
 from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
-from ..lax import primitives as P
+from ..primitives import array_primitives as P
 from .residual_origins import eval_jaxpr_keeping_origins
 from ..core.core import (Primitive, abstract_eval_rules, aval_of, define_primitive, keeps_own_vma, set_current_trace,
                          vma_rules)

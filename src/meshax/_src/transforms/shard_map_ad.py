@@ -15,7 +15,7 @@ import math
 import numpy as np
 from typing import Any, Sequence
 
-from ..lax import primitives as P
+from ..primitives import array_primitives as P
 from ..core.core import AxisFrame, aval_of, current_trace, extend_axis_env, set_current_trace
 from ..interpreters.ad import (Zero, backward_pass, instantiate, is_undefined, jvp_flat, jvp_rules, tangent_aval,
                               transpose_rules)

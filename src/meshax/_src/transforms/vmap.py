@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from ..core.core import aval_of
 from ..interpreters.batching import batch_flat
-from ..lax.batch_dims import move_to, move_to_front
+from ..primitives.batch_dims import move_to, move_to_front
 from ..lax import batching_rules  # noqa: F401  (registers the batching rules)
 from ..tree.tree_util import tree_flatten, tree_unflatten
 

@@ -173,7 +173,7 @@ register_pytree_node(KeyArray, lambda keys: ((keys._data,), None), lambda _, chi
 
 
 def _register_with_array_type() -> None:
-    from ..arrays.basearray import Array
+    from .basearray import Array
 
     Array.register(KeyArray)
 

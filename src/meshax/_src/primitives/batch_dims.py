@@ -6,7 +6,7 @@ from typing import Any, Callable, Sequence
 
 from ..core.core import Primitive, aval_of
 from ..interpreters.batching import set_fallback_rule
-from . import primitives as P
+from . import array_primitives as P
 
 
 def move_to_front(x: Any, dim: int | None, size: int) -> Any:
