@@ -82,7 +82,7 @@ def test_threefry2x32_known_answers():
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_erf_inv_matches_xla(dtype):
-    from meshax._src.random.api import erf_inv
+    from meshax._src.random import erf_inv
 
     grid = np.linspace(-1, 1, 8193, dtype=np.float64)
     tails = 1 - np.geomspace(1e-7, 1e-1, 200)

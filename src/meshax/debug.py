@@ -1,5 +1,5 @@
 """Debugging helpers (as jax.debug): printing and calling back with runtime values, drawing shardings."""
-from meshax._src.numpy import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax._src.compat import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax._src.transforms.debugging import callback, print  # noqa: A004
 from meshax._src.sharding.visualize import visualize_array_sharding, visualize_sharding
 

@@ -1,6 +1,6 @@
 """Lower-level operations (as jax.lax): elementwise, slicing, shapes, reductions, contractions, control flow,
 collectives over mesh axes, sharding constraints, stop_gradient."""
-from meshax._src.numpy import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax._src.compat import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax._src.transforms.autodiff import stop_gradient
 from meshax._src.transforms.jit import with_sharding_constraint
 from meshax._src.lax.control_flow import (associative_scan, cond, fori_loop, map, scan, select, select_n, switch,

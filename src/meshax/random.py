@@ -1,6 +1,6 @@
 """Pseudo-random numbers (as jax.random): JAX's default threefry-2x32 PRNG with raw uint32[2] keys."""
-from meshax._src.numpy import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
-from meshax._src.random.api import (  # noqa: F401
+from meshax._src.compat import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax._src.random import (  # noqa: F401
     PRNGKey,
     ball,
     bernoulli,

@@ -1,5 +1,5 @@
 """Utilities for programs running on many processes (as jax.experimental.multihost_utils)."""
-from meshax._src.numpy import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax._src.compat import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax._src.arrays.multihost_utils import (
     assert_equal,
     broadcast_one_to_all,

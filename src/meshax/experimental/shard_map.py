@@ -6,7 +6,7 @@ win: this spelling maps without varying-axes typing (as check_vma=False), whatev
 """
 from typing import Any, Callable
 
-from meshax._src.numpy import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax._src.compat import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax._src.transforms.shard_map import shard_map as _shard_map
 
 

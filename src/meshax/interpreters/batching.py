@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from meshax._src.core.core import aval_of
-from meshax._src.interpreters.batching import batching_rules, move_to, move_to_front, not_mapped
+from meshax._src.interpreters.batching import batching_rules, not_mapped
+from meshax._src.primitives.batch_dims import move_to, move_to_front
 
 __all__ = ["AxisData", "axis_primitive_batchers", "bdim_at_front", "broadcast", "defbroadcasting", "defvectorized",
            "moveaxis", "not_mapped", "primitive_batchers"]

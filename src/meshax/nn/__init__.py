@@ -1,5 +1,5 @@
 """Neural-network functions (as jax.nn), and their weight initializers in the submodule `initializers`."""
-from meshax._src.numpy import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax._src.compat import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax.nn import initializers as initializers
 from meshax._src.nn.functions import (
     celu, dot_product_attention, elu, gelu, glu, hard_sigmoid, hard_silu, hard_swish, hard_tanh, identity, leaky_relu,

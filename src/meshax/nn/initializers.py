@@ -1,5 +1,5 @@
 """Weight initializers (as jax.nn.initializers)."""
-from meshax._src.numpy import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax._src.compat import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax._src.nn.initializers import (  # noqa: F401
     Initializer,
     constant,

@@ -3,7 +3,7 @@ import types as _types
 
 import numpy as _np
 
-from meshax._src.numpy import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
+from meshax._src.compat import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax._src import numpy as _api
 from meshax._src.arrays.basearray import Array as ndarray  # noqa: F401  (jnp.ndarray is meshax.Array, as in JAX)
 from meshax._src.core.dtypes import finfo, iinfo  # noqa: F401

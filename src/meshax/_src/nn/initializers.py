@@ -19,7 +19,7 @@ import numpy as np
 import meshax.numpy as jnp
 
 from ..core import dtypes
-from ..random import api as random
+from .. import random
 from ..arrays.placement import device_put
 from ..sharding.shardings import Sharding
 

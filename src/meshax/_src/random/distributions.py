@@ -1,6 +1,6 @@
 """The distributions of meshax.random: uniform, normal, truncated_normal, gumbel, bernoulli, randint,
 permutation and choice, built on the keys and random bits of meshax._src.random.prng (JAX's algorithms,
-bit for bit; see meshax._src.random.api for the scheme)."""
+bit for bit; see meshax._src.random for the scheme)."""
 from __future__ import annotations
 
 import math

@@ -1,7 +1,7 @@
 """The core of meshax.random: the threefry-2x32, fma and erf_inv primitives, key handling (PRNGKey, split,
 fold_in, ...) and raw random bits, as JAX's default PRNG computes them bit for bit.
 
-The scheme and its extensions are described in meshax._src.random.api, which re-exports this module's
+The scheme and its extensions are described in meshax._src.random, which re-exports this module's
 public names; the distributions built on these bits live in meshax._src.random.distributions.
 """
 from __future__ import annotations
