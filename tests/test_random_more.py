@@ -1,4 +1,4 @@
-"""The jax.random distributions of meshax._src.random.more_distributions / random_gamma against real JAX.
+"""The jax.random distributions of meshax._src.random.transformed_distributions / random_gamma against real JAX.
 
 Integer-valued samplers (geometric, rademacher, categorical, poisson) and binomial / multinomial must
 agree exactly; the float transforms of uniform / normal draws to a few float32 ulps (XLA's log1p, exp, pow,

@@ -18,8 +18,8 @@ from meshax._src.lax.conv import *  # noqa: F401,F403
 from meshax._src.lax.conv import __all__ as _conv_names
 from meshax._src.lax.gather_scatter import *  # noqa: F401,F403
 from meshax._src.lax.gather_scatter import __all__ as _gather_names
-from meshax._src.lax.lax_more import *  # noqa: F401,F403
-from meshax._src.lax.lax_more import __all__ as _more_names
+from meshax._src.lax.composite_ops import *  # noqa: F401,F403
+from meshax._src.lax.composite_ops import __all__ as _more_names
 from meshax._src.lax.special import *  # noqa: F401,F403
 from meshax._src.lax.special import __all__ as _special_names
 from meshax._src.random.prng import erf_inv

@@ -25,7 +25,7 @@ from ..interpreters.staging import consts_as_inputs, inline_rules, partial_eval_
 from ..core.jaxpr import Jaxpr, eval_jaxpr
 from ..tree.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ..core.dtypes import issubdtype
-from ..numpy import util as U
+from ..numpy import promotion as U
 
 
 def _traced(fun: Callable[..., Any], avals: Sequence[Any], in_tree: Any) -> tuple[Jaxpr, list[Any], Any]:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core.core import aval_of
 from . import lax_ops as L
-from .lax_more import GatherScatterMode
+from .composite_ops import GatherScatterMode
 
 __all__ = ["GatherDimensionNumbers", "ScatterDimensionNumbers", "gather", "scatter", "scatter_add", "scatter_apply",
            "scatter_max", "scatter_min", "scatter_mul", "scatter_sub"]

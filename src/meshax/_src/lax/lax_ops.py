@@ -14,7 +14,7 @@ import numpy as np
 from ..core import dtypes
 from ..primitives import array_primitives as P
 from ..core.core import aval_of
-from ..numpy import util as U
+from ..numpy import promotion as U
 from ..arrays.out_sharding import reshard
 from ..core.dtypes import issubdtype
 

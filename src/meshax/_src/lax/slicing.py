@@ -14,7 +14,7 @@ import numpy as np
 from ..primitives import array_primitives as P
 from ..arrays.array import Array
 from ..core.core import Tracer, aval_of
-from ..numpy import util as U
+from ..numpy import promotion as U
 
 __all__ = ["broadcast", "broadcast_in_dim", "broadcast_to_rank", "collapse", "concatenate", "dynamic_index_in_dim",
            "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim", "dynamic_update_slice",

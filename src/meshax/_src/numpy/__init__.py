@@ -6,18 +6,18 @@ Each module has one job; each imports only those before it here.
 """
 from types import ModuleType as _ModuleType
 
-from .util import *  # noqa: F401,F403
+from .promotion import *  # noqa: F401,F403
 from .ufuncs import *  # noqa: F401,F403
 from .shape_ops import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .searching import *  # noqa: F401,F403
-from .linalg_ops import *  # noqa: F401,F403
+from .products import *  # noqa: F401,F403
 from .logic import *  # noqa: F401,F403
 from .numerics import *  # noqa: F401,F403
 from .indexing import _IndexUpdateHelper  # noqa: F401  (x.at, installed by methods)
-from .util import _axes, _cast, _lift, _ndim, _promote, _promote_inexact  # noqa: F401  (for lax_parallel, random, nn, ad)
+from .promotion import _axes, _cast, _lift, _ndim, _promote, _promote_inexact  # noqa: F401  (for lax_parallel, random, nn, ad)
 
 # What `import *` gives: the names above but this package's own modules (meshax.numpy drops the helpers by name).
 __all__ = sorted(_name for _name, _value in globals().items() if not _name.startswith("_")

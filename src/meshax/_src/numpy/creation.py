@@ -14,7 +14,7 @@ from ..arrays.array import Array
 from ..core.core import Tracer
 from ..sharding.explicit_rules import format_spec
 from ..sharding.shardings import NamedSharding, PartitionSpec
-from .util import ArrayLike, _cast, _dims, _dtype, _is_array, _placed, _shape
+from .promotion import ArrayLike, _cast, _dims, _dtype, _is_array, _placed, _shape
 from .ufuncs import astype, power
 from .shape_ops import broadcast_to, ravel, reshape, stack
 from ..arrays.out_sharding import accepts_out_sharding

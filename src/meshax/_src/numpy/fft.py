@@ -15,7 +15,7 @@ from .. import numpy as jnp
 from ..core import dtypes
 from ..core.core import aval_of
 from ..lax import fft as F
-from .util import ArrayLike, _as_array, _lift, _promote_inexact as _promote_host, _shape
+from .promotion import ArrayLike, _as_array, _lift, _promote_inexact as _promote_host, _shape
 from ..core.dtypes import issubdtype
 
 

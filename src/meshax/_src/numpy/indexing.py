@@ -9,7 +9,7 @@ import numpy as np
 
 from ..primitives import array_primitives as P
 from ..core.core import NonConcreteBooleanIndexError, Tracer, aval_of
-from .util import ArrayLike, _axes, _cast, _is_array, _lift, _ndim, _promote, _shape
+from .promotion import ArrayLike, _axes, _cast, _is_array, _lift, _ndim, _promote, _shape
 from .ufuncs import _where, add, greater_equal, less, logical_or, remainder
 from .shape_ops import broadcast_to, expand_dims, pad, ravel, reshape
 from ..core.dtypes import iinfo, issubdtype

@@ -15,7 +15,7 @@ import numpy as np
 from .. import numpy as jnp
 from ..core.core import aval_of
 from ..lax import linalg as L
-from .util import ArrayLike, _as_array, _promote_inexact as _promote_host, _shape
+from .promotion import ArrayLike, _as_array, _promote_inexact as _promote_host, _shape
 from ..core.dtypes import finfo, issubdtype
 
 
@@ -379,7 +379,7 @@ def norm(x: ArrayLike, ord: Any = None, axis: Any = None, keepdims: bool = False
 
 # ---- products re-exported (as jax.numpy.linalg) -------------------------------------------------------------
 
-from .linalg_ops import cross, diagonal as _diagonal, matmul, outer as _outer, tensordot, trace as _trace, vecdot  # noqa: E402
+from .products import cross, diagonal as _diagonal, matmul, outer as _outer, tensordot, trace as _trace, vecdot  # noqa: E402
 
 
 def outer(x1: ArrayLike, x2: ArrayLike, /) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..core import dtypes
-from .util import ArrayLike, _is_array, _promote, _shape
+from .promotion import ArrayLike, _is_array, _promote, _shape
 from .ufuncs import equal, imag, isclose, isinf, isnan, logical_and, logical_not, logical_or, not_equal, signbit
 from .shape_ops import broadcast_to
 from .creation import array, ones_like, zeros_like

@@ -6,13 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from .util import ArrayLike, _axes, _cast, _promote, _promote_inexact
+from .promotion import ArrayLike, _axes, _cast, _promote, _promote_inexact
 from .ufuncs import add, astype, clip, conjugate, divide, imag, isnan, multiply, not_equal, real, sqrt, subtract
 from .shape_ops import _take_range, atleast_2d, broadcast_to, concatenate, expand_dims, ravel, reshape, squeeze
 from .creation import zeros_like
 from .reductions import mean, sum
 from .searching import where
-from .linalg_ops import diagonal, matmul
+from .products import diagonal, matmul
 from .logic import isneginf, isposinf
 from ..core.dtypes import finfo, issubdtype
 

@@ -11,7 +11,7 @@ import numpy as np
 from ..core import dtypes
 from ..primitives import array_primitives as P
 from ..core.core import Tracer
-from .util import ArrayLike, _axes, _cast, _dtype, _is_array, _ndim, _promote, _promote_inexact, _shape
+from .promotion import ArrayLike, _axes, _cast, _dtype, _is_array, _ndim, _promote, _promote_inexact, _shape
 from .ufuncs import (
     _where, add, astype, conjugate, divide, isnan, logical_and, logical_not, maximum, minimum, multiply, not_equal,
     real, sqrt, square, subtract,

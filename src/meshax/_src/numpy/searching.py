@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.core import Tracer, aval_of
-from .util import ArrayLike, _as_array, _cast, _host_result, _lift, _promote, _shape
+from .promotion import ArrayLike, _as_array, _cast, _host_result, _lift, _promote, _shape
 from .ufuncs import _where, astype, clip, equal, floor_divide, less, less_equal, logical_not, not_equal, remainder
 from .shape_ops import argsort, concatenate, expand_dims, ravel, reshape, stack
 from .creation import ones, zeros

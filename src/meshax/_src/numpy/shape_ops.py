@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..primitives import array_primitives as P
-from .util import ArrayLike, _as_array, _axes, _dims, _ndim, _promote, _shape
+from .promotion import ArrayLike, _as_array, _axes, _dims, _ndim, _promote, _shape
 from .ufuncs import astype, subtract
 from ..arrays.key_arrays import KeyArray
 

@@ -11,7 +11,7 @@ from ..core import dtypes
 from ..primitives import array_primitives as P
 from ..arrays.placement import device_put
 from ..core.core import Tracer, aval_of
-from .util import ArrayLike, _as_array, _cast, _dtype, _lift, _promote, _promote_inexact, _weak
+from .promotion import ArrayLike, _as_array, _cast, _dtype, _lift, _promote, _promote_inexact, _weak
 from ..core.dtypes import issubdtype
 
 

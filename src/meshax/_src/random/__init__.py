@@ -32,7 +32,7 @@ choice need a single key.
 
 This module is the facade: the primitives, keys and bits live in meshax._src.random.prng and the
 distributions in meshax._src.random.distributions,
-meshax._src.random.more_distributions and meshax._src.random.gamma; their public names (and the primitives) are re-exported here.
+meshax._src.random.transformed_distributions and meshax._src.random.gamma; their public names (and the primitives) are re-exported here.
 """
 from .prng import (  # noqa: F401
     PRNGKey,
@@ -74,7 +74,7 @@ from .gamma import (  # noqa: F401
     poisson,
     t,
 )
-from .more_distributions import (  # noqa: F401
+from .transformed_distributions import (  # noqa: F401
     categorical,
     cauchy,
     double_sided_maxwell,

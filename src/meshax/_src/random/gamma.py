@@ -18,7 +18,7 @@ from .. import numpy as jnp
 from ..lax.control_flow import while_loop
 from .prng import _canonical_shape, _is_array, _key_array, _lift, _single_key, split
 from .distributions import _normal_real
-from .more_distributions import (
+from .transformed_distributions import (
     _const, _exp, _exponential, _float, _log, _log1p, _param, _param_shape, _pow, _shape_of, _split2, _sqrt,
     _uniform01, rademacher,
 )

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..numpy.shape_ops import broadcast_to
-from ..numpy.util import _as_array
+from ..numpy.promotion import _as_array
 from .vmap import vmap
 
 __all__ = ["vectorize"]

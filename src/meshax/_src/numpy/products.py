@@ -14,7 +14,7 @@ from ..primitives import array_primitives as P
 from ..arrays.array import Array
 from ..core.core import Tracer, aval_of
 from ..sharding.shardings import Sharding
-from .util import ArrayLike, _as_array, _axes, _cast, _dtype, _lift, _ndim, _promote, _shape, _weak
+from .promotion import ArrayLike, _as_array, _axes, _cast, _dtype, _lift, _ndim, _promote, _shape, _weak
 from .ufuncs import astype, conjugate, multiply, subtract
 from .shape_ops import (
     broadcast_arrays, broadcast_to, expand_dims, moveaxis, pad, ravel, reshape, squeeze, stack, transpose,
