@@ -6,15 +6,18 @@ codes must not change. Every job is bounded in time and killed if it overstays.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import socket
 import stat
 import time
 
 import pytest
 
-from attacks import WORKLOAD, IdleFlood, Job, children, expected_checksum, fuzz, listeners, run_attacks
+from attacks import (WORKLOAD, IdleFlood, Job, children, expected_checksum, forged_handshake, fuzz, listeners,
+                     run_attacks)
 from multiprocess import PYTHON, child_env, collect, free_port, kill_group, start
 from meshax._src.runtime import auth, job_token, listener
 from meshax._src.runtime.coordinator import CoordinatorServer
@@ -180,14 +183,16 @@ def test_an_authenticated_connection_acts_only_as_its_process():
 
 def test_a_process_with_another_token_fails_naming_the_fix(tmp_path):
     port = free_port()
-    procs = [start([PYTHON, "tests/programs/init_only.py", f"localhost:{port}", str(i), "2", "6"],
+    procs = [start([PYTHON, "tests/programs/init_only.py", f"localhost:{port}", str(i), "2", "60"],
                    home_env(tmp_path, 1, **({job_token.ENV_VAR: "another"} if i else {}))) for i in range(2)]
     job = Job(procs)
     codes = job.finish(JOB_TIMEOUT)
     assert codes[0] != 0 and codes[1] != 0, job.describe()
     assert "process 1 could not authenticate to the coordinator" in "".join(job.err[1]), job.describe()
     assert "set the same MESHAX_JOB_TOKEN on every process" in "".join(job.err[1]), job.describe()
-    assert "processes [1] of 2 never connected" in "".join(job.err[0]), job.describe()
+    assert "process 1 could not join the job: its connection from 127.0.0.1 at " in "".join(job.err[0]), \
+        job.describe()
+    assert "was refused because its job token differs from process 0's" in "".join(job.err[0]), job.describe()
 
 
 # ---- real jobs under attack ----------------------------------------------------------------------------
@@ -287,18 +292,88 @@ def test_outsiders_cannot_delay_or_stop_a_start_up(tmp_path):
     assert start_up_delay(results) < 10  # 35 s when idle connections blocked the handshakes of the job's
 
 
-def test_a_process_with_another_token_is_named_while_the_others_wait(tmp_path):
-    """A process refused for a wrong token cannot end the job (an outsider could then do it too); it fails at
-    once, and the others name it, with when and from where, while they wait and when their timeout fires."""
+INIT_ONLY = "tests/programs/init_only.py"
+
+
+def wait_for_stderr_line(proc, text: str, timeout: float) -> None:
+    """Read `proc`'s stderr until a line contains `text` (the process must still be running)."""
+    deadline = time.monotonic() + timeout
+    while text not in proc.stderr.readline():
+        assert time.monotonic() < deadline and proc.poll() is None, f"no {text!r} line"
+
+
+def test_a_process_with_another_token_ends_the_start_up_of_every_process(tmp_path):
+    """4 processes started by hand, process 2 with another token: it fails at once, and once it has not come
+    back with the right token for the grace (5 s), every other process exits non-zero within 15 s of its
+    refusal, naming it, where from, why and the fix (they would wait 120 s)."""
     port = free_port()
-    script = "tests/programs/init_only.py"
-    intruder = start([PYTHON, script, f"localhost:{port}", "2", "4", "30"],
+    env = home_env(tmp_path, 1, MESHAX_STILL_WAITING_SECONDS="1")
+    procs = [start([PYTHON, INIT_ONLY, f"localhost:{port}", str(i), "4", "120"], env) for i in (0, 1, 3)]
+    intruder = None
+    try:
+        wait_for_stderr_line(procs[0], "still waiting for processes [2]", timeout=60)  # 0, 1 and 3 registered
+        intruder = start([PYTHON, INIT_ONLY, f"localhost:{port}", "2", "4", "120"],
+                         home_env(tmp_path, 1, **{job_token.ENV_VAR: "another"}))
+        refused = collect([intruder], timeout=60)[0]
+        refused_at = time.monotonic()
+        results = collect(procs, timeout=60)
+        elapsed = time.monotonic() - refused_at
+    finally:
+        for proc in [*procs, intruder]:
+            if proc is not None:
+                kill_group(proc)
+    assert refused.returncode != 0
+    assert "process 2 could not authenticate to the coordinator" in refused.stderr, refused.stderr
+    assert elapsed < 15, [r.stderr[-2000:] for r in results]
+    for result in results:
+        assert result.returncode != 0 and "OK" not in result.stdout, result.stderr
+        assert "process 2 could not join the job: its connection from 127.0.0.1 at " in result.stderr, result.stderr
+        assert ("was refused because its job token differs from process 0's, and no process 2 with the right token "
+                "joined within 5 s; set the same MESHAX_JOB_TOKEN on every process") in result.stderr, result.stderr
+
+
+def test_a_forged_claim_for_a_process_that_then_joins_changes_nothing(tmp_path):
+    """An outsider claims to be process 2 (with a made-up MAC) while it is still starting (stopped, to be sure
+    it has not connected): process 2 then joins within the grace, and the job runs and prints JAX's values."""
+    port, stop_file = free_port(), tmp_path / "stop"
+    stop_file.touch()  # two rounds, then the job ends
+    late = start([PYTHON, WORKLOAD, str(stop_file), f"localhost:{port}", "2", "4"],
+                 home_env(tmp_path, MESHAX_LOG="debug"))
+    job = None
+    try:
+        wait_for_stderr_line(late, "configured by initialize() arguments", timeout=60)  # it is about to connect
+        os.kill(late.pid, signal.SIGSTOP)
+        others = [start([PYTHON, WORKLOAD, str(stop_file), f"localhost:{port}", str(i), "4"],
+                        home_env(tmp_path, MESHAX_STILL_WAITING_SECONDS="1")) for i in (0, 1, 3)]
+        job = Job([late, *others])
+        deadline = time.monotonic() + 60
+        while not any("still waiting for processes [2]" in line for line in list(job.err[1])):  # 0, 1, 3 joined
+            assert time.monotonic() < deadline and all(p.poll() is None for p in others), job.describe()
+            time.sleep(0.05)
+        assert forged_handshake(port, "control", 2).endswith(b"denied\n")
+        os.kill(late.pid, signal.SIGCONT)
+        assert_job_unharmed(job, stop_file, 4)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(late.pid, signal.SIGCONT)
+        if job is not None:
+            job.kill()
+        kill_group(late)
+    assert "claimed to be the control connection of process 2 without knowing the job token" in "".join(job.err[1])
+    assert "could not join" not in job.stderr(), job.describe()
+
+
+def test_a_refused_process_is_named_while_another_one_is_missing(tmp_path):
+    """Process 2 is refused for a wrong token while process 3 never starts: the job cannot know that 2 was its
+    own, so it waits; every "still waiting" line and the initialization timeout name both, with when and from
+    where process 2 was refused."""
+    port = free_port()
+    intruder = start([PYTHON, INIT_ONLY, f"localhost:{port}", "2", "4", "30"],
                      home_env(tmp_path, 1, MESHAX_LOG="debug", **{job_token.ENV_VAR: "another"}))
     try:  # it is about to connect (it retries until the coordinator is up): start the job
-        while "configured by initialize() arguments" not in intruder.stderr.readline():
-            assert intruder.poll() is None, "the intruder exited before connecting"
-        procs = [start([PYTHON, script, f"localhost:{port}", str(i), "4", "8"],
-                       home_env(tmp_path, 1, MESHAX_STILL_WAITING_SECONDS="3")) for i in (0, 1, 3)]
+        wait_for_stderr_line(intruder, "configured by initialize() arguments", timeout=60)
+        procs = [start([PYTHON, INIT_ONLY, f"localhost:{port}", str(i), "4", "10"],
+                       home_env(tmp_path, 1, MESHAX_STILL_WAITING_SECONDS="3")) for i in (0, 1)]
         results = collect([intruder, *procs], timeout=60)
     finally:
         kill_group(intruder)
@@ -306,7 +381,8 @@ def test_a_process_with_another_token_is_named_while_the_others_wait(tmp_path):
     assert "process 2 could not authenticate to the coordinator" in results[0].stderr
     refused = ("process 2: a connection claiming to be it was refused at ", " from 127.0.0.1 for a wrong job token")
     for result in results[1:]:
-        waiting = [line for line in result.stderr.splitlines() if "still waiting for processes [2]" in line]
+        waiting = [line for line in result.stderr.splitlines() if "still waiting for processes [2, 3]" in line]
         assert waiting and all(all(part in line for part in refused) for line in waiting), result.stderr
-        timeout = result.stderr.split("processes [2] of 4 never connected")
+        timeout = result.stderr.split("processes [2, 3] of 4 never connected")
         assert len(timeout) == 2 and all(part in timeout[1] for part in refused), result.stderr
+        assert "could not join the job" not in result.stderr, result.stderr

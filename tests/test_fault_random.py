@@ -32,12 +32,12 @@ class Job:
         self.stderr: list[list[str]] = [[] for _ in range(N)]
         self.progress = [0] * N
         self._cond = threading.Condition()
-        self._readers = []
+        self._readers: list[list[threading.Thread]] = [[] for _ in range(N)]
         for i, proc in enumerate(self.procs):
             for stream, sink in ((proc.stdout, self.stdout[i]), (proc.stderr, self.stderr[i])):
                 reader = threading.Thread(target=self._read, args=(i, stream, sink), daemon=True)
                 reader.start()
-                self._readers.append(reader)
+                self._readers[i].append(reader)
 
     def _read(self, index: int, stream, sink: list[str]) -> None:
         for line in stream:
@@ -73,6 +73,15 @@ class Job:
                 codes.append(None)
         return codes
 
+    def drain(self, indices: list[int], timeout: float = 10.0) -> None:
+        """Wait until the readers of the exited processes `indices` have taken all their output: a process's
+        last line may still sit in the pipe when wait() returns (under load its reader runs much later)."""
+        deadline = time.monotonic() + timeout
+        for i in indices:
+            if self.procs[i].poll() is not None:
+                for reader in self._readers[i]:
+                    reader.join(max(0.01, deadline - time.monotonic()))
+
     def segments(self) -> set[str]:
         """The MPICH shared-memory segments the job's processes created (they print them with READY)."""
         with self._cond:
@@ -95,8 +104,9 @@ class Job:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
-        for reader in self._readers:
-            reader.join(timeout=5)
+        for readers in self._readers:
+            for reader in readers:
+                reader.join(timeout=5)
         for proc in self.procs:
             for stream in (proc.stdout, proc.stderr):
                 stream.close()
@@ -130,6 +140,7 @@ def test_kill_9_a_random_process_at_a_random_point(seed):
         survivors = [i for i in range(N) if i != victim]
         codes = job.wait_exit(survivors, SURVIVOR_LIMIT)
         elapsed = time.monotonic() - killed_at
+        job.drain(survivors)
         for i, code in zip(survivors, codes):
             err = job.err(i)
             assert code is not None, f"process {i} still running {SURVIVOR_LIMIT} s after process {victim} was " \
@@ -156,6 +167,7 @@ def test_an_exception_in_one_process_stops_the_others_in_a_collective(raiser):
         raised_at = time.monotonic()
         codes = job.wait_exit(list(range(N)), SURVIVOR_LIMIT)
         assert time.monotonic() - raised_at < SURVIVOR_LIMIT
+        job.drain(list(range(N)))
         expected = f"process {raiser} failed: uncaught ValueError: fault injected in process {raiser}"
         for i, code in enumerate(codes):
             err = job.err(i)

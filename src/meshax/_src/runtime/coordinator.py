@@ -12,12 +12,15 @@ Start-up failures end the job only when the job can know they are its own: a
 connection that authenticated (it knows the job token) but registers with a bad
 count or id, claims an id twice, reports that it cannot join (a process_id out of
 range; see distributed.py) or registers and then dies, ends the start-up of every
-process at once, naming it. A connection refused for a wrong token cannot end
-anything: it is indistinguishable from an outsider, who must not be able to stop a
-job by knocking on its port. It is remembered instead, and the "still waiting"
-lines and the initialization timeout name it next to the missing process it
-claimed to be (when, from where, why); the refused process itself fails at once,
-and `meshax launch` stops the job when one of its children exits during start-up.
+process at once, naming it. A control connection refused for a wrong token claims
+an id (the handshake sends it in clear) but could come from an outsider, so it is
+only remembered: the "still waiting" lines name it next to the missing process it
+claimed to be (when, from where, why). Once every process still missing was refused
+so, and neither a refusal nor a registration came for REFUSAL_GRACE s, the start-up
+ends on every process, naming them (the refused process itself fails at once). A
+bogus claim for a process that then joins within the grace changes nothing, nor does
+any refusal once every process has joined; `meshax launch` stops the job when one of
+its children exits during start-up.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from . import survey
+from . import job_token, survey
 from .client import STILL_WAITING_EVERY, SUSPENDED_AFTER
 from .auth import Peer, WrongToken, preview
 from .listener import Listener
@@ -41,6 +44,16 @@ MAX_CONTROL_LINE = 64 << 20  # bytes in one request of an authenticated process
 MAX_PMI_LINE = 64 << 10  # PMI-1 lines hold keys of <= 256 and values of <= 1024 characters
 MAX_REPORT_LINE = 8 << 10  # bytes of the one message of a process that cannot join
 REPORT_WAIT = 10.0  # seconds a reporting connection has to send its message
+REFUSAL_GRACE = 5.0  # seconds the processes refused for a wrong token have to turn up with the right one
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    """A control connection refused during start-up for a wrong job token, claiming to be some process."""
+
+    at: float  # time.monotonic()
+    clock: str  # the time of day, for messages
+    address: str
 
 
 @dataclass
@@ -94,7 +107,8 @@ class CoordinatorServer:
         self._reminded_at: float | None = None  # when registering processes were last told who is missing
         self._stopping = False
         self._control_connections: set[LineSocket] = set()
-        self._refusals: dict[int, str] = {}  # claimed process id -> the latest wrong-token refusal, described
+        self._refusals: dict[int, _Refusal] = {}  # claimed process id -> its latest wrong-token refusal
+        self._registered_at = time.monotonic()  # when the latest process registered
         self.pmi = PmiService(num_processes, self._hostnames, self._on_pmi_abort)
         self._listener = Listener(bind_host, port, token, self._serve, max_connections=2 * num_processes + 8,
                                   on_refused=self._on_refused)
@@ -141,15 +155,12 @@ class CoordinatorServer:
         conn.write_message({"ok": True})
 
     def _on_refused(self, refusal: WrongToken, address: str) -> None:
-        """Remember a connection refused for a wrong token that claimed to be one of this job's processes."""
-        if 0 <= refusal.process_id < self.num_processes:  # one entry per id: bounded whatever outsiders send
-            when = time.strftime("%H:%M:%S UTC", time.gmtime())
+        """Remember a control connection refused for a wrong token that claimed to be one of this job's
+        processes (a report's id means nothing; PMI connections come only after registration)."""
+        if refusal.kind == "control" and 0 <= refusal.process_id < self.num_processes:  # bounded: one per id
             # no lock: the listener's handshake thread must never wait for the coordinator (one assignment is atomic)
-            self._refusals[refusal.process_id] = (
-                f"process {refusal.process_id}: a connection claiming to be it was refused at {when} from "
-                f"{address} for a wrong job token; was it started with another MESHAX_JOB_TOKEN or "
-                "~/.meshax/job_token?"
-            )
+            clock = time.strftime("%H:%M:%S UTC", time.gmtime())
+            self._refusals[refusal.process_id] = _Refusal(time.monotonic(), clock, address)
 
     def _serve_control(self, conn: LineSocket, peer_id: int) -> None:
         with self._cond:
@@ -235,6 +246,7 @@ class CoordinatorServer:
             )
             deadline = time.monotonic() + float(message.get("timeout", 300))
             self._registration_waiters.append(_Waiter(conn, rid, deadline, process_id))
+            self._registered_at = time.monotonic()
             if len(self._processes) == self.num_processes:
                 self._release_registration_locked()
         return process_id
@@ -374,6 +386,7 @@ class CoordinatorServer:
                         process.last_seen = now
                 last_tick = now
                 self._expire_registration(now)
+                self._end_start_up_if_refused(now)
                 self._remind_registration(now)
                 self._expire_barriers(now)
                 self._expire_kv_gets(now)
@@ -401,7 +414,40 @@ class CoordinatorServer:
 
     def _missing_notes(self, missing: list[int]) -> list[str]:
         """What is known of the missing processes: connections refused while claiming to be them."""
-        return [self._refusals[i] for i in missing if i in self._refusals]
+        refusals = dict(self._refusals)
+        return [
+            f"process {i}: a connection claiming to be it was refused at {refusals[i].clock} from "
+            f"{refusals[i].address} for a wrong job token; was it started with another {job_token.ENV_VAR} or "
+            "~/.meshax/job_token?"
+            for i in missing if i in refusals
+        ]
+
+    def _end_start_up_if_refused(self, now: float) -> None:
+        """End the start-up when every process still missing was refused for a wrong token and, for
+        REFUSAL_GRACE s, none of them came back and no other process registered: those were (almost surely) the
+        job's own processes started with another token. An outsider's bogus claim for a process that then joins
+        changes nothing; one that claims the last process just as the others have joined ends a start-up only
+        if that process does not join within the grace."""
+        if self._started or self._failure is not None:
+            return
+        refusals = dict(self._refusals)  # the listener's thread may add one meanwhile
+        missing = sorted(set(range(self.num_processes)) - self._processes.keys())
+        if not missing or any(i not in refusals for i in missing):
+            return
+        if now - max(self._registered_at, *(refusals[i].at for i in missing)) < REFUSAL_GRACE:
+            return
+        if len(missing) == 1:
+            refusal = refusals[missing[0]]
+            what = (f"process {missing[0]} could not join the job: its connection from {refusal.address} at "
+                    f"{refusal.clock} was refused because its job token differs from process 0's, and no process "
+                    f"{missing[0]} with the right token joined within {REFUSAL_GRACE:g} s")
+        else:
+            refused = "; ".join(f"process {i} from {refusals[i].address} at {refusals[i].clock}" for i in missing)
+            what = (f"processes {missing} could not join the job: their connections ({refused}) were refused because "
+                    f"their job tokens differ from process 0's, and none of them joined with the right token within "
+                    f"{REFUSAL_GRACE:g} s")
+        self._fail_locked(f"{what}; {job_token.FIX}, or without it run every process as the same user sharing "
+                          "~/.meshax/job_token.", exclude=None)
 
     def _remind_registration(self, now: float) -> None:
         """Every STILL_WAITING_EVERY s of registration, tell the registered processes who has not connected."""
