@@ -104,3 +104,33 @@ def lines_by_process(launcher_output: str) -> dict[int, list[str]]:
             if index.isdigit():
                 by_process.setdefault(int(index), []).append(text)
     return by_process
+
+
+INIT_ONLY = "tests/programs/init_only.py"
+
+
+def wait_for_stderr_line(proc: subprocess.Popen, text: str, timeout: float) -> None:
+    """Read `proc`'s stderr until a line contains `text` (the process must still be running)."""
+    deadline = time.monotonic() + timeout
+    while text not in proc.stderr.readline():
+        assert time.monotonic() < deadline and proc.poll() is None, f"no {text!r} line"
+
+
+def start_up_with_a_latecomer(address: str, env: dict[str, str], latecomer_id: str,
+                              latecomer_env: dict[str, str]) -> tuple[Result, list[Result], float]:
+    """Processes 0, 1 and 3 of a 4-process job start and register (process 0 reports it still waits for process 2),
+    then a process claiming id `latecomer_id` starts with its own environment. Returns its result, the others'
+    results, and how many seconds after the latecomer ended the others did."""
+    procs = [start([PYTHON, INIT_ONLY, address, str(i), "4", "120"], env) for i in (0, 1, 3)]
+    latecomer = None
+    try:
+        wait_for_stderr_line(procs[0], "still waiting for processes [2]", timeout=60)
+        latecomer = start([PYTHON, INIT_ONLY, address, latecomer_id, "4", "120"], latecomer_env)
+        late_result = collect([latecomer], timeout=60)[0]
+        late_ended = time.monotonic()
+        results = collect(procs, timeout=60)
+        return late_result, results, time.monotonic() - late_ended
+    finally:
+        for proc in [*procs, latecomer]:
+            if proc is not None:
+                kill_group(proc)

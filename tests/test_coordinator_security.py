@@ -18,7 +18,8 @@ import pytest
 
 from attacks import (WORKLOAD, IdleFlood, Job, children, expected_checksum, forged_handshake, fuzz, listeners,
                      run_attacks)
-from multiprocess import PYTHON, child_env, collect, free_port, kill_group, start
+from multiprocess import (INIT_ONLY, PYTHON, child_env, collect, free_port, kill_group, start, start_up_with_a_latecomer,
+                          wait_for_stderr_line)
 from meshax._src.runtime import auth, job_token, listener
 from meshax._src.runtime.coordinator import CoordinatorServer
 from meshax._src.runtime.wire import LineSocket
@@ -292,36 +293,13 @@ def test_outsiders_cannot_delay_or_stop_a_start_up(tmp_path):
     assert start_up_delay(results) < 10  # 35 s when idle connections blocked the handshakes of the job's
 
 
-INIT_ONLY = "tests/programs/init_only.py"
-
-
-def wait_for_stderr_line(proc, text: str, timeout: float) -> None:
-    """Read `proc`'s stderr until a line contains `text` (the process must still be running)."""
-    deadline = time.monotonic() + timeout
-    while text not in proc.stderr.readline():
-        assert time.monotonic() < deadline and proc.poll() is None, f"no {text!r} line"
-
-
 def test_a_process_with_another_token_ends_the_start_up_of_every_process(tmp_path):
     """4 processes started by hand, process 2 with another token: it fails at once, and once it has not come
     back with the right token for the grace (5 s), every other process exits non-zero within 15 s of its
     refusal, naming it, where from, why and the fix (they would wait 120 s)."""
-    port = free_port()
     env = home_env(tmp_path, 1, MESHAX_STILL_WAITING_SECONDS="1")
-    procs = [start([PYTHON, INIT_ONLY, f"localhost:{port}", str(i), "4", "120"], env) for i in (0, 1, 3)]
-    intruder = None
-    try:
-        wait_for_stderr_line(procs[0], "still waiting for processes [2]", timeout=60)  # 0, 1 and 3 registered
-        intruder = start([PYTHON, INIT_ONLY, f"localhost:{port}", "2", "4", "120"],
-                         home_env(tmp_path, 1, **{job_token.ENV_VAR: "another"}))
-        refused = collect([intruder], timeout=60)[0]
-        refused_at = time.monotonic()
-        results = collect(procs, timeout=60)
-        elapsed = time.monotonic() - refused_at
-    finally:
-        for proc in [*procs, intruder]:
-            if proc is not None:
-                kill_group(proc)
+    refused, results, elapsed = start_up_with_a_latecomer(f"localhost:{free_port()}", env, "2",
+                                                          home_env(tmp_path, 1, **{job_token.ENV_VAR: "another"}))
     assert refused.returncode != 0
     assert "process 2 could not authenticate to the coordinator" in refused.stderr, refused.stderr
     assert elapsed < 15, [r.stderr[-2000:] for r in results]

@@ -9,9 +9,10 @@ import time
 
 import pytest
 
-from multiprocess import PYTHON, child_env, collect, free_port, kill_group, run_independent, run_mpiexec, start
+from multiprocess import (INIT_ONLY, PYTHON, child_env, collect, free_port, kill_group, run_independent, run_mpiexec, start,
+                          start_up_with_a_latecomer)
 
-INIT_ONLY = "tests/programs/init_only.py"
+
 WAIT_THEN_DIE = "tests/programs/wait_then_die.py"
 
 
@@ -270,23 +271,8 @@ def test_host_data_of_different_shapes_is_refused_everywhere():
 def test_a_process_with_a_negative_id_ends_the_start_up_of_every_process():
     """process_id=-1 knows the job token, so it tells the coordinator why it cannot join: the others stop at
     once (they would wait 120 s), naming it and the reason."""
-    address = f"localhost:{free_port()}"
     env = child_env(1, MESHAX_STILL_WAITING_SECONDS="1")
-    procs = [start([PYTHON, INIT_ONLY, address, str(i), "4", "120"], env) for i in (0, 1, 3)]
-    misfit = None
-    try:
-        deadline = time.monotonic() + 60
-        while "still waiting for processes" not in procs[0].stderr.readline():  # the coordinator is up
-            assert time.monotonic() < deadline and procs[0].poll() is None
-        misfit = start([PYTHON, INIT_ONLY, address, "-1", "4", "120"], env)
-        misfit_result = collect([misfit], timeout=60)[0]
-        misfit_ended = time.monotonic()
-        results = collect(procs, timeout=60)
-        elapsed = time.monotonic() - misfit_ended
-    finally:
-        for proc in [*procs, misfit]:
-            if proc is not None:
-                kill_group(proc)
+    misfit_result, results, elapsed = start_up_with_a_latecomer(f"localhost:{free_port()}", env, "-1", env)
     assert elapsed < 15
     assert misfit_result.returncode != 0
     assert "ValueError: process_id=-1 is out of range for num_processes=4" in misfit_result.stderr
