@@ -116,3 +116,15 @@ def test_jit_in_and_out_shardings_of_gradients():
     assert g2.sharding == w.sharding
     for got in (g, g2):
         np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=2e-6)
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_the_zero_gradient_of_a_python_scalar_is_weakly_typed_as_in_jax(jitted):
+    def grads(lib, np_):
+        g = lib.grad(lambda x, y: np_.sin(x) * 2.0, argnums=(0, 1))
+        return (lib.jit(g) if jitted else g)(1.0, 2.0)
+
+    ours, theirs = grads(meshax, jnp), grads(jax, jjnp)
+    for mine, reference in zip(ours, theirs):
+        np.testing.assert_allclose(np.asarray(mine), np.asarray(reference), rtol=1e-6)
+        assert (mine.dtype, mine.weak_type) == (reference.dtype, reference.weak_type)

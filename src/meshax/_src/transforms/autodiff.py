@@ -18,6 +18,7 @@ from ..interpreters.ad import Zero, backward_pass, defzero, jvp_flat, linearize_
 from ..core.jaxpr import Jaxpr
 from . import custom_derivatives, remat, shard_map_ad  # noqa: F401  (register derivative rules)
 from ..lax import ad_rules, ad_structural, parallel, scan_ad  # noqa: F401
+from ..primitives import array_primitives as P
 from ..sharding.placement_rules import elementwise
 from ..tree.tree_util import register_pytree_node, tree_flatten, tree_map, tree_structure, tree_unflatten
 
@@ -55,7 +56,10 @@ def _materialize(ct: Any, aval: Any) -> Any:
     if isinstance(ct, Zero):
         if ct.aval.dtype == float0:
             return np.zeros(ct.aval.shape, float0)
-        return jnp.zeros(ct.aval.shape, ct.aval.dtype)
+        zeros = jnp.zeros(ct.aval.shape, ct.aval.dtype)
+        if ct.aval.weak_type:  # the zero gradient of a Python scalar is weakly typed, as the scalar is (and JAX's)
+            return P.convert_element_type.bind(zeros, new_dtype=ct.aval.dtype, weak_type=True)
+        return zeros
     return ct
 
 
