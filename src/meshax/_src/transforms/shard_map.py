@@ -17,7 +17,7 @@ import numpy as np
 
 from ..runtime import devices as device_table
 from ..arrays.array import Array, read_only
-from ..core.core import (AxisFrame, axis_mesh, current_trace, eager_trace, Primitive, ShapedArray, abstract_eval_rules, aval_of, extend_axis_env, keeps_own_vma,
+from ..core.core import (AxisFrame, Tracer, axis_mesh, current_trace, eager_trace, Primitive, ShapedArray, abstract_eval_rules, aval_of, extend_axis_env, keeps_own_vma,
                    set_current_trace, vma_rules)
 from ..sharding.explicit_types import sharding_aval
 from ..interpreters.eager import eager_rules
@@ -26,7 +26,7 @@ from ..interpreters.shard_map import DeviceTrace, device_rules
 from ..interpreters.staging import consts_as_inputs, trace_to_jaxpr
 from ..interpreters.fusion import executable
 from ..core.jaxpr import Jaxpr, eval_jaxpr
-from ..sharding.mesh import Mesh, current_mesh
+from ..sharding.mesh import AxisType, Mesh, current_mesh
 from ..arrays.partition import place, spec_of
 from ..sharding.shardings import NamedSharding, PartitionSpec
 from ..tree.tree_util import tree_flatten, tree_unflatten
@@ -233,10 +233,24 @@ def shard_map(f: Callable[..., Any] | None = None, mesh: Mesh | None = None, in_
 
 
 def _spec_of_argument(x: Any, mesh: Mesh) -> PartitionSpec:
-    """in_specs left out: each argument's own PartitionSpec on the mesh (JAX infers them the same way)."""
-    sharding = getattr(x, "sharding", None) if isinstance(x, Array) else None
-    if isinstance(sharding, NamedSharding) and sharding.mesh == mesh:
-        return sharding.spec
+    """in_specs left out: an Array's own PartitionSpec on the mesh (a meshax extension for Auto axes); a traced
+    value's spec from its type's Explicit axes (as JAX infers them). A traced value on Auto axes has no spec to
+    infer: JAX's TypeError, rather than a guess that would differ from the eager result."""
+    if isinstance(x, Array):
+        sharding = x.sharding
+        return sharding.spec if isinstance(sharding, NamedSharding) and sharding.mesh == mesh else PartitionSpec()
+    aval = aval_of(x)
+    if any(aval.explicit):
+        return PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1 else tuple(axes)
+                               for axes in aval.explicit])
+    implicit = frozenset(name for name, kind in zip(mesh.axis_names, mesh.axis_types) if kind != AxisType.Explicit)
+    if isinstance(x, Tracer) and implicit:
+        kind = "AxisType.Auto" if all(mesh.axis_types[mesh.axis_names.index(n)] == AxisType.Auto for n in implicit) \
+            else "AxisType.Auto or AxisType.Manual"
+        raise TypeError(f"shard_map in_specs argument must be a pytree of `jax.sharding.PartitionSpec` instances, "
+                        f"but it was `None` when axis_names={implicit} are of type {kind}; a traced value (inside "
+                        "jit, grad or vmap) carries no layout on such axes, so pass in_specs= (meshax infers them "
+                        "from Arrays' shardings only when shard_map is called on Arrays directly).")
     return PartitionSpec()
 
 
@@ -301,8 +315,6 @@ def _check_spec_axes(specs: Any, mesh: Mesh, manual: tuple, what: str) -> None:
 
 def _trace(f: Callable[..., Any], mesh: Mesh, structure: Any, avals: list[ShapedArray], specs: tuple,
            out_specs: Any, check_vma: bool, manual: tuple) -> tuple:
-    from ..core.core import Tracer
-
     local = [_local_aval(a, mesh, s, i, check_vma) for i, (a, s) in enumerate(zip(avals, specs))]
     out_structure = []
 
