@@ -1,7 +1,7 @@
 """Fusion: chains of elementwise equations of a jaxpr run as one pass, by an executor per device kind.
 
 `executable(jaxpr)` is the program that actually runs for a traced jaxpr (made once, kept on it): the
-jaxpr simplified (simplify.py), then its eligible equations grouped into clusters, each replaced by one
+jaxpr simplified (simplify.py), its collectives grouped (schedule.py), then its eligible equations grouped into clusters, each replaced by one
 `fused` equation. A cluster is a tree of elementwise operations, conversions and broadcasts (those
 the executor supports) with one output: a value is folded into the operation that uses it when
 that is its only use (or when it is cheap to recompute for its few uses), all of them elementwise of the
@@ -24,6 +24,7 @@ from ..jaxpr import Equation, Jaxpr, Literal, Var, eval_jaxpr
 from ..partition import choose_mesh, current_specs
 from ..rules import Layout, Spec, replicated
 from .cpu_executor import CpuExecutor
+from .schedule import schedule
 from .simplify import simplify
 
 # device kind -> the executor of its clusters. An executor has `supports(eq) -> bool` (may `eq` be in a
@@ -62,10 +63,11 @@ class Cluster:
 
 
 def executable(jaxpr: Jaxpr) -> Jaxpr:
-    """The program run for `jaxpr`: simplified and fused (made once per traced jaxpr)."""
+    """The program run for `jaxpr`: simplified, its collectives grouped (schedule.py) and fused (made once per
+    traced jaxpr)."""
     found = getattr(jaxpr, "_executable", None)
     if found is None:
-        found = fuse(simplify(jaxpr), EXECUTORS[DEVICE_KIND])
+        found = fuse(schedule(simplify(jaxpr)), EXECUTORS[DEVICE_KIND])
         jaxpr._executable = found
     return found
 

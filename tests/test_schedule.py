@@ -1,0 +1,120 @@
+"""Scheduling of collectives in executed jaxprs (interpreters/schedule.py): gathers of parameters move to the start,
+reductions of gradients to the end, values unchanged, and nothing moves past an effect or beyond the memory bound."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import meshax
+import meshax.numpy as mnp
+from meshax._src.interpreters import schedule as schedule_module
+from meshax._src.interpreters.fusion import executable, fused_p
+
+from oracle import assert_same_tree
+
+DEVICES = 4
+RNG = np.random.default_rng(7)
+PARAMS = [{"w": RNG.standard_normal((8, 16)).astype(np.float32), "b": np.zeros(16, np.float32)},
+          {"w": RNG.standard_normal((16, 4)).astype(np.float32), "b": np.zeros(4, np.float32)}]
+X = RNG.standard_normal((32, 8)).astype(np.float32)
+LABELS = RNG.integers(0, 4, 32).astype(np.int32)
+
+
+def fsdp_step(lib, np_, P, mesh, callback=False):
+    """An FSDP training step: weights sharded along their rows and all-gathered per layer, gradients reduced."""
+    def loss(params, x, labels):
+        h = x
+        for i, layer in enumerate(params):
+            if callback and i == 1:
+                lib.debug.callback(lambda: None)
+            w = lib.lax.all_gather(layer["w"], "d", tiled=True)
+            h = h @ w + layer["b"]
+            if i == 0:
+                h = lib.nn.relu(h)
+        one_hot = lib.nn.one_hot(labels, 4)
+        return lib.lax.pmean(-np_.mean(np_.sum(one_hot * lib.nn.log_softmax(h), axis=-1)), "d")
+
+    def step(params, x, labels):
+        value, grads = lib.value_and_grad(loss)(params, x, labels)
+        return lib.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads), value
+
+    specs = [{"w": P("d"), "b": P()} for _ in PARAMS]
+    return lib.jit(lib.shard_map(step, mesh=mesh, in_specs=(specs, P("d"), P("d")), out_specs=(specs, P())))
+
+
+def meshax_step(callback=False):
+    mesh = meshax.sharding.Mesh(np.array(meshax.devices()[:DEVICES]), ("d",))
+    return fsdp_step(meshax, mnp, meshax.sharding.PartitionSpec, mesh, callback)
+
+
+def body(function):
+    """The shard_map body's jaxpr of a freshly traced `function` (its executable program is made anew)."""
+    outer = meshax.make_jaxpr(function)(PARAMS, X, LABELS).jaxpr
+    stack = [outer]
+    while stack:
+        jaxpr = stack.pop()
+        for eq in jaxpr.equations:
+            if eq.primitive.name == "shard_map":
+                return eq.params["jaxpr"]
+            stack.extend(v for v in eq.params.values() if hasattr(v, "equations"))
+    raise AssertionError("no shard_map in the traced program")
+
+
+def order(jaxpr):
+    """The executed program's primitive names, clusters as 'fused'."""
+    return [eq.primitive.name for eq in executable(jaxpr).equations]
+
+
+def test_gathers_first_and_reductions_last():
+    names = order(body(meshax_step()))
+    gathers = [i for i, n in enumerate(names) if n == "all_gather"]
+    reductions = [i for i, n in enumerate(names) if n in ("preduce", "reduce_scatter")]
+    products = [i for i, n in enumerate(names) if n == "dot_general"]
+    assert gathers == list(range(len(PARAMS))), names  # at the very start, together
+    # every weight's reduction comes after the last product, but the loss's pmean (read at once)
+    assert sum(i > max(products) for i in reductions) >= len(reductions) - 1, names
+
+
+def test_values_match_jax():
+    ours = meshax_step()(PARAMS, X, LABELS)
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:DEVICES]), ("d",))
+    theirs = fsdp_step(jax, jjnp, jax.sharding.PartitionSpec, mesh)(PARAMS, X, LABELS)
+    assert_same_tree(ours, theirs)
+
+
+def test_nothing_moves_beyond_the_memory_bound(monkeypatch):
+    scheduled = order(body(meshax_step()))
+    monkeypatch.setattr(schedule_module, "MAX_MOVED_BYTES", 0)
+    kept = order(body(meshax_step()))
+    assert kept != scheduled
+    first_product = kept.index("dot_general")
+    assert kept.index("all_gather") == 0 and "all_gather" in kept[first_product:], kept
+
+
+def test_nothing_moves_past_an_effect():
+    jaxpr = body(meshax_step(callback=True))
+    executed = executable(jaxpr).equations
+    names = [eq.primitive.name for eq in executed]
+    callback = next(i for i, n in enumerate(names) if "callback" in n)
+    gathers = [i for i, n in enumerate(names) if n == "all_gather"]
+    assert gathers[0] == 0 and gathers[1] > callback, names
+    out = meshax_step(callback=True)(PARAMS, X, LABELS)
+    np.testing.assert_allclose(np.asarray(out[1]), np.asarray(meshax_step()(PARAMS, X, LABELS)[1]), rtol=1e-6)
+
+
+def test_programs_without_collectives_are_untouched():
+    jaxpr = meshax.make_jaxpr(lambda x: mnp.sin(x) @ x.T)(X).jaxpr
+    assert schedule_module.schedule(jaxpr) is jaxpr
+    assert not any(eq.primitive is fused_p and "all_gather" in repr(eq) for eq in executable(jaxpr).equations)
+
+
+@pytest.mark.parametrize("hoisted", sorted(schedule_module.HOISTED))
+def test_moved_primitives_exist(hoisted):
+    """The names the scheduler looks for are the collectives' primitive names (a renamed primitive would silently
+    stop being scheduled)."""
+    from meshax._src.lax import parallel
+
+    names = {getattr(parallel, n).name for n in dir(parallel) if n.endswith("_p")}
+    assert hoisted in names and schedule_module.SUNK <= names
