@@ -70,11 +70,14 @@ def order(jaxpr):
 def test_gathers_first_and_reductions_last():
     names = order(body(meshax_step()))
     gathers = [i for i, n in enumerate(names) if n == "all_gather"]
-    reductions = [i for i, n in enumerate(names) if n in ("preduce", "reduce_scatter")]
+    reductions = [i for i, n in enumerate(names) if n in ("preduce", "reduce_scatter", "grouped_sum")]
     products = [i for i, n in enumerate(names) if n == "dot_general"]
     assert gathers == list(range(len(PARAMS))), names  # at the very start, together
-    # every weight's reduction comes after the last product, but the loss's pmean (read at once)
-    assert sum(i > max(products) for i in reductions) >= len(reductions) - 1, names
+    # the gradients' sums: one reduction after the last product; apart from it only the loss's pmean (read at once)
+    assert names.count("grouped_sum") == 1 and names.index("grouped_sum") > max(products), names
+    assert len(reductions) <= 2, names
+    grouped = next(eq for eq in executable(body(meshax_step())).equations if eq.primitive.name == "grouped_sum")
+    assert len(grouped.inputs) == 2 * len(PARAMS)  # every weight's psum_scatter and every bias's psum
 
 
 def test_values_match_jax():
@@ -118,3 +121,36 @@ def test_moved_primitives_exist(hoisted):
 
     names = {getattr(parallel, n).name for n in dir(parallel) if n.endswith("_p")}
     assert hoisted in names and schedule_module.SUNK <= names
+
+
+def test_adjacent_sums_are_one_reduction_with_jax_values():
+    """psum, tiled psum_scatter along a later dimension and untiled psum_scatter, side by side: one grouped sum;
+    a pmax and a sum of another dtype stay apart; values as JAX's."""
+    a = RNG.standard_normal((8, 12)).astype(np.float32)
+    b = RNG.standard_normal((8, 16)).astype(np.float32)
+    c = RNG.standard_normal((8, DEVICES, 3)).astype(np.float32)
+    n = np.arange(8 * 5, dtype=np.int32).reshape(8, 5)
+
+    def f(lib):
+        def body_(a, b, c, n):
+            return (lib.lax.psum(a * 2.0, "d"), lib.lax.psum_scatter(b, "d", scatter_dimension=1, tiled=True),
+                    lib.lax.psum_scatter(c[0], "d"), lib.lax.pmax(a, "d"), lib.lax.psum(n, "d"))
+        return body_
+
+    P = meshax.sharding.PartitionSpec
+    mesh = meshax.sharding.Mesh(np.array(meshax.devices()[:DEVICES]), ("d",))
+    specs = dict(in_specs=(P("d"), P("d"), P("d"), P("d")), out_specs=(P(), P(None, "d"), P("d"), P(), P()))
+    mapped = meshax.shard_map(f(meshax), mesh=mesh, **specs)
+    outer = meshax.make_jaxpr(mapped)(a, b, c, n).jaxpr
+    inner = next(eq.params["jaxpr"] for eq in outer.equations if eq.primitive.name == "shard_map")
+    executed = executable(inner).equations
+    names = [eq.primitive.name for eq in executed]
+    assert names.count("grouped_sum") == 1, names
+    grouped = next(eq for eq in executed if eq.primitive.name == "grouped_sum")
+    assert len(grouped.inputs) == 3 and names.count("preduce") == 2, names
+    ours = meshax.jit(mapped)(a, b, c, n)
+    jmesh = jax.sharding.Mesh(np.array(jax.devices()[:DEVICES]), ("d",))
+    JP = jax.sharding.PartitionSpec
+    theirs = jax.jit(jax.shard_map(f(jax), mesh=jmesh, in_specs=(JP("d"),) * 4,
+                                   out_specs=(JP(), JP(None, "d"), JP("d"), JP(), JP())))(a, b, c, n)
+    assert_same_tree(ours, theirs)

@@ -8,7 +8,9 @@ host (measured 3-15 ms each on 4 processes sharing 2 busy cores), against the ha
 step's handful of back-to-back reductions at its end. Here the executable program (fusion.executable)
 moves `all_gather`s up to just after the equations computing their operands and `preduce` /
 `reduce_scatter`s down to just before the first equation reading their results, so that the gathers
-of parameters run together at the start and the gradients' reductions together at the end.
+of parameters run together at the start and the gradients' reductions together at the end. Sums
+(psum, psum_scatter) that end up next to each other, over the same axes and of one dtype, then become
+one `grouped_sum` (lax/parallel.py): one reduction of all their values side by side, one wait.
 
 What moves and what never does:
 - collectives keep their order among themselves (every process runs the same program, so this is
@@ -24,6 +26,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from ..core import Primitive
 from ..jaxpr import Equation, Jaxpr, Var
 from .simplify import pure
 
@@ -31,6 +34,7 @@ HOISTED = frozenset({"all_gather"})
 SUNK = frozenset({"preduce", "reduce_scatter"})
 _LOCAL = frozenset({"pvary", "axis_index"})  # collectives' relatives that do not communicate
 MAX_MOVED_BYTES = 32 << 20
+grouped_sum: list[Primitive] = []  # the primitive of several sums in one reduction (lax/parallel.py puts it here)
 
 
 def schedule(jaxpr: Jaxpr) -> Jaxpr:
@@ -42,6 +46,8 @@ def schedule(jaxpr: Jaxpr) -> Jaxpr:
     equations = _moved(list(jaxpr.equations), HOISTED, lambda eq: eq.outputs, _reads, budget)
     equations = _moved(equations[::-1], SUNK, lambda eq: [x for x in eq.inputs if isinstance(x, Var)],
                        _written, budget)[::-1]
+    if grouped_sum:
+        equations = _grouped_sums(equations, grouped_sum[0])
     return Jaxpr(jaxpr.constvars, jaxpr.invars, equations, jaxpr.outvars, jaxpr.consts)
 
 
@@ -81,4 +87,47 @@ def _moved(equations: list[Equation], movable: frozenset, kept_alive: Callable[[
                 result.insert(position, eq)
                 continue
         result.append(eq)
+    return result
+
+
+def _sum_key(eq: Equation) -> Any:
+    """What sums must share to be reduced together (None: `eq` is not a sum that can be)."""
+    name = eq.primitive.name
+    if name not in SUNK or (name == "preduce" and eq.params["op"] != "sum"):
+        return None
+    dtype = eq.inputs[0].aval.dtype
+    return None if dtype.kind == "b" or not isinstance(eq.inputs[0], Var) else (tuple(eq.params["axes"]), dtype)
+
+
+def _grouped_sums(equations: list[Equation], primitive: Primitive) -> list[Equation]:
+    """Sums with the same key as one `primitive` equation, at the first one's place: a later sum joins while
+    nothing between them is a barrier or computes its operand (and it reads no result of the group)."""
+    result: list[Equation] = []
+    run: list[Equation] = []
+    between: list[Equation] = []  # equations after the group's first sum, not in it
+
+    def flush() -> None:
+        if len(run) > 1:
+            parts = tuple(None if eq.primitive.name == "preduce" else (eq.params["dimension"], eq.params["tiled"])
+                          for eq in run)
+            result.append(Equation(primitive, [eq.inputs[0] for eq in run], [eq.outputs[0] for eq in run],
+                                   {"axes": _sum_key(run[0])[0], "parts": parts}))
+        else:
+            result.extend(run)
+        result.extend(between)
+        run.clear()
+        between.clear()
+
+    for eq in equations:
+        key = _sum_key(eq)
+        if run and key is not None and key == _sum_key(run[0]) and \
+                not any(_reads(eq, earlier) for earlier in run + between):
+            run.append(eq)
+            continue
+        if run and not _barrier(eq):
+            between.append(eq)
+            continue
+        flush()
+        (run if key is not None else result).append(eq)
+    flush()
     return result
