@@ -7,7 +7,8 @@ computed: about fifteen such waits, each as long as a peer takes to be scheduled
 host (measured 3-15 ms each on 4 processes sharing 2 busy cores), against the hand-written NumPy
 step's handful of back-to-back reductions at its end. Here the executable program (fusion.executable)
 moves `all_gather`s up to just after the equations computing their operands and `preduce` /
-`reduce_scatter`s down to just before the first equation reading their results, so that the gathers
+`reduce_scatter`s (and plain work on their results, such as a pmean's division) down to just before
+the first equation reading their results, so that the gathers
 of parameters run together at the start and the gradients' reductions together at the end. Sums
 (psum, psum_scatter) that end up next to each other, over the same axes and of one dtype, then become
 one `grouped_sum` (lax/parallel.py): one reduction of all their values side by side, one wait.
@@ -43,9 +44,15 @@ def schedule(jaxpr: Jaxpr) -> Jaxpr:
     if not names & (HOISTED | SUNK):
         return jaxpr
     budget = [MAX_MOVED_BYTES]
-    equations = _moved(list(jaxpr.equations), HOISTED, lambda eq: eq.outputs, _reads, budget)
-    equations = _moved(equations[::-1], SUNK, lambda eq: [x for x in eq.inputs if isinstance(x, Var)],
-                       _written, budget)[::-1]
+    equations = _moved(list(jaxpr.equations), lambda eq: eq.primitive.name in HOISTED, lambda eq: eq.outputs, _reads,
+                       budget)
+    sums = {v.id for eq in equations if eq.primitive.name in SUNK for v in eq.outputs}
+
+    def sunk(eq: Equation) -> bool:  # a reduction, or plain work on a reduction's result (a pmean's division)
+        return eq.primitive.name in SUNK or (pure(eq) and any(isinstance(x, Var) and x.id in sums for x in eq.inputs))
+
+    equations = _moved(equations[::-1], sunk, lambda eq: [x for x in eq.inputs if isinstance(x, Var)], _written,
+                       budget)[::-1]
     if grouped_sum:
         equations = _grouped_sums(equations, grouped_sum[0])
     return Jaxpr(jaxpr.constvars, jaxpr.invars, equations, jaxpr.outvars, jaxpr.consts)
@@ -68,13 +75,13 @@ def _barrier(eq: Equation) -> bool:
     return not pure(eq) and eq.primitive.name not in _LOCAL
 
 
-def _moved(equations: list[Equation], movable: frozenset, kept_alive: Callable[[Equation], list[Any]],
+def _moved(equations: list[Equation], movable: Callable[[Equation], bool], kept_alive: Callable[[Equation], list[Any]],
            depends: Callable[[Equation, Equation], bool], budget: list[int]) -> list[Equation]:
     """`equations` with each `movable` one moved towards the front, to just after the last equation it depends
     on or the last barrier before it, as long as `budget` (bytes kept alive longer) lasts."""
     result: list[Equation] = []
     for eq in equations:
-        if eq.primitive.name in movable:
+        if movable(eq):
             size = sum(math.prod(v.aval.shape) * v.aval.dtype.itemsize for v in kept_alive(eq))
             if size <= budget[0]:
                 position = 0
