@@ -154,3 +154,35 @@ def test_adjacent_sums_are_one_reduction_with_jax_values():
     theirs = jax.jit(jax.shard_map(f(jax), mesh=jmesh, in_specs=(JP("d"),) * 4,
                                    out_specs=(JP(), JP(None, "d"), JP("d"), JP(), JP())))(a, b, c, n)
     assert_same_tree(ours, theirs)
+
+
+def test_data_parallel_gradients_are_reduced_together(monkeypatch):
+    """jit over a mesh, batch sharded, parameters replicated: the gradients' sums over the devices are held until
+    the update reads them and then reduced in one call; the values are JAX's."""
+    from meshax._src.interpreters import fusion
+
+    calls = []
+    original = fusion.allreduce_devices_many
+    monkeypatch.setattr(fusion, "allreduce_devices_many",
+                        lambda mesh, axes, values, op: (calls.append(len(values)), original(mesh, axes, values, op))[1])
+
+    def step(lib, np_):
+        def loss(params, x, labels):
+            h = lib.nn.relu(x @ params[0]["w"] + params[0]["b"])
+            logits = h @ params[1]["w"] + params[1]["b"]
+            return -np_.mean(np_.sum(lib.nn.one_hot(labels, 4) * lib.nn.log_softmax(logits), axis=-1))
+
+        def run(params, x, labels):
+            value, grads = lib.value_and_grad(loss)(params, x, labels)
+            return lib.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads), value
+
+        return run
+
+    mesh = meshax.sharding.Mesh(np.array(meshax.devices()[:DEVICES]), ("d",))
+    NS, P = meshax.sharding.NamedSharding, meshax.sharding.PartitionSpec
+    rows, replicated = NS(mesh, P("d")), NS(mesh, P())
+    jitted = meshax.jit(step(meshax, mnp), in_shardings=(replicated, rows, rows), out_shardings=(replicated, replicated))
+    params = meshax.device_put(PARAMS, replicated)
+    ours = jitted(params, meshax.device_put(X, rows), meshax.device_put(LABELS, rows))
+    assert max(calls) == 2 * len(PARAMS), calls  # every weight's and bias's gradient in one reduction
+    assert_same_tree(ours, jax.jit(step(jax, jjnp))(PARAMS, X, LABELS))
