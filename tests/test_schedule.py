@@ -186,3 +186,20 @@ def test_data_parallel_gradients_are_reduced_together(monkeypatch):
     ours = jitted(params, meshax.device_put(X, rows), meshax.device_put(LABELS, rows))
     assert max(calls) == 2 * len(PARAMS), calls  # every weight's and bias's gradient in one reduction
     assert_same_tree(ours, jax.jit(step(jax, jjnp))(PARAMS, X, LABELS))
+
+
+def test_held_reductions_are_bounded(monkeypatch):
+    """Past MAX_HELD_BYTES of held partial values, the held reductions run at once (memory stays bounded)."""
+    from meshax._src.interpreters import fusion
+
+    calls = []
+    original = fusion.allreduce_devices_many
+    monkeypatch.setattr(fusion, "allreduce_devices_many",
+                        lambda mesh, axes, values, op: (calls.append(len(values)), original(mesh, axes, values, op))[1])
+    monkeypatch.setattr(fusion, "MAX_HELD_BYTES", 0)
+    mesh = meshax.sharding.Mesh(np.array(meshax.devices()[:DEVICES]), ("d",))
+    rows = meshax.sharding.NamedSharding(mesh, meshax.sharding.PartitionSpec("d"))
+    x = meshax.device_put(X, rows)
+    out = meshax.jit(lambda x: (x.sum(axis=0), (x * 2.0).sum(axis=0)))(x)
+    assert calls == [1, 1], calls
+    np.testing.assert_allclose(np.asarray(out[1]), (X * 2.0).sum(axis=0), rtol=1e-6)

@@ -73,6 +73,7 @@ class HeldReduction:
 
     def __init__(self, mesh: Mesh, axes: tuple[str, ...], op: str, partials: dict, finish: Callable[[list], Any]):
         self.mesh, self.axes, self.op, self.partials, self.finish = mesh, tuple(axes), op, partials, finish
+        self.nbytes = sum({id(v): np.asarray(v).nbytes for v in partials.values()}.values())  # distinct buffers
 
 
 _holding: dict[Primitive, bool] = {}  # the primitive whose next eager call holds its reduction (bind_holding)

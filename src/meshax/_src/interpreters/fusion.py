@@ -196,8 +196,9 @@ def _fused_sharding_rule(specs: Sequence[Spec], avals: Sequence[ShapedArray], **
 def run_eagerly(jaxpr: Jaxpr, args: Sequence[Any]) -> list[Any]:
     """Evaluate `jaxpr`'s executable program in the eager trace: each cluster as one operation where its
     sharding rules compose for the inputs it gets, else its equations one by one. A result to be reduced
-    across devices (a gradient summed over the batch's devices) is held until an equation reads it, and
-    then reduced together with every other held one: one wait for the peers instead of one per gradient."""
+    across devices (a gradient summed over the batch's devices) is held until an equation reads it (or the held
+    partial values pass MAX_HELD_BYTES), and then reduced together with every other held one: one wait for the
+    peers instead of one per gradient."""
     from .eager import HeldReduction, bind_holding  # eager's fast paths import this module
 
     env: dict[int, Any] = {}
@@ -231,6 +232,8 @@ def run_eagerly(jaxpr: Jaxpr, args: Sequence[Any]) -> list[Any]:
             out = bind_holding(eq.primitive, *inputs, **eq.params)
             if isinstance(out, HeldReduction):
                 held[eq.outputs[0].id] = out
+                if sum(h.nbytes for h in held.values()) > MAX_HELD_BYTES:
+                    reduce_held()
                 continue
             outs = [out]
         else:
@@ -244,6 +247,7 @@ def run_eagerly(jaxpr: Jaxpr, args: Sequence[Any]) -> list[Any]:
 
 
 _HELD = frozenset({"dot_general", "reduce_sum", "reduce_max", "reduce_min"})  # may sum (max, min) over devices
+MAX_HELD_BYTES = 64 << 20  # held results are reduced at once when they come to more than this (their partials)
 
 
 def _composes(cluster: Cluster, inputs: Sequence[Any]) -> bool:
