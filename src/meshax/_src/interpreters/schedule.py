@@ -11,7 +11,8 @@ moves `all_gather`s up to just after the equations computing their operands and 
 the first equation reading their results, so that the gathers
 of parameters run together at the start and the gradients' reductions together at the end. Sums
 (psum, psum_scatter) that end up next to each other, over the same axes and of one dtype, then become
-one `grouped_sum` (lax/parallel.py): one reduction of all their values side by side, one wait.
+one `grouped_sum` (lax/parallel.py): one reduction of all their values side by side, one wait; and
+gathers next to each other (same axes and dtype) one `grouped_gather`: one exchange.
 
 What moves and what never does:
 - collectives keep their order among themselves (every process runs the same program, so this is
@@ -36,6 +37,7 @@ SUNK = frozenset({"preduce", "reduce_scatter"})
 _LOCAL = frozenset({"pvary", "axis_index"})  # collectives' relatives that do not communicate
 MAX_MOVED_BYTES = 32 << 20
 grouped_sum: list[Primitive] = []  # the primitive of several sums in one reduction (lax/parallel.py puts it here)
+grouped_gather: list[Primitive] = []  # ... of several all_gathers in one exchange
 
 
 def schedule(jaxpr: Jaxpr) -> Jaxpr:
@@ -54,7 +56,9 @@ def schedule(jaxpr: Jaxpr) -> Jaxpr:
     equations = _moved(equations[::-1], sunk, lambda eq: [x for x in eq.inputs if isinstance(x, Var)], _written,
                        budget)[::-1]
     if grouped_sum:
-        equations = _grouped_sums(equations, grouped_sum[0])
+        equations = _grouped(equations, grouped_sum[0], _sum_key, _sum_part, budget)
+    if grouped_gather:
+        equations = _grouped(equations, grouped_gather[0], _gather_key, _gather_part, budget)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, equations, jaxpr.outvars, jaxpr.consts)
 
 
@@ -106,19 +110,34 @@ def _sum_key(eq: Equation) -> Any:
     return None if dtype.kind == "b" or not isinstance(eq.inputs[0], Var) else (tuple(eq.params["axes"]), dtype)
 
 
-def _grouped_sums(equations: list[Equation], primitive: Primitive) -> list[Equation]:
-    """Sums with the same key as one `primitive` equation, at the first one's place: a later sum joins while
-    nothing between them is a barrier or computes its operand (and it reads no result of the group)."""
+def _sum_part(eq: Equation) -> Any:
+    return None if eq.primitive.name == "preduce" else (eq.params["dimension"], eq.params["tiled"])
+
+
+def _gather_key(eq: Equation) -> Any:
+    """What gathers must share to be exchanged together (None: `eq` is not a gather that can be)."""
+    if eq.primitive.name not in HOISTED or not isinstance(eq.inputs[0], Var):
+        return None
+    return tuple(eq.params["axes"]), eq.inputs[0].aval.dtype
+
+
+def _gather_part(eq: Equation) -> Any:
+    return eq.params["axis"], eq.params["tiled"]
+
+
+def _grouped(equations: list[Equation], primitive: Primitive, key_of: Callable[[Equation], Any],
+             part_of: Callable[[Equation], Any], budget: list[int]) -> list[Equation]:
+    """Collectives with the same key as one `primitive` equation, at the first one's place: a later one joins
+    while nothing between them is a barrier or computes its operand (and it reads no result of the group), and
+    while `budget` lasts for its result made that much earlier."""
     result: list[Equation] = []
     run: list[Equation] = []
     between: list[Equation] = []  # equations after the group's first sum, not in it
 
     def flush() -> None:
         if len(run) > 1:
-            parts = tuple(None if eq.primitive.name == "preduce" else (eq.params["dimension"], eq.params["tiled"])
-                          for eq in run)
             result.append(Equation(primitive, [eq.inputs[0] for eq in run], [eq.outputs[0] for eq in run],
-                                   {"axes": _sum_key(run[0])[0], "parts": parts}))
+                                   {"axes": key_of(run[0])[0], "parts": tuple(part_of(eq) for eq in run)}))
         else:
             result.extend(run)
         result.extend(between)
@@ -126,11 +145,14 @@ def _grouped_sums(equations: list[Equation], primitive: Primitive) -> list[Equat
         between.clear()
 
     for eq in equations:
-        key = _sum_key(eq)
-        if run and key is not None and key == _sum_key(run[0]) and \
+        key = key_of(eq)
+        if run and key is not None and key == key_of(run[0]) and \
                 not any(_reads(eq, earlier) for earlier in run + between):
-            run.append(eq)
-            continue
+            size = sum(math.prod(v.aval.shape) * v.aval.dtype.itemsize for v in eq.outputs) if between else 0
+            if size <= budget[0]:
+                budget[0] -= size
+                run.append(eq)
+                continue
         if run and not _barrier(eq):
             between.append(eq)
             continue

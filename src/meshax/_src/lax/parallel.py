@@ -285,6 +285,44 @@ def _grouped_device(trace: DeviceTrace, *xs: Any, axes: tuple[str, ...], parts: 
             for x, part, aval, total in zip(xs, parts, avals, totals)]
 
 
+def _grouped_gather_eval(*xs: ShapedArray, axes: tuple[str, ...], parts: tuple) -> list[ShapedArray]:
+    """`parts[i]`: the (axis, tiled) of the all_gather of `xs[i]`."""
+    return [abstract_eval(all_gather_p, [x], {"axes": axes, "axis": axis, "tiled": tiled})[0]
+            for x, (axis, tiled) in zip(xs, parts)]
+
+
+def _grouped_gather_device(trace: DeviceTrace, *xs: Any, axes: tuple[str, ...], parts: tuple) -> list[Any]:
+    """Each device's operands, flattened side by side, gathered in one exchange; then each operand's pieces
+    joined as its all_gather joins them."""
+    xs = tuple(trace.lift(x) for x in xs)
+    avals = _grouped_gather_eval(*(x.aval for x in xs), axes=axes, parts=parts)
+    sizes = [int(np.prod(x.aval.shape)) for x in xs]
+    bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+    dtype = avals[0].dtype
+    side_by_side = {d: np.concatenate([np.asarray(x.payload[d], dtype).reshape(-1) for x in xs]) for d in trace.devices}
+    members = gather_devices(trace.mesh, axes, side_by_side)
+    outs: list[dict] = [{} for _ in xs]
+    joined: dict[int, list[np.ndarray]] = {}  # devices of one group share its results
+    for device, gathered in members.items():
+        if id(gathered) not in joined:
+            results = []
+            for x, aval, (axis, tiled), lo, hi in zip(xs, avals, parts, bounds, bounds[1:]):
+                pieces = [np.asarray(m)[lo:hi].reshape(x.aval.shape) for m in gathered.values]
+                join = np.concatenate if tiled else np.stack
+                results.append(join(pieces, axis=axis, out=buffers.empty(aval.shape, aval.dtype)))
+            joined[id(gathered)] = results
+        for out, value in zip(outs, joined[id(gathered)]):
+            out[device] = value
+    return [trace.new(aval, out) for aval, out in zip(avals, outs)]
+
+
+grouped_gather_p = Primitive("grouped_gather", multiple_results=True)  # made only by interpreters/schedule.py
+abstract_eval_rules[grouped_gather_p] = _grouped_gather_eval
+vma_rules[grouped_gather_p] = lambda *avals, **params: None  # each result's own, from _grouped_gather_eval
+device_rules[grouped_gather_p] = _grouped_gather_device
+schedule.grouped_gather.append(grouped_gather_p)
+
+
 grouped_sum_p = Primitive("grouped_sum", multiple_results=True)  # made only by interpreters/schedule.py
 abstract_eval_rules[grouped_sum_p] = _grouped_eval
 vma_rules[grouped_sum_p] = lambda *avals, **params: None  # each result's own, from _grouped_eval
