@@ -8,8 +8,8 @@ host (measured 3-15 ms each on 4 processes sharing 2 busy cores), against the ha
 step's handful of back-to-back reductions at its end. Here the executable program (fusion.executable)
 moves `all_gather`s up to just after the equations computing their operands and `preduce` /
 `reduce_scatter`s (and plain work on their results, such as a pmean's division) down to just before
-the first equation reading their results, so that the gathers
-of parameters run together at the start and the gradients' reductions together at the end. Sums
+the first equation reading their results, so that the gathers of parameters run together at the
+start and the gradients' reductions together at the end. Sums
 (psum, psum_scatter) that end up next to each other, over the same axes and of one dtype, then become
 one `grouped_sum` (lax/parallel.py): one reduction of all their values side by side, one wait; and
 gathers next to each other (same axes and dtype) one `grouped_gather`: one exchange.
