@@ -139,6 +139,35 @@ def test_mlp_step_runs_fewer_equations():
     assert_same_tree(ours, theirs)
 
 
+def test_transposed_product_comes_out_in_order():
+    """A weight's gradient, transpose(dot_general(g, x)), runs as one product of the swapped operands: a row-major
+    result, the same bits as the transposed product, as JAX's value on one device, over a mesh and in shard_map."""
+    rng = np.random.default_rng(3)
+    g, x = rng.standard_normal((64, 48)).astype(np.float32), rng.standard_normal((64, 40)).astype(np.float32)
+
+    def f(lib):
+        return lambda g, x: lib.lax.dot_general(g, x, (((0,), (0,)), ((), ()))).T * 2.0
+
+    jaxpr = traced(f(meshax), g, x)
+    assert "transpose" in names(jaxpr) and "transpose" not in executed_names(jaxpr)
+    expected = (np.matmul(g.T, x).T * np.float32(2.0))
+    ours = np.asarray(meshax.jit(f(meshax))(g, x))
+    assert ours.tobytes() == expected.tobytes() and ours.flags.c_contiguous
+    np.testing.assert_allclose(ours, np.asarray(jax.jit(f(jax))(g, x)), rtol=1e-5, atol=1e-5)
+    mesh = meshax.sharding.Mesh(np.array(meshax.devices()[:2]), ("d",))
+    P = meshax.sharding.PartitionSpec
+    rows = meshax.sharding.NamedSharding(mesh, P("d"))
+    over_mesh = meshax.jit(f(meshax))(meshax.device_put(g, rows), meshax.device_put(x, rows))
+    np.testing.assert_allclose(np.asarray(over_mesh), expected, rtol=1e-5, atol=1e-5)
+    mapped = meshax.jit(meshax.shard_map(f(meshax), mesh=mesh, in_specs=(P("d"), P("d")), out_specs=P("d")))(g, x)
+    theirs = jax.jit(jax.shard_map(f(jax), mesh=jax.sharding.Mesh(np.array(jax.devices()[:2]), ("d",)),
+                                   in_specs=(jax.P("d"), jax.P("d")), out_specs=jax.P("d")))(g, x)
+    np.testing.assert_allclose(np.asarray(mapped), np.asarray(theirs), rtol=1e-5, atol=1e-5)
+    # a transpose that does not swap the free dimensions, or a product read elsewhere too, is kept
+    kept = traced(lambda g, x: (lambda p: (p.T, p))(meshax.lax.dot_general(g, x, (((0,), (0,)), ((), ())))), g, x)
+    assert "transpose" in executed_names(kept)
+
+
 def test_side_effects_stay(capsys):
     def f(x):
         meshax.debug.print("seen {}", x.sum())

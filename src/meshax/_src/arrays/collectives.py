@@ -166,6 +166,29 @@ def allreduce_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.n
     return {device: partial[group.key] for group in groups for device in group.local}
 
 
+def allreduce_devices_many(mesh: Mesh, axes: Sequence[str], values: Sequence[dict[Device, np.ndarray]],
+                           op: str) -> list[dict[Device, np.ndarray]]:
+    """allreduce_devices of several arrays of one dtype at once: one MPI call per process set for all of them
+    (their parts side by side in one buffer), so that a group of reductions waits for its peers once."""
+    combine = NUMPY_COMBINE[op]
+    groups = local_groups(mesh, tuple(axes), device_table.process_index())
+    partial: dict[Any, np.ndarray] = {}
+    across: dict[tuple[int, ...], tuple[list, list]] = {}
+    for index, per_device in enumerate(values):
+        for group in groups:
+            local = [per_device[d] for d in group.local]
+            if len(group.processes) > 1:
+                locals_, keys = across.setdefault(group.processes, ([], []))
+                locals_.append(local)
+                keys.append((index, group.key))
+            else:
+                partial[(index, group.key)] = combine_all(local, combine) if len(local) > 1 else local[0]
+    for processes, (locals_, keys) in sorted(across.items()):
+        partial.update(_reduce_across(processes, locals_, keys, op))
+    return [{device: partial[(index, group.key)] for group in groups for device in group.local}
+            for index in range(len(values))]
+
+
 def _reduce_across(processes: tuple[int, ...], locals_: list[list[np.ndarray]], keys: list[tuple[int, ...]],
                    op: str) -> dict[tuple[int, ...], np.ndarray]:
     """One Allreduce among `processes` for all their groups (concatenated): each group's local values are

@@ -40,6 +40,7 @@ class EagerTrace(Trace):
         super().__init__(None)
 
     def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
+        hold = bool(_holding) and _holding.pop(primitive, False)  # this call's, never a nested call's
         for arg in args:
             if isinstance(arg, Tracer):
                 check_not_escaped(arg, self)
@@ -60,21 +61,53 @@ class EagerTrace(Trace):
             _refuse_spec_without_mesh(primitive, mesh, out_sharding)
         inputs = [place(a, mesh, s, v) for a, s, v in zip(args, layout.in_specs, avals)]
         results = run_locally(primitive, inputs, params, mesh, out_avals, layout.out_specs)
+        finish = functools.partial(_outputs, primitive, args, params, mesh, layout, out_avals)
         if layout.reduce_axes:
+            if hold and len(results) == 1:
+                return HeldReduction(mesh, layout.reduce_axes, layout.reduce_op, results[0], finish)
             results = [allreduce_devices(mesh, layout.reduce_axes, r, layout.reduce_op) for r in results]
-        committed = any(isinstance(a, Array) and a.committed for a in args)
-        outputs = [
-            _make_output(aval, sharding_for(mesh, spec), buffers, committed)
-            for aval, spec, buffers in zip(out_avals, layout.out_specs, results)
-        ]
-        if layout.result_specs is not None:
-            outputs = [_moved(o, mesh, spec) for o, spec in zip(outputs, layout.result_specs)]
-        if out_sharding is not None:
-            outputs = [reshard(o, NamedSharding(mesh, out_sharding)) for o in outputs]
-        names = explicit_names(mesh)
-        if names:
-            outputs = [_as_typed(o, aval, mesh, names) for o, aval in zip(outputs, out_avals)]
-        return outputs if primitive.multiple_results else outputs[0]
+        return finish(results)
+
+
+class HeldReduction:
+    """A primitive's result whose reduction across devices `bind_holding` left for its caller to do, with more
+    reductions at once (collectives.allreduce_devices_many); `finish(reduced)` makes the result."""
+
+    def __init__(self, mesh: Mesh, axes: tuple[str, ...], op: str, partials: dict, finish: Callable[[list], Any]):
+        self.mesh, self.axes, self.op, self.partials, self.finish = mesh, tuple(axes), op, partials, finish
+        self.nbytes = sum({id(v): np.asarray(v).nbytes for v in partials.values()}.values())  # distinct buffers
+
+
+_holding: dict[Primitive, bool] = {}  # the primitive whose next eager call holds its reduction (bind_holding)
+
+
+def bind_holding(primitive: Primitive, *args: Any, **params: Any) -> Any:
+    """`primitive.bind(...)` in the eager trace, except that a result to be reduced across devices comes back as
+    a HeldReduction instead of being reduced now."""
+    _holding[primitive] = True
+    try:
+        return primitive.bind(*args, **params)
+    finally:
+        _holding.pop(primitive, None)
+
+
+def _outputs(primitive: Primitive, args: Sequence[Any], params: dict[str, Any], mesh: Mesh, layout: Any,
+             out_avals: list[ShapedArray], results: list[dict]) -> Any:
+    """The Arrays of a primitive's (reduced) per-device results, laid out as its rule and parameters say."""
+    out_sharding = params.get("out_sharding")
+    committed = any(isinstance(a, Array) and a.committed for a in args)
+    outputs = [
+        _make_output(aval, sharding_for(mesh, spec), buffers, committed)
+        for aval, spec, buffers in zip(out_avals, layout.out_specs, results)
+    ]
+    if layout.result_specs is not None:
+        outputs = [_moved(o, mesh, spec) for o, spec in zip(outputs, layout.result_specs)]
+    if out_sharding is not None:
+        outputs = [reshard(o, NamedSharding(mesh, out_sharding)) for o in outputs]
+    names = explicit_names(mesh)
+    if names:
+        outputs = [_as_typed(o, aval, mesh, names) for o, aval in zip(outputs, out_avals)]
+    return outputs if primitive.multiple_results else outputs[0]
 
 
 def _moved(output: Array, mesh: Mesh, spec: Spec) -> Array:

@@ -1,7 +1,7 @@
 """Fusion: chains of elementwise equations of a jaxpr run as one pass, by an executor per device kind.
 
 `executable(jaxpr)` is the program that actually runs for a traced jaxpr (made once, kept on it): the
-jaxpr simplified (simplify.py), then its eligible equations grouped into clusters, each replaced by one
+jaxpr simplified (simplify.py), its collectives grouped (schedule.py), then its eligible equations grouped into clusters, each replaced by one
 `fused` equation. A cluster is a tree of elementwise operations, conversions and broadcasts (those
 the executor supports) with one output: a value is folded into the operation that uses it when
 that is its only use (or when it is cheap to recompute for its few uses), all of them elementwise of the
@@ -19,11 +19,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core.core import ShapedArray, aval_of, define_primitive, keeps_own_vma, sharding_rules, vma_rules
-from ..core.jaxpr import Equation, Jaxpr, Literal, Var, eval_jaxpr
-from ..arrays.partition import choose_mesh, current_specs
+from ..core.core import ShapedArray, define_primitive, keeps_own_vma, sharding_rules, vma_rules
+from ..core.jaxpr import Equation, Jaxpr, Literal, Var
 from ..sharding.placement_rules import Layout, Spec, replicated
 from .cpu_executor import CpuExecutor
+from .schedule import schedule
 from .simplify import simplify
 
 # device kind -> the executor of its clusters. An executor has `supports(eq) -> bool` (may `eq` be in a
@@ -62,10 +62,11 @@ class Cluster:
 
 
 def executable(jaxpr: Jaxpr) -> Jaxpr:
-    """The program run for `jaxpr`: simplified and fused (made once per traced jaxpr)."""
+    """The program run for `jaxpr`: simplified, its collectives grouped (schedule.py) and fused (made once per
+    traced jaxpr)."""
     found = getattr(jaxpr, "_executable", None)
     if found is None:
-        found = fuse(simplify(jaxpr), EXECUTORS[DEVICE_KIND])
+        found = fuse(schedule(simplify(jaxpr)), EXECUTORS[DEVICE_KIND])
         jaxpr._executable = found
     return found
 
@@ -188,35 +189,6 @@ def _fused_sharding_rule(specs: Sequence[Spec], avals: Sequence[ShapedArray], **
     if layout is None:  # run_eagerly binds the equations one by one instead; never reached through it
         raise ValueError("fused: the cluster's sharding rules do not compose for these inputs")
     return layout
-
-
-def run_eagerly(jaxpr: Jaxpr, args: Sequence[Any]) -> list[Any]:
-    """Evaluate `jaxpr`'s executable program in the eager trace: each cluster as one operation where its
-    sharding rules compose for the inputs it gets, else its equations one by one."""
-    env: dict[int, Any] = {}
-
-    def read(x: Any) -> Any:
-        return x.value if isinstance(x, Literal) else env[x.id]
-
-    program = executable(jaxpr)
-    for var, value in zip(program.invars, args):
-        env[var.id] = value
-    for eq in program.equations:
-        inputs = [read(x) for x in eq.inputs]
-        if eq.primitive is fused_p and not _composes(eq.params["cluster"], inputs):
-            outs = [eval_jaxpr(eq.params["cluster"].jaxpr, (), inputs)[0]]
-        else:
-            out = eq.primitive.bind(*inputs, **eq.params)
-            outs = out if eq.primitive.multiple_results else [out]
-        for var, value in zip(eq.outputs, outs):
-            env[var.id] = value
-    return [read(v) for v in program.outvars]
-
-
-def _composes(cluster: Cluster, inputs: Sequence[Any]) -> bool:
-    mesh = choose_mesh(inputs)
-    specs = current_specs(inputs, mesh)
-    return cluster_layout(specs, [aval_of(x) for x in inputs], mesh_shape=dict(mesh.shape), cluster=cluster) is not None
 
 
 fused_p = define_primitive("fused", _fused_impl, lambda *avals, cluster: cluster.out_aval, _fused_sharding_rule,

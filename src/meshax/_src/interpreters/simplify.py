@@ -7,6 +7,10 @@ Three rewrites, all exact (the simplified program's values are bit for bit the o
   x * 1, x / 1, x - 0, x + (-0.0), integer x + 0, -(-x), select(p, x, x), one broadcast of another;
 - common subexpressions: an equation that repeats an earlier one (same primitive, inputs and
   parameters) reuses its outputs;
+- a transposed product, transpose(dot_general(a, b)) with the product read nowhere else and the
+  transpose swapping its two groups of free dimensions, becomes dot_general(b, a): the result comes
+  out in the order it is read in (a weight's gradient is a row-major matrix, as the weight it updates,
+  not a column-major view; BLAS computes C^T = B^T A^T with the same sums);
 then dead code (equations none of whose outputs is used) is eliminated. Only primitives with a plain
 NumPy implementation and no side effect are touched; calls, loops, collectives and callbacks stay.
 The printed program (make_jaxpr) is never simplified: this runs on the copy that executes.
@@ -63,7 +67,49 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
         kept.append(eq)
         producers.update((v.id, eq) for v in eq.outputs)
     outvars = [current(v) for v in jaxpr.outvars]
+    kept = _untransposed_products(kept, outvars)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, _without_dead_code(kept, outvars), outvars, jaxpr.consts)
+
+
+def _untransposed_products(equations: list[Equation], outvars: list[Any]) -> list[Equation]:
+    """Each transpose of a product used only by it, swapping the product's free dimensions of its left operand
+    with those of its right one, replaced by the product of the swapped operands (the old product is left
+    for dead-code elimination)."""
+    uses: dict[int, int] = {}
+    for eq in equations:
+        for x in eq.inputs:
+            if isinstance(x, Var):
+                uses[x.id] = uses.get(x.id, 0) + 1
+    for v in outvars:
+        if isinstance(v, Var):
+            uses[v.id] = uses.get(v.id, 0) + 1
+    producers = {eq.outputs[0].id: eq for eq in equations if eq.primitive.name == "dot_general"}
+    result = []
+    for eq in equations:
+        product = producers.get(eq.inputs[0].id) if eq.primitive.name == "transpose" and \
+            isinstance(eq.inputs[0], Var) else None
+        if product is not None and uses.get(product.outputs[0].id) == 1:
+            swapped = _swapped_product(product, eq)
+            if swapped is not None:
+                eq = swapped
+        result.append(eq)
+    return result
+
+
+def _swapped_product(product: Equation, transpose: Equation) -> Equation | None:
+    """dot_general(rhs, lhs) giving `transpose`'s output, if `transpose` only swaps `product`'s free
+    dimensions (no batch dimensions, no out_sharding)."""
+    (lc, rc), (lb, rb) = product.params["dimension_numbers"]
+    if lb or rb or product.params.get("out_sharding") is not None:
+        return None
+    lhs, rhs = product.inputs
+    left_free = lhs.aval.ndim - len(lc)
+    right_free = rhs.aval.ndim - len(rc)
+    swap = tuple(range(left_free, left_free + right_free)) + tuple(range(left_free))
+    if tuple(transpose.params["permutation"]) != swap or swap == tuple(range(len(swap))):
+        return None
+    params = dict(product.params, dimension_numbers=((tuple(rc), tuple(lc)), ((), ())))
+    return Equation(product.primitive, [rhs, lhs], transpose.outputs, params)
 
 
 def _without_dead_code(equations: list[Equation], outvars: list[Any]) -> list[Equation]:

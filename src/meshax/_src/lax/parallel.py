@@ -13,10 +13,11 @@ import numpy as np
 
 from ..runtime import buffers
 from .. import numpy as jnp
-from ..arrays.collectives import allreduce_devices, gather_devices, group_index, permute_devices
+from ..arrays.collectives import allreduce_devices, allreduce_devices_many, gather_devices, group_index, permute_devices
 from ..core.core import (Primitive, ShapedArray, abstract_eval, abstract_eval_rules, axis_size, manual_axes, pvary_p,
                     vma_checked, vma_rules)
 from ..interpreters.ad import deflinear, defzero, jvp_rules, transpose_rules
+from ..interpreters import schedule
 from ..interpreters.shard_map import DeviceTrace, device_rules
 from ..tree.tree_util import tree_map
 
@@ -232,14 +233,20 @@ def _scatter_eval(x: ShapedArray, *, axes: tuple[str, ...], dimension: int, tile
 def _scatter_device(trace: DeviceTrace, x: Any, *, axes: tuple[str, ...], dimension: int, tiled: bool) -> Any:
     x = trace.lift(x)
     aval = abstract_eval(reduce_scatter_p, [x.aval], {"axes": axes, "dimension": dimension, "tiled": tiled})[0]
-    totals = allreduce_devices(trace.mesh, axes, x.payload, "sum")
-    block = x.aval.shape[dimension] // axis_size(axes, "psum_scatter")
+    return trace.new(aval, _scattered(trace, axes, x.aval, allreduce_devices(trace.mesh, axes, x.payload, "sum"),
+                                      dimension, tiled))
+
+
+def _scattered(trace: DeviceTrace, axes: tuple[str, ...], aval: ShapedArray, totals: dict, dimension: int,
+               tiled: bool) -> dict:
+    """Each device's block of `dimension` of its group's total."""
+    block = aval.shape[dimension] // axis_size(axes, "psum_scatter")
     out = {}
     for device, total in totals.items():
         start = group_index(trace.mesh, axes, device) * block
         piece = np.take(total, np.arange(start, start + block), axis=dimension)
         out[device] = piece if tiled else np.squeeze(piece, dimension)
-    return trace.new(aval, out)
+    return out
 
 
 reduce_scatter_p = _collective("reduce_scatter", _scatter_eval,
@@ -258,6 +265,69 @@ def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0, tiled: b
         return reduce_scatter_p.bind(leaf, axes=axes, dimension=dim, tiled=tiled)
 
     return tree_map(one, x)
+
+
+# ---- grouped sums: psums and psum_scatters next to each other in an executed program, as one reduction -----------
+
+
+def _grouped_eval(*xs: ShapedArray, axes: tuple[str, ...], parts: tuple) -> list[ShapedArray]:
+    """`parts[i]`: None for a psum of `xs[i]`, (dimension, tiled) for a psum_scatter."""
+    return [abstract_eval(preduce_p, [x], {"axes": axes, "op": "sum"})[0] if part is None else
+            abstract_eval(reduce_scatter_p, [x], {"axes": axes, "dimension": part[0], "tiled": part[1]})[0]
+            for x, part in zip(xs, parts)]
+
+
+def _grouped_device(trace: DeviceTrace, *xs: Any, axes: tuple[str, ...], parts: tuple) -> list[Any]:
+    xs = tuple(trace.lift(x) for x in xs)
+    avals = _grouped_eval(*(x.aval for x in xs), axes=axes, parts=parts)
+    totals = allreduce_devices_many(trace.mesh, axes, [x.payload for x in xs], "sum")
+    return [trace.new(aval, total if part is None else _scattered(trace, axes, x.aval, total, *part))
+            for x, part, aval, total in zip(xs, parts, avals, totals)]
+
+
+def _grouped_gather_eval(*xs: ShapedArray, axes: tuple[str, ...], parts: tuple) -> list[ShapedArray]:
+    """`parts[i]`: the (axis, tiled) of the all_gather of `xs[i]`."""
+    return [abstract_eval(all_gather_p, [x], {"axes": axes, "axis": axis, "tiled": tiled})[0]
+            for x, (axis, tiled) in zip(xs, parts)]
+
+
+def _grouped_gather_device(trace: DeviceTrace, *xs: Any, axes: tuple[str, ...], parts: tuple) -> list[Any]:
+    """Each device's operands, flattened side by side, gathered in one exchange; then each operand's pieces
+    joined as its all_gather joins them."""
+    xs = tuple(trace.lift(x) for x in xs)
+    avals = _grouped_gather_eval(*(x.aval for x in xs), axes=axes, parts=parts)
+    sizes = [int(np.prod(x.aval.shape)) for x in xs]
+    bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+    dtype = avals[0].dtype
+    side_by_side = {d: np.concatenate([np.asarray(x.payload[d], dtype).reshape(-1) for x in xs]) for d in trace.devices}
+    members = gather_devices(trace.mesh, axes, side_by_side)
+    outs: list[dict] = [{} for _ in xs]
+    joined: dict[int, list[np.ndarray]] = {}  # devices of one group share its results
+    for device, gathered in members.items():
+        if id(gathered) not in joined:
+            results = []
+            for x, aval, (axis, tiled), lo, hi in zip(xs, avals, parts, bounds, bounds[1:]):
+                pieces = [np.asarray(m)[lo:hi].reshape(x.aval.shape) for m in gathered.values]
+                join = np.concatenate if tiled else np.stack
+                results.append(join(pieces, axis=axis, out=buffers.empty(aval.shape, aval.dtype)))
+            joined[id(gathered)] = results
+        for out, value in zip(outs, joined[id(gathered)]):
+            out[device] = value
+    return [trace.new(aval, out) for aval, out in zip(avals, outs)]
+
+
+grouped_gather_p = Primitive("grouped_gather", multiple_results=True)  # made only by interpreters/schedule.py
+abstract_eval_rules[grouped_gather_p] = _grouped_gather_eval
+vma_rules[grouped_gather_p] = lambda *avals, **params: None  # each result's own, from _grouped_gather_eval
+device_rules[grouped_gather_p] = _grouped_gather_device
+schedule.grouped_gather.append(grouped_gather_p)
+
+
+grouped_sum_p = Primitive("grouped_sum", multiple_results=True)  # made only by interpreters/schedule.py
+abstract_eval_rules[grouped_sum_p] = _grouped_eval
+vma_rules[grouped_sum_p] = lambda *avals, **params: None  # each result's own, from _grouped_eval
+device_rules[grouped_sum_p] = _grouped_device
+schedule.grouped_sum.append(grouped_sum_p)
 
 
 deflinear(all_gather_p, lambda ct, x, *, axes, axis, tiled: [

@@ -23,7 +23,7 @@ from .stages import Traced
 from ..arrays.array import Array
 from ..core.core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
 from ..interpreters.eager import eager_rules
-from ..interpreters.fusion import run_eagerly
+from ..interpreters.eager_programs import run_eagerly
 from ..interpreters.numpy_eval import structured_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
 from ..core.jaxpr import Jaxpr, eval_jaxpr
