@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import devices as device_table
+from .config import config
 from .devices import Device
 
 
@@ -246,7 +247,8 @@ def get_abstract_mesh() -> AbstractMesh:
 def make_mesh(axis_shapes: Sequence[int], axis_names: str | Sequence[str], axis_types: Any = None, *,
               devices: Sequence[Device] | None = None) -> Mesh:
     """A mesh of `axis_shapes` over `devices` (by default the first devices, as many as the shape holds), each
-    process's devices contiguous. Axis types default to Auto (the seeds'; JAX 0.10 defaults to Explicit)."""
+    process's devices contiguous. Axis types default to Auto (the seeds'; JAX 0.10 defaults to Explicit, as meshax
+    does with the option `meshax_explicit_axes_by_default` / `MESHAX_EXPLICIT_AXES_BY_DEFAULT=1`)."""
     shape = tuple(int(s) for s in axis_shapes)
     names = _axis_names(axis_names)
     if len(shape) != len(names):
@@ -264,4 +266,6 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: str | Sequence[str], axis_
         chosen.sort(key=lambda d: (d.process_index, d.id))
     grid = np.empty(len(chosen), dtype=object)
     grid[:] = chosen
+    if axis_types is None and config.read("meshax_explicit_axes_by_default"):
+        axis_types = (AxisType.Explicit,) * len(shape)
     return Mesh(grid.reshape(shape), names, axis_types)
