@@ -60,6 +60,11 @@ def broadcasting(name: str, specs: list[Spec], avals: Sequence[ShapedArray], out
                 raise ShardingTypeError(f"{name} got incompatible shardings for broadcasting: {shown}.")
             chosen = entry
         out.append(chosen)
+    used = [a for e in out for a in e]
+    if len(used) != len(set(used)):
+        inputs = ", ".join(a.str_short() for a in avals)
+        raise ShardingTypeError(f"{name} operation with inputs: {inputs} produces an illegally sharded result: "
+                                f"{outs[0].update(explicit=tuple(out)).str_short()}")
     return [tuple(out)] * len(outs)
 
 

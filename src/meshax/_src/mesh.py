@@ -205,6 +205,30 @@ class set_mesh:  # noqa: N801 - JAX's name
         _global_mesh[0] = self.previous
 
 
+class use_abstract_mesh:  # noqa: N801 - JAX's name
+    """`with use_abstract_mesh(abstract_mesh):` the mesh in use seen with `abstract_mesh`'s axes (names, sizes,
+    types): its devices, in order, reshaped. The number of devices cannot change."""
+
+    def __init__(self, abstract_mesh: "AbstractMesh") -> None:
+        if not isinstance(abstract_mesh, AbstractMesh):
+            raise TypeError(f"use_abstract_mesh needs an AbstractMesh; got {abstract_mesh!r}.")
+        mesh = current_mesh()
+        if mesh is None:
+            raise ValueError(f"use_abstract_mesh({abstract_mesh}) needs a mesh in use: call it inside "
+                             "`jax.set_mesh(mesh)`.")
+        if abstract_mesh.size != mesh.devices.size:
+            raise ValueError(f"use_abstract_mesh cannot change the size of the mesh. Got new mesh: {abstract_mesh} "
+                             f"with size={abstract_mesh.size} and current mesh: {mesh} with size={mesh.devices.size}")
+        self.mesh = Mesh(mesh.devices.reshape(abstract_mesh.axis_sizes), abstract_mesh.axis_names,
+                         abstract_mesh.axis_types)
+
+    def __enter__(self) -> None:
+        _context.stack.append(self.mesh)
+
+    def __exit__(self, *exc: Any) -> None:
+        _context.stack.pop()
+
+
 class AbstractMesh:
     """A mesh's axis names, sizes and types, without devices (as jax.sharding.AbstractMesh)."""
 
@@ -239,8 +263,11 @@ def get_abstract_mesh() -> AbstractMesh:
     mesh = axis_mesh() or current_mesh()
     if mesh is None:
         return AbstractMesh((), ())
-    manual = set(manual_axes())
-    types = tuple(AxisType.Manual if n in manual else t for n, t in zip(mesh.axis_names, mesh.axis_types))
+    from .explicit_types import explicit_names  # the axis types as auto_axes/explicit_axes retype them
+
+    manual, explicit = set(manual_axes()), explicit_names(mesh)
+    types = tuple(AxisType.Manual if n in manual else AxisType.Explicit if n in explicit
+                  else AxisType.Auto if t is AxisType.Explicit else t for n, t in zip(mesh.axis_names, mesh.axis_types))
     return AbstractMesh(tuple(mesh.shape.values()), mesh.axis_names, types)
 
 

@@ -70,8 +70,8 @@ def plan(shape: tuple[int, ...], source: Sharding, target: Sharding) -> tuple[Pi
 
 def reshard(array: Array, target: Sharding) -> Array:
     """`array` laid out as `target` says; call on every process holding a source or target device."""
-    if target == array.sharding:
-        return array if array.committed else _committed(array)
+    if target == array.sharding:  # no data moves; the result has the sharding as asked (P('a', None), not P('a'))
+        return array if array.committed and repr(target) == repr(array.sharding) else _committed(array, target)
     if not array.committed:
         return from_host(np.asarray(array), target, array.weak_type)
     _check_target(array.shape, target)
@@ -85,8 +85,8 @@ def reshard(array: Array, target: Sharding) -> Array:
     return _array_from_boxes(array.shape, array.dtype, target, filled, array.weak_type)
 
 
-def _committed(array: Array) -> Array:
-    return Array(array.shape, array.dtype, array.sharding, array.local_buffers(), array.weak_type)
+def _committed(array: Array, sharding: Sharding) -> Array:
+    return Array(array.shape, array.dtype, sharding, array.local_buffers(), array.weak_type)
 
 
 def _check_target(shape: tuple[int, ...], target: Sharding) -> None:

@@ -91,9 +91,11 @@ def _as_typed(output: Array, aval: ShapedArray, mesh: Mesh, names: frozenset) ->
     """`output` laid out as its type says on the mesh's Explicit axes (`names`), as JAX's results are."""
     current = spec_of(as_named(output.sharding), output.ndim)
     target = target_spec(aval, current, names)
-    if target == current:
+    full = PartitionSpec(*[None if not e else (e[0] if len(e) == 1 else e) for e in target])  # one entry a dimension
+    if target == current and isinstance(output.sharding, NamedSharding) and output.sharding.spec == full \
+            and len(output.sharding.spec) == len(full):
         return output
-    moved = reshard(output, sharding_for(mesh, target))
+    moved = reshard(output, NamedSharding(mesh, full))
     moved.committed = output.committed
     return moved
 
