@@ -41,7 +41,8 @@ def sharding_of(aval: Any) -> TypeSharding:
     mesh = get_abstract_mesh()
     if mesh.empty and aval.mesh is not None:
         explicit = aval.mesh
-        mesh = AbstractMesh(tuple(explicit.shape.values()), explicit.axis_names, explicit.axis_types)
+        mesh = AbstractMesh(tuple(explicit.shape.values()), explicit.axis_names, explicit.axis_types,
+                            abstract_device="cpu")
     if mesh.empty:
         return TypeSharding(mesh, PartitionSpec())
     entries = list(aval.explicit) or [()] * len(aval.shape)

@@ -221,6 +221,7 @@ class use_abstract_mesh:  # noqa: N801 - JAX's name
                              f"with size={abstract_mesh.size} and current mesh: {mesh} with size={mesh.devices.size}")
         self.mesh = Mesh(mesh.devices.reshape(abstract_mesh.axis_sizes), abstract_mesh.axis_names,
                          abstract_mesh.axis_types)
+        self.mesh.abstract_device = abstract_mesh.abstract_device
 
     def __enter__(self) -> None:
         _context.stack.append(self.mesh)
@@ -232,7 +233,9 @@ class use_abstract_mesh:  # noqa: N801 - JAX's name
 class AbstractMesh:
     """A mesh's axis names, sizes and types, without devices (as jax.sharding.AbstractMesh)."""
 
-    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str], axis_types: Any = None) -> None:
+    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str], axis_types: Any = None, *,
+                 abstract_device: Any = None) -> None:
+        self.abstract_device = abstract_device  # the kind of device ("cpu") for the abstract view of a real mesh
         self.axis_sizes = tuple(int(n) for n in axis_sizes)
         self.axis_names = _axis_names(axis_names)
         self.axis_types = _axis_types(axis_types, len(self.axis_names))
@@ -253,7 +256,9 @@ class AbstractMesh:
         if self.empty:
             return "AbstractMesh((), axis_types=())"
         sizes = ", ".join(f"'{n}': {s}" for n, s in zip(self.axis_names, self.axis_sizes))
-        return f"AbstractMesh({sizes}, axis_types=({types}), device_kind=cpu, num_cores=None, platform=cpu)"
+        device = "" if self.abstract_device is None else \
+            f", device_kind={self.abstract_device}, num_cores=None, platform={self.abstract_device}"
+        return f"AbstractMesh({sizes}, axis_types=({types}){device})"
 
 
 def get_abstract_mesh() -> AbstractMesh:
@@ -268,7 +273,8 @@ def get_abstract_mesh() -> AbstractMesh:
     manual, explicit = set(manual_axes()), explicit_names(mesh)
     types = tuple(AxisType.Manual if n in manual else AxisType.Explicit if n in explicit
                   else AxisType.Auto if t is AxisType.Explicit else t for n, t in zip(mesh.axis_names, mesh.axis_types))
-    return AbstractMesh(tuple(mesh.shape.values()), mesh.axis_names, types)
+    device = mesh.__dict__.get("abstract_device", "cpu")  # None for the view of use_abstract_mesh's own
+    return AbstractMesh(tuple(mesh.shape.values()), mesh.axis_names, types, abstract_device=device)
 
 
 def make_mesh(axis_shapes: Sequence[int], axis_names: str | Sequence[str], axis_types: Any = None, *,

@@ -1,0 +1,233 @@
+"""What JAX 0.10.2's sharding and remat pages (parallel.md, new_docs/201/sharding.md, 301/remat.md,
+gradient-checkpointing.md) rely on, each compared with JAX: `x ** n` as `integer_pow` (values, derivatives, residuals,
+jaxprs), ShardingTypeError's wording for elementwise operations, `auto_axes`/`explicit_axes` with call-time
+shardings, `use_abstract_mesh`, result specs spelled as JAX's, and make_mesh's Explicit default as an option."""
+import io
+import contextlib
+import re
+
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import meshax
+import meshax.numpy as mnp
+meshax_config = meshax.config
+
+LIBS = {"jax": (jax, jjnp), "meshax": (meshax, mnp)}
+
+
+def both(run):
+    """`run(lib, np_)` under JAX and meshax."""
+    return run(jax, jjnp), run(meshax, mnp)
+
+
+def explicit_mesh(lib, shape=(4, 2), names=("X", "Y")):
+    return lib.make_mesh(shape, names, axis_types=(lib.sharding.AxisType.Explicit,) * len(shape))
+
+
+def printed(fun, *args):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        fun(*args)
+    return re.sub(r"\bP\(", "PartitionSpec(", out.getvalue())
+
+
+# ---- x ** n is integer_pow ------------------------------------------------------------------------------------
+
+POWERS = [2, 3, 5, -2, 0, 1]
+DATA = np.array([-2.0, -1.25, -0.5, 0.5, 1.5, 2.25, 3.0, 0.75], np.float32)
+
+
+def _power_runs(lib, np_, n):
+    x = np_.asarray(DATA)
+    mesh = lib.make_mesh((8,), ("i",), axis_types=(lib.sharding.AxisType.Auto,))
+    in_map = lib.shard_map(lambda v: v ** n, mesh=mesh, in_specs=lib.P("i"), out_specs=lib.P("i"))
+    return {
+        "eager": x ** n,
+        "jit": lib.jit(lambda v: v ** n)(x),
+        "lax": lib.lax.integer_pow(x, n),
+        "grad": lib.grad(lambda v: np_.sum(v ** n))(x),
+        "jit_grad": lib.jit(lib.grad(lambda v: np_.sum(lib.lax.integer_pow(v, n))))(x),
+        "vmap": lib.vmap(lambda v: lib.lax.integer_pow(v, n))(x),
+        "shard_map": in_map(x),
+        "jvp": lib.jvp(lambda v: v ** n, (x,), (np_.ones_like(x),))[1],
+        "int": np_.arange(5, dtype=np_.int32) ** abs(n),
+    }
+
+
+@pytest.mark.parametrize("n", POWERS)
+def test_integer_powers_give_jax_values_and_derivatives(n):
+    theirs, ours = both(lambda lib, np_: _power_runs(lib, np_, n))
+    for name in theirs:
+        assert np.asarray(ours[name]).dtype == np.asarray(theirs[name]).dtype, name
+        np.testing.assert_array_equal(np.asarray(ours[name]), np.asarray(theirs[name]), err_msg=name)
+
+
+def test_integer_pow_in_jaxprs_and_residuals_as_jax():
+    theirs, ours = both(lambda lib, np_: str(lib.make_jaxpr(lambda v: v ** 3)(np_.arange(5))))
+    assert ours == "{ lambda ; a:i32[5]. let\n    b:i32[5] = integer_pow[y=3] a\n  in (b,) }"
+    assert "integer_pow[y=3]" in theirs
+    for lib, np_ in LIBS.values():  # the derivative of x ** 2 keeps 2 * x, as JAX's rule does
+        text = str(lib.make_jaxpr(lib.grad(lambda v: np_.sum(v ** 2)))(np_.ones(3)))
+        assert "integer_pow[y=2]" in text and "mul 2.0:f32[]" in text, text
+
+    def residuals(lib, np_):
+        from importlib import import_module
+
+        show = import_module(f"{lib.__name__}.ad_checkpoint").print_saved_residuals
+        return printed(show, lambda a, b: np_.sum((a - b) ** 2), np_.ones(4), np_.zeros(4))
+
+    theirs, ours = both(residuals)
+    assert ours.splitlines()[-1].split(" from ")[0] == theirs.splitlines()[-1].split(" from ")[0] == \
+        "f32[4] output of mul"
+    assert len(ours.splitlines()) == len(theirs.splitlines())
+
+
+# ---- Explicit axes: errors, auto_axes/explicit_axes, use_abstract_mesh, specs --------------------------------
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_conflicting_elementwise_shardings_raise_jax_message(jitted):
+    def run(lib, np_):
+        with lib.set_mesh(explicit_mesh(lib)):
+            x = lib.device_put(np.arange(16).reshape(4, 4), lib.P("X", None))
+            y = lib.device_put(np.arange(16).reshape(4, 4), lib.P(None, "X"))
+            add = lib.jit(lambda a, b: a + b) if jitted else (lambda a, b: a + b)
+            try:
+                add(x, y)
+            except Exception as error:  # noqa: BLE001 - the error is the result compared
+                return type(error).__name__, str(error).splitlines()[0]
+        return None
+
+    theirs, ours = both(run)
+    assert ours == theirs == ("ShardingTypeError", "add operation with inputs: i32[4@X,4], i32[4,4@X] produces an "
+                              "illegally sharded result: i32[4@X,4@X]")
+
+
+def _auto_axes_run(lib, np_):
+    from importlib import import_module
+
+    sharding = import_module(f"{lib.__name__}.sharding")
+    with lib.set_mesh(explicit_mesh(lib)):
+        x = lib.device_put(np.arange(16).reshape(4, 4), lib.P("X", None))
+        y = lib.device_put(np.arange(16).reshape(4, 4), lib.P(None, "X"))
+
+        @sharding.auto_axes
+        def add(a, b):
+            print(sharding.get_abstract_mesh())
+            return a + b
+
+        out = printed(lambda: print(lib.typeof(add(x, y, out_sharding=lib.P("X", None))),
+                                    add(x, y, out_sharding=lib.P("X", None)).sharding.spec))
+        jitted = lib.jit(lambda a, b: add(a, b, out_sharding=lib.P(None, "X")))(x, y)
+        factory = sharding.auto_axes(out_sharding=lib.P("X", None))(lambda a, b: a * b)
+        out += printed(lambda: print(lib.typeof(jitted), lib.typeof(factory(x, y)), np.asarray(jitted).sum()))
+    with lib.set_mesh(lib.make_mesh((4, 2), ("X", "Y"), axis_types=(lib.sharding.AxisType.Auto,) * 2)):
+        @sharding.explicit_axes
+        def double(v):
+            print(sharding.get_abstract_mesh(), lib.typeof(v), lib.typeof(v * 2))
+            return v * 2
+
+        arg = lib.device_put(np.arange(16.0).reshape(4, 4), lib.P("X", "Y"))
+        out += printed(lambda: print(np.asarray(lib.jit(lambda v: double(np_.sin(v), in_sharding=lib.P("X", "Y"))
+                                                          + 1)(arg)).round(4).tolist()))
+        out += printed(lambda: print(np.asarray(double(arg, in_sharding=lib.P("X", None))).tolist()))
+    return out
+
+
+def test_auto_axes_and_explicit_axes_take_shardings_at_the_call():
+    theirs, ours = both(_auto_axes_run)
+    assert ours == theirs
+
+
+def test_use_abstract_mesh_views_the_mesh_with_other_axes_under_jit():
+    def run(lib, np_):
+        with lib.set_mesh(explicit_mesh(lib)):
+            x = lib.device_put(np_.arange(32.0).reshape(8, 4), lib.P("X", "Y"))
+            seen = []
+
+            @lib.jit
+            def f(v):
+                view = lib.sharding.AbstractMesh((8,), ("A",), (lib.sharding.AxisType.Explicit,))
+                with lib.sharding.use_abstract_mesh(view):
+                    seen.append(str(lib.sharding.get_abstract_mesh()))
+                    y = lib.reshard(v, lib.P("A", None))
+                    seen.append(str(lib.typeof(y)))
+                    return y * 2
+
+            z = f(x)
+            try:
+                with lib.sharding.use_abstract_mesh(lib.sharding.AbstractMesh((4,), ("A",))):
+                    pass
+                refused = None
+            except ValueError as error:
+                refused = str(error).split(". Got")[0]
+            return str(lib.typeof(z)), tuple(z.sharding.spec), np.asarray(z).tolist(), seen, refused
+
+    theirs, ours = both(run)
+    assert ours == theirs
+    assert ours[-1] == "use_abstract_mesh cannot change the size of the mesh"
+
+
+SPEC_CASES = {
+    "device_put": lambda lib, np_, x: lib.device_put(x, lib.P("X", None)),
+    "elementwise": lambda lib, np_, x: lib.device_put(x, lib.P("X")) * 2,
+    "unary": lambda lib, np_, x: np_.sin(lib.device_put(x, lib.P("X"))),
+    "jit": lambda lib, np_, x: lib.jit(lambda v: v * 2)(lib.device_put(x, lib.P("X"))),
+    "transpose": lambda lib, np_, x: lib.device_put(x, lib.P("X", None)).T,
+    "reduction": lambda lib, np_, x: lib.device_put(x, lib.P(None, "X")).sum(0),
+    "reshard_equal": lambda lib, np_, x: lib.reshard(lib.device_put(x, lib.P("X")), lib.P("X", None)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPEC_CASES))
+@pytest.mark.parametrize("axis_type", ["Explicit", "Auto"])
+def test_result_specs_are_spelled_as_jax(case, axis_type):
+    """Explicit meshes: one entry a dimension, as results' types have; jit results over Auto axes: without
+    trailing replicated dimensions, as XLA reports them."""
+    def run(lib, np_):
+        kind = getattr(lib.sharding.AxisType, axis_type)
+        with lib.set_mesh(lib.make_mesh((4, 2), ("X", "Y"), axis_types=(kind, kind))):
+            out = SPEC_CASES[case](lib, np_, np_.arange(32.0).reshape(8, 4))
+            return tuple(out.sharding.spec), np.asarray(out).tolist()
+
+    if axis_type == "Auto" and case == "reshard_equal":
+        pytest.skip("JAX refuses reshard over Auto axes")
+    theirs, ours = both(run)
+    if axis_type == "Auto" and case in ("device_put", "elementwise", "unary", "transpose", "reduction",
+                                        "reshard_equal"):
+        # eager operations over Auto axes: JAX's are compiled programs (XLA's spelling), meshax's keep the
+        # operands' spec; the layout is the same
+        assert ours[1] == theirs[1]
+        assert [e for e in ours[0] if e is not None] == [e for e in theirs[0] if e is not None]
+        return
+    assert ours == theirs
+
+
+def test_with_sharding_constraint_result_under_jit_on_auto_axes():
+    def run(lib, np_):
+        with lib.set_mesh(lib.make_mesh((4, 2), ("X", "Y"), axis_types=(lib.sharding.AxisType.Auto,) * 2)):
+            x = lib.device_put(np_.arange(16.0).reshape(4, 4), lib.P("X", "Y"))
+            z = lib.jit(lambda a, b: lib.lax.with_sharding_constraint(np_.dot(a, b), lib.P("X", None)))(x, x)
+            return tuple(z.sharding.spec), np.asarray(z).tolist()
+
+    theirs, ours = both(run)
+    assert ours == theirs
+
+
+def test_make_mesh_explicit_by_default_is_an_option(monkeypatch):
+    assert meshax.make_mesh((8,), ("a",)).axis_types == (meshax.sharding.AxisType.Auto,)  # the seeds' default
+    meshax_config.update("meshax_explicit_axes_by_default", True)
+    try:
+        mesh = meshax.make_mesh((4, 2), ("X", "Y"))
+        assert mesh.axis_types == tuple(t for t in (meshax.sharding.AxisType.Explicit,) * 2)
+        assert [t.name for t in mesh.axis_types] == [t.name for t in jax.make_mesh((4, 2), ("X", "Y")).axis_types]
+        assert meshax.make_mesh((8,), ("a",), axis_types=(meshax.sharding.AxisType.Auto,)).axis_types == (
+            meshax.sharding.AxisType.Auto,)
+        with meshax.set_mesh(mesh):
+            x = meshax.device_put(mnp.ones((8, 4)), meshax.P("X", "Y"))
+            assert str(meshax.typeof(x)) == "float32[8@X,4@Y]"
+    finally:
+        meshax_config.update("meshax_explicit_axes_by_default", False)
