@@ -231,3 +231,54 @@ def test_make_mesh_explicit_by_default_is_an_option(monkeypatch):
             assert str(meshax.typeof(x)) == "float32[8@X,4@Y]"
     finally:
         meshax_config.update("meshax_explicit_axes_by_default", False)
+
+
+# ---- nested checkpoints -----------------------------------------------------------------------------------------
+
+
+def _recursive_checkpoint(lib, funs):
+    """301/remat.md's recursive_checkpoint: checkpoints nested log2(len(funs)) deep."""
+    if len(funs) == 1:
+        return funs[0]
+    if len(funs) == 2:
+        f1, f2 = funs
+        return lambda x: f1(f2(x))
+    f1 = _recursive_checkpoint(lib, funs[:len(funs) // 2])
+    f2 = _recursive_checkpoint(lib, funs[len(funs) // 2:])
+    return lambda x: f1(lib.checkpoint(f2)(x))
+
+
+def _nested_runs(lib, np_, depth):
+    f = _recursive_checkpoint(lib, [np_.sin] * depth)
+    named = lib.checkpoint(lambda x: np_.sin(lib.checkpoint(
+        lambda y: lib.ad_checkpoint.checkpoint_name(np_.sin(y), "s") * 2,
+        policy=lib.checkpoint_policies.save_only_these_names("s"))(x)))
+    mesh = lib.make_mesh((8,), ("i",), axis_types=(lib.sharding.AxisType.Auto,))
+    mapped = lib.shard_map(lib.grad(lambda v: np_.sum(f(v))), mesh=mesh, in_specs=lib.P("i"), out_specs=lib.P("i"))
+    xs = np_.linspace(0.5, 2.0, 8, dtype=np_.float32)
+    return {
+        "grad": lib.grad(f)(3.0),
+        "jit_grad": lib.jit(lib.grad(f))(3.0),
+        "vmap_grad": lib.vmap(lib.grad(f))(xs),
+        "shard_map_grad": mapped(xs),
+        "named": lib.grad(named)(1.5),
+        "residuals": printed(lib.ad_checkpoint.print_saved_residuals, f, 3.0),
+        "named_residuals": printed(lib.ad_checkpoint.print_saved_residuals, named, 1.5),
+    }
+
+
+@pytest.mark.parametrize("depth", [4, 8, 16])
+def test_nested_checkpoints_differentiate_and_save_as_jax(depth):
+    def run(lib, np_):
+        import importlib
+
+        importlib.import_module(f"{lib.__name__}.ad_checkpoint")
+        return _nested_runs(lib, np_, depth)
+
+    theirs, ours = both(run)
+    for name in theirs:
+        if name.endswith("residuals"):
+            where = re.compile(r" from \S+:\d+:\d+ ")  # the same lines of this file, as each library reports them
+            assert where.sub(" ", ours[name]) == where.sub(" ", theirs[name]), name
+        else:
+            np.testing.assert_allclose(np.asarray(ours[name]), np.asarray(theirs[name]), rtol=1e-5, atol=1e-6, err_msg=name)

@@ -18,7 +18,7 @@ from .interpreters.ad import Zero, backward_pass, instantiate, is_undefined, jvp
     transpose_rules
 from .interpreters.numpy_eval import structured_rules
 from .interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, trace_to_jaxpr
-from .jaxpr import Jaxpr, Literal, eval_jaxpr
+from .jaxpr import Equation, Jaxpr, Literal, Var, eval_jaxpr
 from .tree_util import tree_flatten, tree_unflatten
 
 
@@ -151,8 +151,34 @@ def _jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr, policy: Any, 
     return outs[:n], outs[n:]
 
 
+def _spliced(jaxpr: Jaxpr) -> Jaxpr:
+    """`jaxpr` with the bodies of nested checkpoints spliced in (fresh variables for theirs): partial evaluation
+    then splits them equation by equation, so a nested call fed a tangent still computes its primal outputs now."""
+    renamed: dict[int, Any] = {}
+
+    def read(x: Any) -> Any:
+        return x if isinstance(x, Literal) else renamed.get(x.id, x)
+
+    equations = []
+    for eq in jaxpr.equations:
+        inputs = [read(x) for x in eq.inputs]
+        if eq.primitive is not remat_p:
+            equations.append(Equation(eq.primitive, inputs, eq.outputs, eq.params))
+            continue
+        inner = _spliced(eq.params["jaxpr"])
+        renamed.update((v.id, a) for v, a in zip(inner.invars, inputs))
+        for inner_eq in inner.equations:
+            outputs = [Var(v.aval) for v in inner_eq.outputs]
+            equations.append(Equation(inner_eq.primitive, [read(x) for x in inner_eq.inputs], outputs,
+                                      inner_eq.params))
+            renamed.update((v.id, fresh) for v, fresh in zip(inner_eq.outputs, outputs))
+        renamed.update((out.id, read(v)) for out, v in zip(eq.outputs, inner.outvars))
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, equations, [read(v) for v in jaxpr.outvars], jaxpr.consts)
+
+
 def _partial_eval(trace: Any, *args: Any, jaxpr: Jaxpr, policy: Any, prevent_cse: bool) -> list[Any]:
     """Known equations run now; the unknown ones are staged with the recomputation of every unsaved value."""
+    jaxpr = _spliced(jaxpr)
     unknown_ids = {v.id for v, a in zip(jaxpr.invars, args) if trace.is_own(a)}
     producer: dict[int, Any] = {}
     unknown_eqns = []
