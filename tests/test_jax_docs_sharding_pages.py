@@ -282,3 +282,26 @@ def test_nested_checkpoints_differentiate_and_save_as_jax(depth):
             assert where.sub(" ", ours[name]) == where.sub(" ", theirs[name]), name
         else:
             np.testing.assert_allclose(np.asarray(ours[name]), np.asarray(theirs[name]), rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("remat3", [False, True])
+def test_saved_residuals_name_a_checkpointed_functions_arguments_as_jax(remat3):
+    def run(lib, np_):
+        import importlib
+
+        show = importlib.import_module(f"{lib.__name__}.ad_checkpoint").print_saved_residuals
+        before = lib.config.read("jax_remat3") if lib is meshax else lib.config.jax_remat3
+        lib.config.update("jax_remat3", remat3)
+        try:
+            def loss(params, x, y):
+                return np_.sum((np_.sin(params[0] @ x) * params[1] - y) ** 2)
+
+            args = ([np_.ones((3, 3)), np_.ones(3)], np_.ones(3), np_.zeros(3))
+            return (printed(show, loss, *args), printed(show, lib.checkpoint(loss), *args),
+                    printed(show, lib.checkpoint(lambda a, b: np_.sin(a) * b), 1.0, 2.0))
+        finally:
+            lib.config.update("jax_remat3", before)
+
+    theirs, ours = both(run)
+    where = re.compile(r" from \S+:\d+:\d+ ")
+    assert [where.sub(" ", text) for text in ours] == [where.sub(" ", text) for text in theirs]

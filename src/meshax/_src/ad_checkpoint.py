@@ -11,6 +11,7 @@ import inspect
 from typing import Any, Callable
 
 from . import ad_api  # noqa: F401  (registers the derivative rules)
+from .config import config
 from .core import ShapedArray, Tracer, aval_of, current_trace, define_primitive, keeps_own_vma, set_current_trace, \
     vma_rules
 from .interpreters.ad import jvp_rules, linearize_flat, transpose_rules
@@ -36,8 +37,11 @@ def checkpoint_name(x: Any, name: str) -> Any:
 
 
 def _argument_names(fun: Callable[..., Any], args: tuple, kwargs: dict) -> list[str]:
-    """One name per leaf of (args, kwargs): the parameter's name and the leaf's path inside it."""
+    """One name per leaf of (args, kwargs): the parameter's name and the leaf's path inside it. With `jax_remat3`
+    on, a checkpointed function's parameters are `args[i]`, as JAX's new remat reports them."""
     try:
+        if getattr(fun, "is_checkpoint", False) and config.read("jax_remat3"):
+            raise ValueError("positional only")
         bound = inspect.signature(fun).bind(*args, **kwargs)
         parameter_names = list(bound.arguments)
     except (TypeError, ValueError):

@@ -128,6 +128,7 @@ def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True, policy: Cal
                             prevent_cse=prevent_cse)
         return tree_unflatten(out_tree[0], outs)
 
+    wrapped.is_checkpoint = True  # type: ignore[attr-defined]  (print_saved_residuals names its arguments)
     return wrapped
 
 
