@@ -305,3 +305,15 @@ def test_saved_residuals_name_a_checkpointed_functions_arguments_as_jax(remat3):
     theirs, ours = both(run)
     where = re.compile(r" from \S+:\d+:\d+ ")
     assert [where.sub(" ", text) for text in ours] == [where.sub(" ", text) for text in theirs]
+
+
+@pytest.mark.parametrize("iota_order", [False, True])
+def test_private_test_util_create_mesh_as_jax(iota_order):
+    import jax._src.test_util as theirs_module
+    from meshax._src.jax_private import test_util as ours_module
+
+    theirs = theirs_module.create_mesh((2, 4), ("x", "y"), iota_order=iota_order)
+    ours = ours_module.create_mesh((2, 4), ("x", "y"), iota_order=iota_order)
+    assert ours.axis_names == theirs.axis_names and ours.devices.shape == theirs.devices.shape
+    assert [d.id for d in ours.devices.flat] == [d.id for d in theirs.devices.flat]
+    assert [t.name for t in ours.axis_types] == [t.name for t in theirs.axis_types]
