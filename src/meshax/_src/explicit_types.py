@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from . import core
 from .core import Primitive, ShapedArray, sharding_rules
-from .explicit_rules import RULES as explicit_rules, broadcasting
+from .explicit_rules import RULES as explicit_rules, broadcasting, partial_sum_types
 from .rules import elementwise
 from .mesh import AxisType, Mesh, current_mesh
 from .rules import Spec
@@ -76,11 +76,14 @@ def typed(aval: ShapedArray, spec: Spec, mesh: Any) -> ShapedArray:
 
 
 def sharding_aval(aval: ShapedArray, sharding: Any) -> ShapedArray:
-    """The type of a value of shape `aval` laid out as `sharding`."""
-    names = explicit_names(sharding.mesh) if isinstance(sharding, NamedSharding) else frozenset()
-    if not names:
-        return typed(aval, (), None)
-    return typed(aval, entries(sharding.spec, aval.ndim, names), sharding.mesh)
+    """The type of a value of shape `aval` laid out as `sharding` (with its unreduced and reduced axes)."""
+    named = isinstance(sharding, NamedSharding)
+    names = explicit_names(sharding.mesh) if named else frozenset()
+    out = typed(aval, (), None) if not names else typed(aval, entries(sharding.spec, aval.ndim, names), sharding.mesh)
+    unreduced, reduced = (sharding.spec.unreduced, sharding.spec.reduced) if named else (frozenset(), frozenset())
+    if (unreduced, reduced) != (out.unreduced, out.reduced):
+        out = out.update(unreduced=unreduced, reduced=reduced, mesh=out.mesh or sharding.mesh)
+    return out
 
 
 def spec_of(aval: ShapedArray) -> Spec:
@@ -101,6 +104,20 @@ def _param_mesh(params: dict[str, Any]) -> Any:
 
 def type_outputs(primitive: Primitive, avals: Sequence[ShapedArray], outs: list[ShapedArray],
                  params: dict[str, Any]) -> list[ShapedArray]:
+    """The outputs `outs` of `primitive` on `avals`, with the Explicit axes that split them and the axes over which
+    they are unreduced (partial sums) or reduced."""
+    typed_outs = _split_outputs(primitive, avals, outs, params)
+    target = params.get("sharding", params.get("out_sharding"))
+    spec = target.spec if isinstance(target, NamedSharding) else target if isinstance(target, PartitionSpec) else None
+    if spec is None and not any(a.unreduced or a.reduced for a in avals):
+        return typed_outs
+    if spec is None and primitive.name not in explicit_rules and primitive not in sharding_rules:
+        return typed_outs  # call-like primitives: their outputs' types come from their bodies
+    return partial_sum_types(primitive.name, avals, typed_outs, spec)
+
+
+def _split_outputs(primitive: Primitive, avals: Sequence[ShapedArray], outs: list[ShapedArray],
+                   params: dict[str, Any]) -> list[ShapedArray]:
     """The outputs `outs` of `primitive` on `avals`, with the Explicit axes that split them."""
     mesh = _param_mesh(params) or next((a.mesh for a in avals if a.mesh is not None), None)
     names = explicit_names(mesh)

@@ -75,7 +75,19 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
         if len(targets) != len(leaves):
             raise ValueError(f"reshard got {len(targets)} shardings for {len(leaves)} arrays; give one, or one per "
                              "array in the same tree.")
-    return tree_unflatten(tree, [device_put(x, _target(t)) for x, t in zip(leaves, targets)])
+    return tree_unflatten(tree, [device_put(x, _spelled(_target(t), x)) for x, t in zip(leaves, targets)])
+
+
+def _spelled(target: Sharding, x: Any) -> Sharding:
+    """On a mesh with Explicit axes, the target's spec with one entry a dimension, as types spell it (P() of a
+    matrix is P(None, None))."""
+    if not isinstance(target, NamedSharding) or AxisType.Explicit not in target.mesh.axis_types:
+        return target
+    spec, ndim = target.spec, len(getattr(x, "shape", ()))
+    if len(spec) >= ndim:
+        return target
+    padded = PartitionSpec(*spec, *[None] * (ndim - len(spec)), unreduced=spec.unreduced, reduced=spec.reduced)
+    return NamedSharding(target.mesh, padded, memory_kind=target.memory_kind)
 
 
 def _axes(axes: Any, wanted: AxisType) -> tuple[str, ...]:

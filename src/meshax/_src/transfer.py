@@ -70,6 +70,10 @@ def plan(shape: tuple[int, ...], source: Sharding, target: Sharding) -> tuple[Pi
 
 def reshard(array: Array, target: Sharding) -> Array:
     """`array` laid out as `target` says; call on every process holding a source or target device."""
+    if target != array.sharding and (_unreduced(array.sharding) or _unreduced(target)):
+        from .partial_sums import reshard_partial_sums  # (a higher layer: it sums with collectives)
+
+        return reshard_partial_sums(array, target)
     if target == array.sharding:  # no data moves; the result has the sharding as asked (P('a', None), not P('a'))
         return array if array.committed and repr(target) == repr(array.sharding) else _committed(array, target)
     if not array.committed:
@@ -83,6 +87,10 @@ def reshard(array: Array, target: Sharding) -> Array:
     _exchange(pieces, here, sources, filled, shared, array.dtype, participants(array.shape, array.sharding, target),
               entry)
     return _array_from_boxes(array.shape, array.dtype, target, filled, array.weak_type)
+
+
+def _unreduced(sharding: Sharding) -> frozenset:
+    return sharding.spec.unreduced if isinstance(sharding, NamedSharding) else frozenset()
 
 
 def _committed(array: Array, sharding: Sharding) -> Array:
@@ -238,6 +246,13 @@ def _array_from_boxes(shape: tuple[int, ...], dtype: np.dtype, sharding: Shardin
 
 def from_host(value: np.ndarray, sharding: Sharding, weak_type: bool = False, committed: bool = True) -> Array:
     """An Array from a host value every process holds whole: each process copies its boxes."""
+    if _unreduced(sharding):  # partial sums: the value on the first device of each group, zeros on the others
+        from .partial_sums import reshard_partial_sums, without_partial_sums
+
+        plain = from_host(value, without_partial_sums(sharding), weak_type, committed)
+        result = reshard_partial_sums(plain, sharding)
+        result.committed = committed
+        return result
     _check_target(value.shape, sharding)
     here = device_table.process_index()
     local = {box for device, box in sharding.device_boxes(value.shape).items() if device.process_index == here}

@@ -21,6 +21,7 @@ from ..core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_o
                     set_eager_trace, sharding_rules)
 from ..mesh import Mesh
 from ..explicit_types import explicit_names, target_spec
+from ..partial_sums import as_plain, as_unreduced
 from ..partition import SINGLE_AXIS, as_named, choose_mesh, current_specs, place, sharding_for, spec_of, to_partition_spec
 from ..rules import Spec, fit
 from ..sharding import NamedSharding, PartitionSpec, Sharding
@@ -50,6 +51,8 @@ class EagerTrace(Trace):
             return rule(*args, **params)
         avals = [aval_of(a) for a in args]
         out_avals = abstract_eval(primitive, avals, params)
+        if any(a.unreduced for a in (*avals, *out_avals)):
+            return _on_partial_sums(self, primitive, args, params, out_avals)
         mesh = choose_mesh(args)
         layout = sharding_rules[primitive](current_specs(args, mesh), avals, mesh_shape=dict(mesh.shape),
                                            out_ndims=[a.ndim for a in out_avals], **params)
@@ -58,8 +61,9 @@ class EagerTrace(Trace):
             _refuse_spec_without_mesh(primitive, mesh, out_sharding)
         inputs = [place(a, mesh, s, v) for a, s, v in zip(args, layout.in_specs, avals)]
         results = run_locally(primitive, inputs, params, mesh, out_avals, layout.out_specs)
-        if layout.reduce_axes:
-            results = [allreduce_devices(mesh, layout.reduce_axes, r, layout.reduce_op) for r in results]
+        reduce_axes = tuple(a for a in layout.reduce_axes or () if a not in _kept_partial_sums[-1])
+        if reduce_axes:
+            results = [allreduce_devices(mesh, reduce_axes, r, layout.reduce_op) for r in results]
         committed = any(isinstance(a, Array) and a.committed for a in args)
         outputs = [
             _make_output(aval, sharding_for(mesh, spec), buffers, committed)
@@ -73,6 +77,34 @@ class EagerTrace(Trace):
         if names:
             outputs = [_as_typed(o, aval, mesh, names) for o, aval in zip(outputs, out_avals)]
         return outputs if primitive.multiple_results else outputs[0]
+
+
+_kept_partial_sums: list[frozenset] = [frozenset()]  # mesh axes whose partial sums an operation leaves unreduced
+
+
+def _on_partial_sums(trace: EagerTrace, primitive: Primitive, args: Sequence[Any], params: dict[str, Any],
+                     out_avals: Sequence[ShapedArray]) -> Any:
+    """An operation on or giving unreduced values (its typing allowed only operations linear in their partial
+    sums): run on each device's partial sums as they are, without reducing over the unreduced axes; its results
+    unreduced as typed."""
+    kept = frozenset().union(*(a.unreduced for a in out_avals))
+    plain_params = {key: _without_unreduced(value) for key, value in params.items()}
+    _kept_partial_sums.append(kept)
+    try:
+        out = trace.process(primitive, [as_plain(a) if isinstance(a, Array) else a for a in args], plain_params)
+    finally:
+        _kept_partial_sums.pop()
+    outs = out if primitive.multiple_results else [out]
+    tagged = [as_unreduced(o, a.unreduced, a.reduced) for o, a in zip(outs, out_avals)]
+    return tagged if primitive.multiple_results else tagged[0]
+
+
+def _without_unreduced(value: Any) -> Any:
+    if isinstance(value, PartitionSpec) and value.unreduced:
+        return value.update(unreduced=frozenset())
+    if isinstance(value, NamedSharding) and value.spec.unreduced:
+        return NamedSharding(value.mesh, value.spec.update(unreduced=frozenset()))
+    return value
 
 
 def _moved(output: Array, mesh: Mesh, spec: Spec) -> Array:
@@ -91,7 +123,8 @@ def _as_typed(output: Array, aval: ShapedArray, mesh: Mesh, names: frozenset) ->
     """`output` laid out as its type says on the mesh's Explicit axes (`names`), as JAX's results are."""
     current = spec_of(as_named(output.sharding), output.ndim)
     target = target_spec(aval, current, names)
-    full = PartitionSpec(*[None if not e else (e[0] if len(e) == 1 else e) for e in target])  # one entry a dimension
+    full = PartitionSpec(*[None if not e else (e[0] if len(e) == 1 else e) for e in target],  # one entry a dimension
+                         unreduced=aval.unreduced, reduced=aval.reduced)
     if target == current and isinstance(output.sharding, NamedSharding) and output.sharding.spec == full \
             and len(output.sharding.spec) == len(full):
         return output
