@@ -111,8 +111,9 @@ def type_outputs(primitive: Primitive, avals: Sequence[ShapedArray], outs: list[
     spec = target.spec if isinstance(target, NamedSharding) else target if isinstance(target, PartitionSpec) else None
     if spec is None and not any(a.unreduced or a.reduced for a in avals):
         return typed_outs
-    if spec is None and primitive.name not in explicit_rules and primitive not in sharding_rules:
-        return typed_outs  # call-like primitives: their outputs' types come from their bodies
+    if spec is None and (primitive.name not in explicit_rules and primitive not in sharding_rules
+                         or any(o.unreduced or o.reduced for o in outs)):
+        return typed_outs  # call-like and fused primitives: their outputs' types come from their bodies
     return partial_sum_types(primitive.name, avals, typed_outs, spec)
 
 

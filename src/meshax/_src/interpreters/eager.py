@@ -9,6 +9,7 @@ This is the root trace: it has no parent.
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -53,6 +54,11 @@ class EagerTrace(Trace):
         out_avals = abstract_eval(primitive, avals, params)
         if any(a.unreduced for a in (*avals, *out_avals)):
             return _on_partial_sums(self, primitive, args, params, out_avals)
+        return self.execute(primitive, args, params, avals, out_avals)
+
+    def execute(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any],
+                avals: list[ShapedArray], out_avals: list[ShapedArray]) -> Any:
+        """Run `primitive` (typed: `out_avals`) on each device's blocks, moving data where its layout says."""
         mesh = choose_mesh(args)
         layout = sharding_rules[primitive](current_specs(args, mesh), avals, mesh_shape=dict(mesh.shape),
                                            out_ndims=[a.ndim for a in out_avals], **params)
@@ -61,7 +67,7 @@ class EagerTrace(Trace):
             _refuse_spec_without_mesh(primitive, mesh, out_sharding)
         inputs = [place(a, mesh, s, v) for a, s, v in zip(args, layout.in_specs, avals)]
         results = run_locally(primitive, inputs, params, mesh, out_avals, layout.out_specs)
-        reduce_axes = tuple(a for a in layout.reduce_axes or () if a not in _kept_partial_sums[-1])
+        reduce_axes = tuple(a for a in layout.reduce_axes or () if a not in _kept_partial_sums.stack[-1])
         if reduce_axes:
             results = [allreduce_devices(mesh, reduce_axes, r, layout.reduce_op) for r in results]
         committed = any(isinstance(a, Array) and a.committed for a in args)
@@ -79,7 +85,14 @@ class EagerTrace(Trace):
         return outputs if primitive.multiple_results else outputs[0]
 
 
-_kept_partial_sums: list[frozenset] = [frozenset()]  # mesh axes whose partial sums an operation leaves unreduced
+class _KeptPartialSums(threading.local):
+    """Per thread: the mesh axes whose partial sums the operation being run leaves unreduced."""
+
+    def __init__(self) -> None:
+        self.stack: list[frozenset] = [frozenset()]
+
+
+_kept_partial_sums = _KeptPartialSums()
 
 
 def _on_partial_sums(trace: EagerTrace, primitive: Primitive, args: Sequence[Any], params: dict[str, Any],
@@ -89,11 +102,13 @@ def _on_partial_sums(trace: EagerTrace, primitive: Primitive, args: Sequence[Any
     unreduced as typed."""
     kept = frozenset().union(*(a.unreduced for a in out_avals))
     plain_params = {key: _without_unreduced(value) for key, value in params.items()}
-    _kept_partial_sums.append(kept)
+    plain_args = [as_plain(a) if isinstance(a, Array) else a for a in args]
+    plain_outs = [a.update(unreduced=frozenset()) for a in out_avals]
+    _kept_partial_sums.stack.append(kept)
     try:
-        out = trace.process(primitive, [as_plain(a) if isinstance(a, Array) else a for a in args], plain_params)
+        out = trace.execute(primitive, plain_args, plain_params, [aval_of(a) for a in plain_args], plain_outs)
     finally:
-        _kept_partial_sums.pop()
+        _kept_partial_sums.stack.pop()
     outs = out if primitive.multiple_results else [out]
     tagged = [as_unreduced(o, a.unreduced, a.reduced) for o, a in zip(outs, out_avals)]
     return tagged if primitive.multiple_results else tagged[0]

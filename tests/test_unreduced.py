@@ -1,0 +1,128 @@
+"""Unreduced arrays (PartitionSpec(unreduced=...): each device holds a partial sum) and reduced axes, compared
+with JAX 0.10.2: placement, types, which operations their typing allows, partial products of contractions, and
+resharding (summing), eagerly and under jit."""
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import meshax
+import meshax.numpy as mnp
+
+LIBS = [(jax, jjnp), (meshax, mnp)]
+
+
+def explicit(lib, shape=(4, 2), names=("X", "Y")):
+    return lib.make_mesh(shape, names, axis_types=(lib.sharding.AxisType.Explicit,) * len(shape))
+
+
+def shards(array):
+    return {shard.device.id: np.asarray(shard.data).tolist() for shard in array.addressable_shards}
+
+
+def both(run):
+    return [run(lib, np_) for lib, np_ in LIBS]
+
+
+PLACEMENTS = [
+    (None, ((), {"unreduced": {"Y"}})),
+    (("X", "Y"), (("X", None), {"unreduced": {"Y"}})),
+    (("X", "Y"), ((None, None), {"unreduced": {"X"}})),
+    (("X", "Y"), ((None, None), {"unreduced": {"X", "Y"}})),
+    (("X",), ((None, "Y"), {"unreduced": {"X"}})),
+]
+
+
+@pytest.mark.parametrize("source, target", PLACEMENTS, ids=[str(t) for _, t in PLACEMENTS])
+def test_placing_values_as_partial_sums_as_jax(source, target):
+    def run(lib, np_):
+        with lib.set_mesh(explicit(lib)):
+            x = np_.arange(8 * 4.0).reshape(8, 4)
+            if source is not None:
+                x = lib.device_put(x, lib.P(*source))
+            y = lib.device_put(x, lib.P(*target[0], **target[1]))
+            back = lib.reshard(y, lib.P())
+            return str(lib.typeof(y)), shards(y), tuple(back.sharding.spec), np.asarray(back).tolist()
+
+    theirs, ours = both(run)
+    assert ours == theirs
+
+
+def _contractions(lib, np_, jitted):
+    wrap = lib.jit if jitted else (lambda f: f)
+    with lib.set_mesh(explicit(lib, (2,), ("X",))):
+        a = lib.device_put(np_.arange(4.0).reshape(2, 2), lib.P(None, "X"))
+        b = lib.device_put(np_.arange(4.0, 8.0).reshape(2, 2), lib.P("X", None))
+        partial = lib.P(None, None, unreduced={"X"})
+        c = wrap(lambda p, q: np_.einsum("ij,jk->ik", p, q, out_sharding=partial))(a, b)
+        c2 = wrap(lambda p, q: np_.dot(2.0 * p, q, out_sharding=partial))(a, b)
+        total = wrap(lambda u, v: u + v)(c, c2)
+        summed = wrap(lambda u: u.sum(0))(c)
+        reduced = wrap(lambda u: lib.reshard(u, lib.P("X", None)))(total)
+        return (str(lib.typeof(c)), shards(c), str(lib.typeof(total)), shards(total), str(lib.typeof(summed)),
+                shards(summed), str(lib.typeof(reduced)), np.asarray(reduced).tolist())
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_contractions_keep_each_devices_partial_product(jitted):
+    theirs, ours = both(lambda lib, np_: _contractions(lib, np_, jitted))
+    assert ours == theirs
+
+
+OPERATIONS = {
+    "add": lambda lib, np_, y, x: y + y,
+    "mul_scalar": lambda lib, np_, y, x: y * 2,
+    "neg": lambda lib, np_, y, x: -y,
+    "sub": lambda lib, np_, y, x: y - y,
+    "cos": lambda lib, np_, y, x: np_.cos(y),
+    "add_plain": lambda lib, np_, y, x: y + x,
+    "sum": lambda lib, np_, y, x: y.sum(),
+    "sum_rows": lambda lib, np_, y, x: y.sum(1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPERATIONS))
+def test_which_operations_partial_sums_allow_as_jax(name):
+    """The typing (under jit: JAX's eager path cannot run some of these) and its errors."""
+    def run(lib, np_):
+        with lib.set_mesh(explicit(lib)):
+            x = lib.device_put(np_.arange(32.0).reshape(8, 4), lib.P("X", "Y"))
+            y = lib.device_put(x, lib.P("X", None, unreduced={"Y"}))
+            try:
+                out = lib.jit(lambda u, v: OPERATIONS[name](lib, np_, u, v))(y, x)
+            except Exception as error:  # noqa: BLE001 - the error is the result compared
+                return type(error).__name__, str(error).splitlines()[0]
+            value = np.asarray(lib.reshard(out, lib.P())).tolist()
+            return str(lib.typeof(out)), value
+
+    theirs, ours = both(run)
+    assert ours == theirs
+
+
+def test_reduced_axes_stay_in_types_as_jax():
+    def run(lib, np_):
+        seen = []
+        with lib.set_mesh(explicit(lib)):
+            w = lib.reshard(np_.ones((4, 2)), lib.P(None, None, reduced={"Y"}))
+            x = lib.device_put(np_.ones((8, 4)), lib.P("X", None))
+            for f in (lambda v: v, lambda v: v * 2, lambda v: v + v, lambda v: v.T, lambda v: x @ v):
+                seen.append(str(lib.typeof(f(w))))
+                seen.append(str(lib.jit(f)(w).sharding.spec).replace("PartitionSpec(", "P("))
+        return seen
+
+    theirs, ours = both(run)
+    assert ours == theirs
+
+
+def test_reading_partial_sums_gives_their_sum():
+    """A listed difference: JAX 0.10.2 raises NotImplementedError reading an unreduced array on the host."""
+    with meshax.set_mesh(explicit(meshax)):
+        x = np.arange(32.0).reshape(8, 4)
+        y = meshax.device_put(meshax.device_put(x, meshax.P("X", "Y")), meshax.P("X", None, unreduced={"Y"}))
+        np.testing.assert_array_equal(np.asarray(y), x)
+        np.testing.assert_array_equal(np.asarray(y + y), 2 * x)
+        assert float(y.sum()) == x.sum()
+    with jax.set_mesh(explicit(jax)):
+        z = jax.device_put(jax.device_put(x, jax.P("X", "Y")), jax.P("X", None, unreduced={"Y"}))
+        with pytest.raises(NotImplementedError):
+            np.asarray(z)
