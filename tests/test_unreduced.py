@@ -142,3 +142,30 @@ def test_partial_sums_across_processes(n, k):
         assert {"summed", "read", "doubled-sum", "product"} <= names, lines
         assert len([n for n in names if n.startswith(("placed-", "partial-"))]) == 2 * k, lines
         assert f"typed float32[{4},{4}]{{U:X}}" in lines, lines
+
+
+def test_cotangents_of_reduced_values_are_unreduced_under_jit():
+    """301/sharding-ad.md: a weight made reduced over the batch axis gets an unreduced gradient (no all-reduce
+    per use), summed by the transpose of the reshard that made it reduced."""
+    def run(lib, np_):
+        with lib.set_mesh(explicit(lib, (2,), ("X",))):
+            x = lib.device_put(np_.arange(8 * 4.0).reshape(8, 4), lib.P("X", None))
+            w = lib.device_put(np_.arange(4 * 2.0).reshape(4, 2) / 10.0, lib.P(None, None))
+            seen = []
+
+            def loss(v, u):
+                v = lib.reshard(v, lib.P(None, None, reduced={"X"}))
+                return np_.sum((u @ v) ** 2)
+
+            def inner(v, u):
+                g = lib.grad(lambda a, b: np_.sum((b @ a) ** 2))(v, u)
+                seen.append(str(lib.typeof(g)))
+                return g
+
+            g1 = lib.jit(lib.grad(loss))(w, x)
+            g2 = lib.jit(inner)(lib.reshard(w, lib.P(None, None, reduced={"X"})), x)
+            return (str(lib.typeof(g1)), np.asarray(g1).tolist(), str(lib.typeof(g2)),
+                    np.asarray(lib.reshard(g2, lib.P())).tolist(), seen)
+
+    theirs, ours = both(run)
+    assert ours == theirs

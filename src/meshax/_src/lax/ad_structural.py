@@ -134,7 +134,12 @@ def _dot_transpose_side(ct: Any, other: Any, aval: Any, other_ndim: int, contrac
     if aval.mesh is not None:  # on a mesh with Explicit axes
         at = {k: d for d, k in position.items()}
         entries = [aval.explicit[at[k]] if aval.explicit else () for k in range(ndim)]
-        out_sharding = PartitionSpec(*[None if not e else e[0] if len(e) == 1 else tuple(e) for e in entries])
+        # an operand reduced over axes that split the contraction gets its cotangent unreduced over them (each
+        # device's partial sum; the reshard that made it reduced sums them), as JAX's transpose types it
+        ct_spec = aval_of(ct).explicit
+        split = {a for d in ct_free_other for a in (ct_spec[d] if ct_spec else ())}
+        out_sharding = PartitionSpec(*[None if not e else e[0] if len(e) == 1 else tuple(e) for e in entries],
+                                     unreduced=aval.reduced & split)
     result = _dot(ct, other, (tuple(ct_free_other), tuple(other_free)), (tuple(range(nb)), tuple(other_batch)),
                   params, out_sharding)
     permutation = tuple(position[d] for d in range(ndim))
@@ -180,7 +185,16 @@ deflinear(P.broadcast_in_dim, _broadcast_transpose)
 deflinear(P.flip, lambda ct, x, *, axes: [P.flip.bind(ct, axes=axes)])
 deflinear(P.roll, lambda ct, x, *, shift, axes: [
     P.roll.bind(ct, shift=tuple(-s for s in shift) if isinstance(shift, tuple) else -shift, axes=axes)])
-deflinear(P.sharding_constraint, lambda ct, x, *, sharding: [P.sharding_constraint.bind(ct, sharding=sharding)])
+def _constraint_transpose(ct: Any, x: Any, *, sharding: Any) -> list[Any]:
+    """The cotangent laid out as the constraint says; for a constraint making a value reduced (or unreduced), laid
+    out plain: its partial sums summed, as JAX transposes reshard."""
+    spec = getattr(sharding, "spec", None)
+    if spec is not None and (spec.reduced or spec.unreduced or aval_of(ct).unreduced):
+        sharding = type(sharding)(sharding.mesh, spec.update(reduced=frozenset(), unreduced=frozenset()))
+    return [P.sharding_constraint.bind(ct, sharding=sharding)]
+
+
+deflinear(P.sharding_constraint, _constraint_transpose)
 
 
 def _pad_jvp(primals: list[Any], tangents: list[Any], *, pad_width: Any, mode: str, axes: Any,
