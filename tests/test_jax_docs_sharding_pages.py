@@ -317,3 +317,35 @@ def test_private_test_util_create_mesh_as_jax(iota_order):
     assert ours.axis_names == theirs.axis_names and ours.devices.shape == theirs.devices.shape
     assert [d.id for d in ours.devices.flat] == [d.id for d in theirs.devices.flat]
     assert [t.name for t in ours.axis_types] == [t.name for t in theirs.axis_types]
+
+
+def test_checkpoint_reuses_a_functions_trace_as_jax():
+    """gradient-checkpointing.md: a second jax.checkpoint of the same function reuses its first trace (a global it
+    reads is read then), eagerly and under jit; a new function object is traced afresh."""
+    def run(lib, np_):
+        import importlib
+
+        show = importlib.import_module(f"{lib.__name__}.ad_checkpoint").print_saved_residuals
+        name = importlib.import_module(f"{lib.__name__}.ad_checkpoint").checkpoint_name
+        scale = {"named": False}
+
+        def inner(v):
+            y = np_.sin(v)
+            return name(y, "y") if scale["named"] else y
+
+        def loss(v):
+            return np_.sum(np_.cos(inner(v)))
+
+        policy = lib.checkpoint_policies.save_only_these_names("y")
+        first = printed(show, lib.checkpoint(loss, policy=policy), np_.ones(3))
+        scale["named"] = True
+        again = printed(show, lib.checkpoint(loss, policy=policy), np_.ones(3))
+        fresh = printed(show, lib.checkpoint(lambda v: loss(v), policy=policy), np_.ones(3))
+        grads = [np.asarray(g).tolist() for g in (lib.grad(lib.checkpoint(loss))(np_.ones(3)),
+                                                  lib.jit(lib.grad(lib.checkpoint(loss)))(np_.ones(3)))]
+        return first, again, fresh, grads
+
+    theirs, ours = both(run)
+    where = re.compile(r" from \S+:\d+:\d+ ")
+    assert [where.sub(" ", t) if isinstance(t, str) else t for t in ours] == \
+        [where.sub(" ", t) if isinstance(t, str) else t for t in theirs]

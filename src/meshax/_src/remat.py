@@ -8,16 +8,18 @@ value the policy did not save, which the backward pass recomputes before transpo
 from __future__ import annotations
 
 import functools
+import weakref
 from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
 from . import primitives as P
 from .residual_origins import eval_jaxpr_keeping_origins
-from .core import Primitive, abstract_eval_rules, aval_of, keeps_own_vma, set_current_trace, vma_rules
+from .core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, set_current_trace, vma_rules
 from .interpreters.ad import Zero, backward_pass, instantiate, is_undefined, jvp_flat, jvp_rules, tangent_aval, \
     transpose_rules
 from .interpreters.numpy_eval import structured_rules
 from .interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, trace_to_jaxpr
+from .mesh import current_mesh
 from .jaxpr import Equation, Jaxpr, Literal, Var, eval_jaxpr
 from .tree_util import tree_flatten, tree_unflatten
 
@@ -123,7 +125,8 @@ def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True, policy: Cal
             out_tree.append(structure)
             return out
 
-        jaxpr, _ = trace_to_jaxpr(flat, [aval_of(x) for x in leaves])
+        jaxpr, structure = _traced(fun, flat, out_tree, leaves, tree, args, static)
+        out_tree[:] = [structure]
         outs = remat_p.bind(*jaxpr.consts, *leaves, jaxpr=consts_as_inputs(jaxpr), policy=policy,
                             prevent_cse=prevent_cse)
         return tree_unflatten(out_tree[0], outs)
@@ -133,6 +136,28 @@ def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True, policy: Cal
 
 
 remat = checkpoint
+
+_traces: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()  # per function: its traces
+
+
+def _traced(fun: Callable[..., Any], flat: Callable[..., list[Any]], out_tree: list, leaves: list, tree: Any,
+            args: tuple, static: tuple) -> tuple[Jaxpr, Any]:
+    """`fun`'s body traced for these argument types, reused from an earlier checkpoint of the same function (as
+    JAX caches it: a global the function reads is read when it is first traced)."""
+    avals = tuple(aval_of(x) for x in leaves)
+    key = (tree, avals, tuple(a.mesh for a in avals), current_mesh(),
+           tuple((i, args[i]) for i in static if i < len(args)))
+    try:
+        cached = _traces.setdefault(fun, {})
+        hit = cached.get(key)
+    except TypeError:  # not weakly referable, or unhashable static arguments
+        cached, hit = None, None
+    if hit is not None:
+        return hit
+    jaxpr, _ = trace_to_jaxpr(flat, [aval_of(x) for x in leaves])
+    if cached is not None and not any(isinstance(c, Tracer) for c in jaxpr.consts):  # no values of an outer trace
+        cached[key] = (jaxpr, out_tree[0])
+    return jaxpr, out_tree[0]
 
 
 def _jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr, policy: Any, prevent_cse: bool) -> tuple:
