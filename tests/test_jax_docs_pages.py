@@ -61,6 +61,20 @@ def test_cells_matching_with_explicit_axes_by_default_are_listed():
     assert run_doc_pages.compare([seeds], [jax_cell]) == ["differs"]
 
 
+def test_jaxprs_and_compiler_output_are_listed_only_where_readme_says():
+    theirs = {"output": "{ lambda ; a:f32[4,2] b:f32[8@X,4]. let\n    c:f32[8@X,2] = integer_pow[y=2] b\n  in (c,) }\n",
+              "error": None}
+    ours = {"output": "{ lambda ; a:f32[4,2] b:f32[8@X,4]. let\n    c:f32[8@X,2] = mul b b\n  in (c,) }\n",
+            "error": None}
+    other_types = {"output": "{ lambda ; a:f32[4,2] b:f32[8,4]. let\n    c:f32[8,2] = mul b b\n  in (c,) }\n",
+                   "error": None}
+    assert run_doc_pages.compare([ours, other_types], [theirs, theirs]) == ["listed", "differs"]
+    hlo = {"output": "True\n", "error": None}
+    assert run_doc_pages.compare([{"output": "False\n", "error": None}] * 2, [hlo] * 2,
+                                 cells=["print('all-reduce' in f.lower(x).compile().as_text())", "print(1)"]) == \
+        ["listed", "differs"]
+
+
 def test_verdicts():
     ok = {"output": "1\n", "error": None}
     assert run_doc_pages.compare([ok, {"output": "", "error": "TypeError"}, {"output": "2\n", "error": None}],

@@ -349,3 +349,27 @@ def test_checkpoint_reuses_a_functions_trace_as_jax():
     where = re.compile(r" from \S+:\d+:\d+ ")
     assert [where.sub(" ", t) if isinstance(t, str) else t for t in ours] == \
         [where.sub(" ", t) if isinstance(t, str) else t for t in theirs]
+
+
+def test_meshes_and_devices_print_as_in_the_seeds():
+    """README's differences: a mesh alone prints as seed 003 does, a device's str as the seeds' outputs show."""
+    ours, theirs = meshax.make_mesh((4, 2), ("X", "Y")), jax.make_mesh((4, 2), ("X", "Y"))
+    assert repr(ours) == ("Mesh(device_ids=array([[0, 1],\n       [2, 3],\n       [4, 5],\n       [6, 7]]), "
+                          "axis_names=('X', 'Y'))")
+    assert str(theirs) == "Mesh('X': 4, 'Y': 2, axis_types=(Explicit, Explicit))" and str(ours) == repr(ours)
+    assert str(meshax.devices()[3]) == "TFRT_CPU_3" and str(jax.devices()[3]) == "cpu:3"
+    assert repr(meshax.devices()[3]) == repr(jax.devices()[3]) == "CpuDevice(id=3)"
+
+
+def test_derivative_jaxprs_hold_meshax_equations_with_jax_types():
+    """README's differences: the same inputs, outputs and types as JAX's jaxpr, meshax's own equations."""
+    def run(lib, np_):
+        text = str(lib.make_jaxpr(lib.grad(lambda w, x: np_.sum((x @ w) ** 2)))(np_.ones((4, 2)), np_.ones((8, 4))))
+        lines = text.splitlines()
+        return lines[0], lines[-1], re.findall(r"= (\w+)", text)
+
+    theirs, ours = both(run)
+    assert ours[0] == theirs[0] == "{ lambda ; a:f32[4,2] b:f32[8,4]. let"
+    assert ours[1].replace("l", "j") == theirs[1] or ours[1].startswith("  in (")
+    assert ours[2] != theirs[2]  # e.g. JAX's `reshard` of the scalar cotangent, meshax's reshape + broadcast
+    assert "integer_pow" in ours[2] and "integer_pow" in theirs[2]
