@@ -169,3 +169,20 @@ def test_cotangents_of_reduced_values_are_unreduced_under_jit():
 
     theirs, ours = both(run)
     assert ours == theirs
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_gradients_of_reduced_weights_are_unreduced_through_indexing(jitted):
+    """A stack of reduced weights indexed in the loss: the gradient is scattered into zeros that are partial
+    sums too, and comes back unreduced (eagerly too: not resharded to the weights' layout)."""
+    def run(lib, np_):
+        with lib.set_mesh(explicit(lib, (2,), ("X",))):
+            ws = lib.device_put(np_.stack([np_.eye(4) / 2] * 3), lib.P(reduced={"X"}))
+            xb = lib.device_put(np_.arange(8.0).reshape(2, 4), lib.P("X", None))
+            grad = lib.grad(lambda w, x: np_.sum(np_.tanh(x @ w[1]) ** 2))
+            g = (lib.jit(grad) if jitted else grad)(ws, xb)
+            return str(lib.typeof(g)), np.asarray(lib.reshard(g, lib.P()))
+
+    theirs, ours = both(run)
+    assert ours[0] == theirs[0] == "float32[3,4,4]{U:X}"
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-5, atol=1e-6)

@@ -273,6 +273,10 @@ def _unreduced_axes(name: str, avals: Sequence[ShapedArray]) -> frozenset:
                                 f"before calling `{name}`.")
     if name in _KEEPS_PARTIAL_SUMS and len(avals) == 1:
         return unreduced[0]
+    values = [a for a in avals if a.dtype.kind in "fc"]  # (not the integer indices)
+    if name in ("scatter", "dynamic_update_slice", "concatenate") and values \
+            and all(a.unreduced == values[0].unreduced for a in values):
+        return values[0].unreduced  # linear in all its values together
     if name in ("mul", "dot_general") and len(avals) == 2 and sum(bool(u) for u in unreduced) == 1:
         index = 0 if unreduced[0] else 1
         if avals[1 - index].reduced >= unreduced[index]:

@@ -16,7 +16,7 @@ from .. import random as R
 from ..core import aval_of
 from ..interpreters.ad import (Zero, defjvp, deflinear, defzero, instantiate, is_undefined, jvp_rules, tangent_aval,
                                transpose_rules, zeros)
-from ..sharding import PartitionSpec
+from ..sharding import NamedSharding, PartitionSpec
 from .ad_rules import add, broadcast_to, div, mul, unbroadcast
 from ..dtypes import issubdtype
 
@@ -291,8 +291,19 @@ def _wrapped(indices: Sequence[Any], index: Sequence[Any], shape: Sequence[int])
     return out
 
 
+def _zeros_for(aval: Any, ct: Any) -> Any:
+    """Zeros of type `aval` to scatter the cotangent `ct` into: partial sums too where `ct` is unreduced."""
+    base = zeros(aval)
+    partial = aval_of(ct)
+    if partial.unreduced and partial.mesh is not None:
+        spec = PartitionSpec(*[None if not e else e[0] if len(e) == 1 else tuple(e) for e in aval.explicit],
+                             unreduced=partial.unreduced)
+        base = P.sharding_constraint.bind(base, sharding=NamedSharding(partial.mesh, spec))
+    return base
+
+
 deflinear(P.static_slice, lambda ct, x, *, index: [P.scatter.bind(
-    zeros(x.aval), ct, index=_canonical(index, x.aval.shape), mode="add")])
+    _zeros_for(x.aval, ct), ct, index=_canonical(index, x.aval.shape), mode="add")])
 
 
 def _gather_jvp(primals: list[Any], tangents: list[Any], *, index: tuple) -> tuple[Any, Any]:
@@ -305,8 +316,7 @@ def _gather_jvp(primals: list[Any], tangents: list[Any], *, index: tuple) -> tup
 def _gather_transpose(ct: Any, x: Any, *indices: Any, index: tuple) -> list[Any]:
     shape = x.aval.shape
     arrays = _wrapped(indices, index, shape)
-    return [P.scatter.bind(zeros(x.aval), ct, *arrays, index=_canonical(index, shape), mode="add")] + \
-        [None] * len(indices)
+    return [P.scatter.bind(_zeros_for(x.aval, ct), ct, *arrays, index=_canonical(index, shape), mode="add")] + [None] * len(indices)
 
 
 jvp_rules[P.gather] = _gather_jvp
