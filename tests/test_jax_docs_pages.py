@@ -84,6 +84,7 @@ def test_verdicts():
     assert run_doc_pages.compare([], [ok]) == ["missing"]
 
 
+@pytest.mark.timeout(900)  # 13 pages, each run under JAX and meshax in fresh processes: minutes on a busy machine
 def test_every_cell_of_the_pages_matches_jax(tmp_path):
     report = tmp_path / "report.json"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
