@@ -13,12 +13,12 @@ from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
 from . import primitives as P
-from .residual_origins import eval_jaxpr_keeping_origins
+from .residual_origins import SourceLines, eval_jaxpr_keeping_origins, recall
 from .core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, set_current_trace, vma_rules
 from .interpreters.ad import Zero, backward_pass, instantiate, is_undefined, jvp_flat, jvp_rules, tangent_aval, \
     transpose_rules
 from .interpreters.numpy_eval import structured_rules
-from .interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, trace_to_jaxpr
+from .interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, stage_observers, trace_to_jaxpr
 from .mesh import current_mesh
 from .jaxpr import Equation, Jaxpr, Literal, Var, eval_jaxpr
 from .tree_util import tree_flatten, tree_unflatten
@@ -153,10 +153,16 @@ def _traced(fun: Callable[..., Any], flat: Callable[..., list[Any]], out_tree: l
     except TypeError:  # not weakly referable, or unhashable static arguments
         cached, hit = None, None
     if hit is not None:
-        return hit
-    jaxpr, _ = trace_to_jaxpr(flat, [aval_of(x) for x in leaves])
+        recall(hit[2])  # print_saved_residuals names the lines the values were traced at
+        return hit[0], hit[1]
+    lines = SourceLines()
+    stage_observers.append(lines)
+    try:
+        jaxpr, _ = trace_to_jaxpr(flat, [aval_of(x) for x in leaves])
+    finally:
+        stage_observers.remove(lines)
     if cached is not None and not any(isinstance(c, Tracer) for c in jaxpr.consts):  # no values of an outer trace
-        cached[key] = (jaxpr, out_tree[0])
+        cached[key] = (jaxpr, out_tree[0], lines.of)
     return jaxpr, out_tree[0]
 
 
