@@ -316,7 +316,8 @@ def _gather_jvp(primals: list[Any], tangents: list[Any], *, index: tuple) -> tup
 def _gather_transpose(ct: Any, x: Any, *indices: Any, index: tuple) -> list[Any]:
     shape = x.aval.shape
     arrays = _wrapped(indices, index, shape)
-    return [P.scatter.bind(_zeros_for(x.aval, ct), ct, *arrays, index=_canonical(index, shape), mode="add")] + [None] * len(indices)
+    scattered = P.scatter.bind(_zeros_for(x.aval, ct), ct, *arrays, index=_canonical(index, shape), mode="add")
+    return [scattered] + [None] * len(indices)
 
 
 jvp_rules[P.gather] = _gather_jvp
