@@ -128,10 +128,10 @@ def test_bad_budgets_are_refused(value):
 
 def test_budget_from_the_environment():
     env = dict(os.environ, MESHAX_BUFFER_POOL_MB="16")
-    out = subprocess.run([sys.executable, "-c", "from meshax._src import buffers; print(buffers.budget())"],
+    out = subprocess.run([sys.executable, "-c", "from meshax._src.runtime import buffers; print(buffers.budget())"],
                          env=env, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == str(16 * MiB), out.stderr
-    default = subprocess.run([sys.executable, "-c", "from meshax._src import buffers; print(buffers.budget())"],
+    default = subprocess.run([sys.executable, "-c", "from meshax._src.runtime import buffers; print(buffers.budget())"],
                              env={k: v for k, v in env.items() if k != "MESHAX_BUFFER_POOL_MB"},
                              capture_output=True, text=True, timeout=60)
     assert default.stdout.strip() == str(256 * MiB), default.stderr

@@ -35,6 +35,46 @@ def test_outputs_compare_numbers_to_a_tolerance_and_spec_spellings():
     assert same("<function f at 0x7f00>", "<function f at 0x7fab>")
 
 
+def test_the_seeds_reprs_are_listed_differences_not_sameness():
+    same = run_doc_pages.same_output
+    seed_mesh = "Mesh(device_ids=array([[0, 1],\n       [2, 3]]), axis_names=('X', 'Y'), axis_types=(Explicit, Explicit))"
+    assert same(seed_mesh, "Mesh('X': 2, 'Y': 2, axis_types=(Explicit, Explicit))")
+    assert not same(seed_mesh, "Mesh('X': 2, 'Y': 2, axis_types=(Explicit, Explicit))", listed=False)
+    assert not same(seed_mesh, "Mesh('X': 4, 'Y': 1, axis_types=(Explicit, Explicit))")
+    assert same("TFRT_CPU_3\n[1. 2.]", "cpu:3\n[1. 2.]") and not same("TFRT_CPU_3", "cpu:3", listed=False)
+    assert not same("TFRT_CPU_3", "cpu:2")
+    assert not same("PartitionSpec('x',)", "P('x',)", listed=False)
+    # default object reprs differ by module path only: the same
+    assert same("<meshax._src.mesh.set_mesh object at 0x7f02>", "<jax._src.sharding_impls.set_mesh object at 0x7f>",
+                listed=False)
+    assert not same("<meshax._src.mesh.use_mesh object>", "<jax._src.mesh.set_mesh object>")
+
+
+def test_cells_matching_with_explicit_axes_by_default_are_listed():
+    jax_cell = {"output": "float32[8@X,4]\n", "error": None}
+    seeds = {"output": "float32[8,4]\n", "error": None}
+    wrong = {"output": "float32[8,5]\n", "error": None}
+    listed_repr = {"output": "PartitionSpec('X',)\n", "error": None}
+    jax_repr = {"output": "P('X',)\n", "error": None}
+    assert run_doc_pages.compare([seeds, seeds, listed_repr], [jax_cell, jax_cell, jax_repr],
+                                 [jax_cell, wrong, listed_repr]) == ["listed", "differs", "listed"]
+    assert run_doc_pages.compare([seeds], [jax_cell]) == ["differs"]
+
+
+def test_jaxprs_and_compiler_output_are_listed_only_where_readme_says():
+    theirs = {"output": "{ lambda ; a:f32[4,2] b:f32[8@X,4]. let\n    c:f32[8@X,2] = integer_pow[y=2] b\n  in (c,) }\n",
+              "error": None}
+    ours = {"output": "{ lambda ; a:f32[4,2] b:f32[8@X,4]. let\n    c:f32[8@X,2] = mul b b\n  in (c,) }\n",
+            "error": None}
+    other_types = {"output": "{ lambda ; a:f32[4,2] b:f32[8,4]. let\n    c:f32[8,2] = mul b b\n  in (c,) }\n",
+                   "error": None}
+    assert run_doc_pages.compare([ours, other_types], [theirs, theirs]) == ["listed", "differs"]
+    hlo = {"output": "True\n", "error": None}
+    assert run_doc_pages.compare([{"output": "False\n", "error": None}] * 2, [hlo] * 2,
+                                 cells=["print('all-reduce' in f.lower(x).compile().as_text())", "print(1)"]) == \
+        ["listed", "differs"]
+
+
 def test_verdicts():
     ok = {"output": "1\n", "error": None}
     assert run_doc_pages.compare([ok, {"output": "", "error": "TypeError"}, {"output": "2\n", "error": None}],
@@ -44,6 +84,7 @@ def test_verdicts():
     assert run_doc_pages.compare([], [ok]) == ["missing"]
 
 
+@pytest.mark.timeout(900)  # 13 pages, each run under JAX and meshax in fresh processes: minutes on a busy machine
 def test_every_cell_of_the_pages_matches_jax(tmp_path):
     report = tmp_path / "report.json"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -53,7 +94,7 @@ def test_every_cell_of_the_pages_matches_jax(tmp_path):
     pages = {Path(name).name: cells for name, cells in verdicts.items() if cells}
     assert {"gradient-checkpointing.md", "custom-jvp-vjp.md", "Common_Gotchas_in_JAX.md", "aot.md",
             "shard_map.md"} <= set(pages), done.stdout + done.stderr
-    assert all(v == "same" for cells in pages.values() for v in cells), done.stdout + done.stderr
+    assert all(v in ("same", "listed") for cells in pages.values() for v in cells), done.stdout + done.stderr
     assert done.returncode == 0, done.stdout + done.stderr
     assert "cells," in done.stdout
 

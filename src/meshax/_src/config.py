@@ -37,6 +37,8 @@ class Config:
             "meshax_check": _env_flag("MESHAX_CHECK", default=True),
             "meshax_collective_timeout": float(os.environ.get("MESHAX_COLLECTIVE_TIMEOUT", 300)),
             "meshax_buffer_pool_mb": float(os.environ.get("MESHAX_BUFFER_POOL_MB", 256)),
+            # True: `make_mesh` without axis_types gives Explicit axes, as today's JAX (the seeds' default is Auto).
+            "meshax_explicit_axes_by_default": _env_flag("MESHAX_EXPLICIT_AXES_BY_DEFAULT"),
             "jax_num_cpu_devices": -1,  # -1: from JAX_NUM_CPU_DEVICES / MESHAX_NUM_CPU_DEVICES / XLA_FLAGS
         }
         self._values.update(JAX_OPTIONS)

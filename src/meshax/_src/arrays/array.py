@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -44,6 +44,11 @@ def read_only(buffer: np.ndarray) -> np.ndarray:
 
 
 live: "weakref.WeakValueDictionary[int, Array]" = weakref.WeakValueDictionary()  # every Array alive, for live_arrays
+
+
+# How an Array of partial sums (PartitionSpec(unreduced=...)) is summed and resharded: with collectives, which sit
+# above this module; arrays/partial_sums.py installs them (arrays/placement.py imports it).
+partial_sum_rules: dict[str, Callable[..., Any]] = {}
 
 
 class Array:
@@ -137,6 +142,9 @@ class Array:
         if self._value is None:
             if not self.has_value():
                 raise RuntimeError(NOT_ADDRESSABLE)
+            if getattr(getattr(self._sharding, "spec", None), "unreduced", None):  # partial sums: add them up
+                self._value = partial_sum_rules["summed"](self)._read()
+                return self._value
             self._value = read_only(_assemble(self._shape, self._dtype, self.local_boxes()))
         return self._value
 

@@ -6,7 +6,7 @@ import functools
 from typing import Any, Callable
 
 from .placement import device_put
-from ..sharding.mesh import current_mesh
+from ..sharding.mesh import AxisType, current_mesh
 from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding
 from ..tree.tree_util import tree_flatten, tree_unflatten
 
@@ -33,7 +33,19 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
         if len(targets) != len(leaves):
             raise ValueError(f"reshard got {len(targets)} shardings for {len(leaves)} arrays; give one, or one per "
                              "array in the same tree.")
-    return tree_unflatten(tree, [device_put(x, _target(t)) for x, t in zip(leaves, targets)])
+    return tree_unflatten(tree, [device_put(x, _spelled(_target(t), x)) for x, t in zip(leaves, targets)])
+
+
+def _spelled(target: Sharding, x: Any) -> Sharding:
+    """On a mesh with Explicit axes, the target's spec with one entry a dimension, as types spell it (P() of a
+    matrix is P(None, None))."""
+    if not isinstance(target, NamedSharding) or AxisType.Explicit not in target.mesh.axis_types:
+        return target
+    spec, ndim = target.spec, len(getattr(x, "shape", ()))
+    if len(spec) >= ndim:
+        return target
+    padded = PartitionSpec(*spec, *[None] * (ndim - len(spec)), unreduced=spec.unreduced, reduced=spec.reduced)
+    return NamedSharding(target.mesh, padded, memory_kind=target.memory_kind)
 
 
 def accepts_out_sharding(fun: Callable[..., Any]) -> Callable[..., Any]:

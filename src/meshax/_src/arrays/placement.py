@@ -6,6 +6,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..runtime import devices as device_table
+from . import partial_sums  # noqa: F401  (installs the rules of Arrays of partial sums)
 from .array import Array, read_only
 from ..core.core import Tracer, define_primitive
 from ..runtime.devices import Device

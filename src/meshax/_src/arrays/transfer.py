@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..runtime import devices as device_table
-from .array import Array, read_only
+from .array import Array, partial_sum_rules, read_only
 from ..runtime.peers import Exchange
 from ..sharding.mesh import Mesh
 from ..sharding.shardings import Box, NamedSharding, PartitionSpec, Sharding, unique_boxes
@@ -71,8 +71,10 @@ def plan(shape: tuple[int, ...], source: Sharding, target: Sharding) -> tuple[Pi
 
 def reshard(array: Array, target: Sharding) -> Array:
     """`array` laid out as `target` says; call on every process holding a source or target device."""
-    if target == array.sharding:
-        return array if array.committed else _committed(array)
+    if target != array.sharding and (_unreduced(array.sharding) or _unreduced(target)):
+        return partial_sum_rules["reshard"](array, target)
+    if target == array.sharding:  # no data moves; the result has the sharding as asked (P('a', None), not P('a'))
+        return array if array.committed and repr(target) == repr(array.sharding) else _committed(array, target)
     if not array.committed:
         return from_host(np.asarray(array), target, array.weak_type)
     _check_target(array.shape, target)
@@ -86,8 +88,12 @@ def reshard(array: Array, target: Sharding) -> Array:
     return _array_from_boxes(array.shape, array.dtype, target, filled, array.weak_type)
 
 
-def _committed(array: Array) -> Array:
-    return Array(array.shape, array.dtype, array.sharding, array.local_buffers(), array.weak_type)
+def _unreduced(sharding: Sharding) -> frozenset:
+    return sharding.spec.unreduced if isinstance(sharding, NamedSharding) else frozenset()
+
+
+def _committed(array: Array, sharding: Sharding) -> Array:
+    return Array(array.shape, array.dtype, sharding, array.local_buffers(), array.weak_type)
 
 
 def _check_target(shape: tuple[int, ...], target: Sharding) -> None:
@@ -239,6 +245,11 @@ def _array_from_boxes(shape: tuple[int, ...], dtype: np.dtype, sharding: Shardin
 
 def from_host(value: np.ndarray, sharding: Sharding, weak_type: bool = False, committed: bool = True) -> Array:
     """An Array from a host value every process holds whole: each process copies its boxes."""
+    if _unreduced(sharding):  # partial sums: the value on the first device of each group, zeros on the others
+        plain = from_host(value, partial_sum_rules["without"](sharding), weak_type, committed)
+        result = partial_sum_rules["reshard"](plain, sharding)
+        result.committed = committed
+        return result
     _check_target(value.shape, sharding)
     here = device_table.process_index()
     local = {box for device, box in sharding.device_boxes(value.shape).items() if device.process_index == here}

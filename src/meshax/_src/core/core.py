@@ -54,6 +54,8 @@ class ShapedArray(HasShape):
     vma: frozenset = field(default=frozenset())
     explicit: tuple = ()  # per dimension: the Explicit mesh axes that split it (empty: none does)
     mesh: Any = field(default=None, compare=False)  # the mesh of those axes (set when the mesh has Explicit axes)
+    unreduced: frozenset = field(default=frozenset())  # mesh axes over which devices hold partial sums
+    reduced: frozenset = field(default=frozenset())  # mesh axes it is replicated over, its cotangents unreduced
 
     def _dims(self) -> str:
         if not self.explicit:
@@ -62,11 +64,16 @@ class ShapedArray(HasShape):
                         for n, axes in zip(self.shape, self.explicit))
 
     def _varying(self) -> str:
-        """The varying manual axes as JAX prints them: {V:x}, {V:(x,y)}."""
-        if not self.vma:
+        """The varying manual axes, unreduced and reduced axes as JAX prints them: {V:x}, {V:(x,y), U:z, R:w}."""
+        if not (self.vma or self.unreduced or self.reduced):
             return ""
-        names = sorted(self.vma)
-        return f"{{V:{names[0]}}}" if len(names) == 1 else f"{{V:({','.join(names)})}}"
+        order = list(getattr(self.mesh, "axis_names", ()))
+        parts = []
+        for letter, axes in (("V", self.vma), ("U", self.unreduced), ("R", self.reduced)):
+            if axes:
+                names = sorted(axes, key=lambda a: (order.index(a) if a in order else len(order), a))
+                parts.append(f"{letter}:{names[0]}" if len(names) == 1 else f"{letter}:({','.join(names)})")
+        return "{" + ", ".join(parts) + "}"
 
     def str_short(self) -> str:
         """As jaxprs print types: f32[8,4]{V:x}."""

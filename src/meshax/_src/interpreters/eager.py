@@ -9,6 +9,7 @@ This is the root trace: it has no parent. With jax_debug_nans/infs on, a checkin
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -23,6 +24,7 @@ from ..core.core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, a
                     set_eager_trace, sharding_rules)
 from ..sharding.mesh import Mesh
 from ..sharding.explicit_types import explicit_names, target_spec
+from ..arrays.partial_sums import as_plain, as_unreduced
 from ..arrays.partition import SINGLE_AXIS, as_named, choose_mesh, current_specs, place, sharding_for, spec_of, to_partition_spec
 from ..sharding.placement_rules import Spec, fit
 from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding
@@ -53,6 +55,14 @@ class EagerTrace(Trace):
             return rule(*args, **params)
         avals = [aval_of(a) for a in args]
         out_avals = abstract_eval(primitive, avals, params)
+        if any(a.unreduced for a in (*avals, *out_avals)):
+            return _on_partial_sums(self, primitive, args, params, out_avals)
+        return self.execute(primitive, args, params, avals, out_avals, hold)
+
+    def execute(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any],
+                avals: list[ShapedArray], out_avals: list[ShapedArray], hold: bool = False) -> Any:
+        """Run `primitive` (typed: `out_avals`) on each device's blocks, moving data where its layout says; with
+        `hold`, a result to be reduced across devices comes back as a HeldReduction."""
         mesh = choose_mesh(args)
         layout = sharding_rules[primitive](current_specs(args, mesh), avals, mesh_shape=dict(mesh.shape),
                                            out_ndims=[a.ndim for a in out_avals], **params)
@@ -62,10 +72,11 @@ class EagerTrace(Trace):
         inputs = [place(a, mesh, s, v) for a, s, v in zip(args, layout.in_specs, avals)]
         results = run_locally(primitive, inputs, params, mesh, out_avals, layout.out_specs)
         finish = functools.partial(_outputs, primitive, args, params, mesh, layout, out_avals)
-        if layout.reduce_axes:
+        reduce_axes = tuple(a for a in layout.reduce_axes or () if a not in _kept_partial_sums.stack[-1])
+        if reduce_axes:
             if hold and len(results) == 1:
-                return HeldReduction(mesh, layout.reduce_axes, layout.reduce_op, results[0], finish)
-            results = [allreduce_devices(mesh, layout.reduce_axes, r, layout.reduce_op) for r in results]
+                return HeldReduction(mesh, reduce_axes, layout.reduce_op, results[0], finish)
+            results = [allreduce_devices(mesh, reduce_axes, r, layout.reduce_op) for r in results]
         return finish(results)
 
 
@@ -110,6 +121,43 @@ def _outputs(primitive: Primitive, args: Sequence[Any], params: dict[str, Any], 
     return outputs if primitive.multiple_results else outputs[0]
 
 
+class _KeptPartialSums(threading.local):
+    """Per thread: the mesh axes whose partial sums the operation being run leaves unreduced."""
+
+    def __init__(self) -> None:
+        self.stack: list[frozenset] = [frozenset()]
+
+
+_kept_partial_sums = _KeptPartialSums()
+
+
+def _on_partial_sums(trace: EagerTrace, primitive: Primitive, args: Sequence[Any], params: dict[str, Any],
+                     out_avals: Sequence[ShapedArray]) -> Any:
+    """An operation on or giving unreduced values (its typing allowed only operations linear in their partial
+    sums): run on each device's partial sums as they are, without reducing over the unreduced axes; its results
+    unreduced as typed."""
+    kept = frozenset().union(*(a.unreduced for a in out_avals))
+    plain_params = {key: _without_unreduced(value) for key, value in params.items()}
+    plain_args = [as_plain(a) if isinstance(a, Array) else a for a in args]
+    plain_outs = [a.update(unreduced=frozenset()) for a in out_avals]
+    _kept_partial_sums.stack.append(kept)
+    try:
+        out = trace.execute(primitive, plain_args, plain_params, [aval_of(a) for a in plain_args], plain_outs)
+    finally:
+        _kept_partial_sums.stack.pop()
+    outs = out if primitive.multiple_results else [out]
+    tagged = [as_unreduced(o, a.unreduced, a.reduced) for o, a in zip(outs, out_avals)]
+    return tagged if primitive.multiple_results else tagged[0]
+
+
+def _without_unreduced(value: Any) -> Any:
+    if isinstance(value, PartitionSpec) and value.unreduced:
+        return value.update(unreduced=frozenset())
+    if isinstance(value, NamedSharding) and value.spec.unreduced:
+        return NamedSharding(value.mesh, value.spec.update(unreduced=frozenset()))
+    return value
+
+
 def _moved(output: Array, mesh: Mesh, spec: Spec) -> Array:
     """`output` laid out as `spec`, each entry cut to the axes that split its dimension evenly (a local cut
     when it only splits what was replicated), as committed as before."""
@@ -126,9 +174,12 @@ def _as_typed(output: Array, aval: ShapedArray, mesh: Mesh, names: frozenset) ->
     """`output` laid out as its type says on the mesh's Explicit axes (`names`), as JAX's results are."""
     current = spec_of(as_named(output.sharding), output.ndim)
     target = target_spec(aval, current, names)
-    if target == current:
+    full = PartitionSpec(*[None if not e else (e[0] if len(e) == 1 else e) for e in target],  # one entry a dimension
+                         unreduced=aval.unreduced, reduced=aval.reduced)
+    if target == current and isinstance(output.sharding, NamedSharding) and output.sharding.spec == full \
+            and len(output.sharding.spec) == len(full):
         return output
-    moved = reshard(output, sharding_for(mesh, target))
+    moved = reshard(output, NamedSharding(mesh, full))
     moved.committed = output.committed
     return moved
 

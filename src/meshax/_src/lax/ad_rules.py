@@ -114,6 +114,19 @@ for _name, _coefficient in _UNARY_COEFFICIENTS.items():
     defjvp(U[_name], _scaled(_coefficient))
 
 
+def _integer_pow_contribution(g: Any, ans: Any, x: Any, *, y: int) -> Any:
+    """d(x ** y) = y * x ** (y - 1) dx, with x itself for y = 2 (as JAX's rule, so jaxprs and residuals agree)."""
+    if y == 0:
+        return broadcast_to(mul(g, _const(0, x)), aval_of(ans).shape)
+    if y == 1:
+        return g
+    power = x if y == 2 else U["integer_pow"].bind(x, y=y - 1)
+    return broadcast_to(mul(g, mul(_const(y, x), power)), aval_of(ans).shape)
+
+
+defjvp(U["integer_pow"], _integer_pow_contribution)
+
+
 def _abs_contribution(g: Any, ans: Any, x: Any) -> Any:
     """d|x|: the sign of a real x (1 at 0, as JAX); Re(conj(z) dz) / |z| for a complex z (0 at 0)."""
     if aval_of(x).dtype.kind != "c":

@@ -16,7 +16,7 @@ from ..primitives import random_bits as R
 from ..core.core import aval_of
 from ..interpreters.ad import (Zero, defjvp, deflinear, defzero, instantiate, is_undefined, jvp_rules, tangent_aval,
                                transpose_rules, zeros)
-from ..sharding.shardings import PartitionSpec
+from ..sharding.shardings import NamedSharding, PartitionSpec
 from .ad_rules import add, broadcast_to, div, mul, unbroadcast
 from ..core.dtypes import issubdtype
 
@@ -134,7 +134,12 @@ def _dot_transpose_side(ct: Any, other: Any, aval: Any, other_ndim: int, contrac
     if aval.mesh is not None:  # on a mesh with Explicit axes
         at = {k: d for d, k in position.items()}
         entries = [aval.explicit[at[k]] if aval.explicit else () for k in range(ndim)]
-        out_sharding = PartitionSpec(*[None if not e else e[0] if len(e) == 1 else tuple(e) for e in entries])
+        # an operand reduced over axes that split the contraction gets its cotangent unreduced over them (each
+        # device's partial sum; the reshard that made it reduced sums them), as JAX's transpose types it
+        ct_spec = aval_of(ct).explicit
+        split = {a for d in ct_free_other for a in (ct_spec[d] if ct_spec else ())}
+        out_sharding = PartitionSpec(*[None if not e else e[0] if len(e) == 1 else tuple(e) for e in entries],
+                                     unreduced=aval.reduced & split)
     result = _dot(ct, other, (tuple(ct_free_other), tuple(other_free)), (tuple(range(nb)), tuple(other_batch)),
                   params, out_sharding)
     permutation = tuple(position[d] for d in range(ndim))
@@ -180,7 +185,16 @@ deflinear(P.broadcast_in_dim, _broadcast_transpose)
 deflinear(P.flip, lambda ct, x, *, axes: [P.flip.bind(ct, axes=axes)])
 deflinear(P.roll, lambda ct, x, *, shift, axes: [
     P.roll.bind(ct, shift=tuple(-s for s in shift) if isinstance(shift, tuple) else -shift, axes=axes)])
-deflinear(P.sharding_constraint, lambda ct, x, *, sharding: [P.sharding_constraint.bind(ct, sharding=sharding)])
+def _constraint_transpose(ct: Any, x: Any, *, sharding: Any) -> list[Any]:
+    """The cotangent laid out as the constraint says; for a constraint making a value reduced (or unreduced), laid
+    out plain: its partial sums summed, as JAX transposes reshard."""
+    spec = getattr(sharding, "spec", None)
+    if spec is not None and (spec.reduced or spec.unreduced or aval_of(ct).unreduced):
+        sharding = type(sharding)(sharding.mesh, spec.update(reduced=frozenset(), unreduced=frozenset()))
+    return [P.sharding_constraint.bind(ct, sharding=sharding)]
+
+
+deflinear(P.sharding_constraint, _constraint_transpose)
 
 
 def _pad_jvp(primals: list[Any], tangents: list[Any], *, pad_width: Any, mode: str, axes: Any,
@@ -277,8 +291,19 @@ def _wrapped(indices: Sequence[Any], index: Sequence[Any], shape: Sequence[int])
     return out
 
 
+def _zeros_for(aval: Any, ct: Any) -> Any:
+    """Zeros of type `aval` to scatter the cotangent `ct` into: partial sums too where `ct` is unreduced."""
+    base = zeros(aval)
+    partial = aval_of(ct)
+    if partial.unreduced and partial.mesh is not None:
+        spec = PartitionSpec(*[None if not e else e[0] if len(e) == 1 else tuple(e) for e in aval.explicit],
+                             unreduced=partial.unreduced)
+        base = P.sharding_constraint.bind(base, sharding=NamedSharding(partial.mesh, spec))
+    return base
+
+
 deflinear(P.static_slice, lambda ct, x, *, index: [P.scatter.bind(
-    zeros(x.aval), ct, index=_canonical(index, x.aval.shape), mode="add")])
+    _zeros_for(x.aval, ct), ct, index=_canonical(index, x.aval.shape), mode="add")])
 
 
 def _gather_jvp(primals: list[Any], tangents: list[Any], *, index: tuple) -> tuple[Any, Any]:
@@ -291,8 +316,8 @@ def _gather_jvp(primals: list[Any], tangents: list[Any], *, index: tuple) -> tup
 def _gather_transpose(ct: Any, x: Any, *indices: Any, index: tuple) -> list[Any]:
     shape = x.aval.shape
     arrays = _wrapped(indices, index, shape)
-    return [P.scatter.bind(zeros(x.aval), ct, *arrays, index=_canonical(index, shape), mode="add")] + \
-        [None] * len(indices)
+    scattered = P.scatter.bind(_zeros_for(x.aval, ct), ct, *arrays, index=_canonical(index, shape), mode="add")
+    return [scattered] + [None] * len(indices)
 
 
 jvp_rules[P.gather] = _gather_jvp

@@ -7,6 +7,7 @@ functions bind the primitive of the same name directly; a few are short composit
 from __future__ import annotations
 
 import enum
+import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -139,20 +140,7 @@ def round(x: Any, rounding_method: RoundingMethod | int = RoundingMethod.AWAY_FR
 
 def integer_pow(x: Any, y: int) -> Any:
     """x ** y for a static integer y, by repeated multiplication (keeps x's dtype)."""
-    x = _lift(x)
-    n = int(y)
-    if n == 0:
-        return full_like(x, 1)
-    result = None
-    base = x
-    k = n if n > 0 else -n
-    while k:
-        if k & 1:
-            result = base if result is None else P.BINARY["mul"].bind(result, base)
-        k >>= 1
-        if k:
-            base = P.BINARY["mul"].bind(base, base)
-    return result if n > 0 else P.UNARY["reciprocal"].bind(result)
+    return P.UNARY["integer_pow"].bind(_lift(x), y=operator.index(y))
 
 
 # ---- binary ----------------------------------------------------------------------------------------------------------

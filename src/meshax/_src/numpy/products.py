@@ -213,7 +213,7 @@ def _reordered(out_sharding: Any, source: Sequence[int]) -> Any:
 
     spec = _spec_of(out_sharding)
     entries = tuple(spec) + (None,) * (len(source) - len(spec))
-    reordered = PartitionSpec(*(entries[s] for s in source))
+    reordered = PartitionSpec(*(entries[s] for s in source), unreduced=spec.unreduced, reduced=spec.reduced)
     return NamedSharding(out_sharding.mesh, reordered) if isinstance(out_sharding, Sharding) else reordered
 
 

@@ -90,26 +90,15 @@ def _known_int(y: Any) -> int | None:
         return None
 
 
-def _integer_power(x: Any, n: int) -> Any:
-    """x ** n for an int n != 0 by repeated squaring, each product rounded, as JAX's integer_pow."""
-    base, acc, k = x, None, -n if n < 0 else n  # (this module defines its own abs)
-    while k:
-        if k & 1:
-            acc = base if acc is None else multiply(acc, base)
-        k >>= 1
-        if k:
-            base = multiply(base, base)
-    return P.UNARY["reciprocal"].bind(acc) if n < 0 else acc
-
-
 def power(x: ArrayLike, y: ArrayLike) -> Any:
     """x ** y; a real float x to a known integer power y != 0 is a chain of products, as in JAX (NumPy's pow
     rounds differently)."""
     n = _known_int(y)
     if n:
         (base,) = _promote(x)
-        if dtypes.is_floating(aval_of(base).dtype):
-            return _integer_power(base, n)
+        dtype = aval_of(base).dtype
+        if dtypes.is_floating(dtype) or (n > 0 and dtypes.issubdtype(dtype, np.integer)):
+            return P.UNARY["integer_pow"].bind(base, y=n)
     x, y = _promote(x, y)
     return P.BINARY["pow"].bind(x, y)
 

@@ -112,6 +112,21 @@ for _name, _fn in _SIMPLE_UNARY.items():
                            rules.elementwise)
 for _name, _fn in _PREDICATES.items():
     UNARY[_name] = _define(_name, _plain(_fn), _bool_aval, rules.elementwise)
+
+
+def _integer_pow(x: np.ndarray, *, y: int) -> np.ndarray:
+    """x ** y by repeated squaring, each product rounded to x's dtype (as XLA's integer_pow); 1 / x ** -y below 0."""
+    acc, k = np.ones_like(x), abs(y)
+    while k:
+        if k & 1:
+            acc = acc * x
+        k >>= 1
+        if k:
+            x = x * x
+    return np.reciprocal(acc) if y < 0 else acc
+
+
+UNARY["integer_pow"] = _define("integer_pow", _integer_pow, _same_aval, rules.elementwise)  # param y: the power
 BINARY: dict[str, Primitive] = {n: _define(n, _plain(f), _same_aval, rules.elementwise) for n, f in _BINARY.items()}
 BINARY.update({n: _define(n, _plain(f), _bool_aval, rules.elementwise) for n, f in _COMPARISONS.items()})
 

@@ -42,11 +42,13 @@ def sharding_of(aval: Any) -> TypeSharding:
     mesh = get_abstract_mesh()
     if mesh.empty and aval.mesh is not None:
         explicit = aval.mesh
-        mesh = AbstractMesh(tuple(explicit.shape.values()), explicit.axis_names, explicit.axis_types)
+        mesh = AbstractMesh(tuple(explicit.shape.values()), explicit.axis_names, explicit.axis_types,
+                            abstract_device="cpu")
     if mesh.empty:
-        return TypeSharding(mesh, PartitionSpec())
+        return TypeSharding(mesh, PartitionSpec(unreduced=aval.unreduced, reduced=aval.reduced))
     entries = list(aval.explicit) or [()] * len(aval.shape)
-    spec = PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1 else tuple(axes) for axes in entries])
+    spec = PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1 else tuple(axes) for axes in entries],
+                         unreduced=aval.unreduced, reduced=aval.reduced)
     return TypeSharding(mesh, spec)
 
 

@@ -60,6 +60,11 @@ def broadcasting(name: str, specs: list[Spec], avals: Sequence[ShapedArray], out
                 raise ShardingTypeError(f"{name} got incompatible shardings for broadcasting: {shown}.")
             chosen = entry
         out.append(chosen)
+    used = [a for e in out for a in e]
+    if len(used) != len(set(used)):
+        inputs = ", ".join(a.str_short() for a in avals)
+        raise ShardingTypeError(f"{name} operation with inputs: {inputs} produces an illegally sharded result: "
+                                f"{outs[0].update(explicit=tuple(out)).str_short()}")
     return [tuple(out)] * len(outs)
 
 
@@ -255,3 +260,58 @@ def gather_sources(index: tuple[Any, ...], array_ndim: int) -> list[int | None]:
     adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
     at = sum(1 for d in sliced if d < advanced[0]) if adjacent else 0
     return sliced[:at] + [None] * array_ndim + sliced[at:]
+
+
+# ---- unreduced (partial sums) and reduced axes -------------------------------------------------------------------
+
+_KEEPS_PARTIAL_SUMS = frozenset({"reduce_sum", "transpose", "reshape", "broadcast_in_dim", "squeeze", "expand_dims",
+                                 "convert_element_type", "copy", "rev", "slice"})  # linear in their one operand
+
+
+def _unreduced_axes(name: str, avals: Sequence[ShapedArray]) -> frozenset:
+    """The axes the result of `name` is unreduced over, as JAX types it (operations linear in their unreduced
+    operands only; anything else would need a reduction first, which JAX makes explicit)."""
+    unreduced = [a.unreduced for a in avals]
+    if name in ("add", "add_any"):
+        if all(u == unreduced[0] for u in unreduced):
+            return unreduced[0]
+        which, other = ("lhs", "rhs") if unreduced[0] else ("rhs", "lhs")
+        if all(unreduced):
+            raise ShardingTypeError(f"{name} operands are unreduced over different axes: {avals[0]} and {avals[1]}; "
+                                    "reshard them to the same unreduced axes first.")
+        raise ShardingTypeError(f"{which} is unreduced while {other} is not. `{name}` operation does not allow this "
+                                f"because there will be implicit communication. Please reduce {which} via `reshard` "
+                                f"before calling `{name}`.")
+    if name in _KEEPS_PARTIAL_SUMS and len(avals) == 1:
+        return unreduced[0]
+    values = [a for a in avals if a.dtype.kind in "fc"]  # (not the integer indices)
+    if name in ("scatter", "dynamic_update_slice", "concatenate") and values \
+            and all(a.unreduced == values[0].unreduced for a in values):
+        return values[0].unreduced  # linear in all its values together
+    if name in ("mul", "dot_general") and len(avals) == 2 and sum(bool(u) for u in unreduced) == 1:
+        index = 0 if unreduced[0] else 1
+        if avals[1 - index].reduced >= unreduced[index]:
+            return unreduced[index]
+        raise ShardingTypeError(f"{'RHS' if index == 0 else 'LHS'} should be reduced along the same axes "
+                                f"{'LHS' if index == 0 else 'RHS'} is unreduced on. Got lhs={avals[0]} and "
+                                f"rhs={avals[1]}")
+    raise NotImplementedError(f"unreduced rule for {name} is not implemented. Please file an issue at "
+                              "https://github.com/jax-ml/jax/issues")
+
+
+def partial_sum_types(name: str, avals: Sequence[ShapedArray], outs: list[ShapedArray],
+                      target: PartitionSpec | None) -> list[ShapedArray]:
+    """`outs` with the axes they are unreduced and reduced over: those of `target` (an operation's sharding or
+    out_sharding) when given, else from the operands: reduced axes stay where every array operand has them and
+    no dimension of the result is split over them."""
+    mesh = next((a.mesh for a in avals if a.mesh is not None), None)
+    if target is not None:
+        return [o.update(unreduced=target.unreduced, reduced=target.reduced, mesh=o.mesh or mesh) for o in outs]
+    unreduced = _unreduced_axes(name, avals) if any(a.unreduced for a in avals) else frozenset()
+    arrays = [a for a in avals if a.ndim] or list(avals)
+    reduced = frozenset.intersection(*[a.reduced for a in arrays]) - unreduced
+    typed = []
+    for out in outs:
+        kept = reduced - {axis for entry in out.explicit for axis in entry}
+        typed.append(out.update(unreduced=unreduced, reduced=kept, mesh=out.mesh or mesh))
+    return typed

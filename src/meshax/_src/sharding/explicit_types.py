@@ -9,56 +9,16 @@ the code they wrap (`retyped_axes`).
 """
 from __future__ import annotations
 
-import threading
 from typing import Any, Sequence
 
 from ..core import core
 from ..core.core import Primitive, ShapedArray, sharding_rules
 from . import aval_sharding  # noqa: F401  (installs typeof(x).sharding and .manual_axis_type)
-from .explicit_rules import RULES as explicit_rules, broadcasting
+from .explicit_rules import RULES as explicit_rules, broadcasting, partial_sum_types
 from .placement_rules import elementwise
-from .mesh import AxisType, Mesh, current_mesh
+from .mesh import AxisType, Mesh, current_mesh, explicit_names, retyped_axes  # noqa: F401  (for their users)
 from .placement_rules import Spec
 from .shardings import NamedSharding, PartitionSpec, Sharding
-
-
-
-class _Retyped(threading.local):
-    def __init__(self) -> None:
-        self.types: dict[str, AxisType] = {}
-
-
-_retyped = _Retyped()
-
-
-class retyped_axes:
-    """Context manager treating the named mesh axes as `axis_type` (Auto inside auto_axes, Explicit inside
-    explicit_axes) for the code run inside it."""
-
-    def __init__(self, axes: Sequence[str], axis_type: AxisType) -> None:
-        self.changes = {name: axis_type for name in axes}
-
-    def __enter__(self) -> None:
-        self.previous = dict(_retyped.types)
-        _retyped.types.update(self.changes)
-
-    def __exit__(self, *exc: Any) -> None:
-        _retyped.types = self.previous
-
-
-def explicit_names(mesh: Any) -> frozenset:
-    """The mesh axes that are Explicit here (the mesh's own types, as retyped by auto_axes/explicit_axes)."""
-    if not isinstance(mesh, Mesh):
-        return frozenset()
-    types = _retyped.types
-    if not types:  # the mesh's own (asked for by every eager operation: remembered)
-        own = mesh.__dict__.get("_explicit_names")
-        if own is None:
-            own = mesh._explicit_names = frozenset(n for n, t in zip(mesh.axis_names, mesh.axis_types)
-                                                   if t is AxisType.Explicit)
-        return own
-    return frozenset(n for n, t in zip(mesh.axis_names, mesh.axis_types)
-                     if types.get(n, t) is AxisType.Explicit)
 
 
 def entries(spec: PartitionSpec, ndim: int, names: frozenset) -> Spec:
@@ -77,11 +37,14 @@ def typed(aval: ShapedArray, spec: Spec, mesh: Any) -> ShapedArray:
 
 
 def sharding_aval(aval: ShapedArray, sharding: Any) -> ShapedArray:
-    """The type of a value of shape `aval` laid out as `sharding`."""
-    names = explicit_names(sharding.mesh) if isinstance(sharding, NamedSharding) else frozenset()
-    if not names:
-        return typed(aval, (), None)
-    return typed(aval, entries(sharding.spec, aval.ndim, names), sharding.mesh)
+    """The type of a value of shape `aval` laid out as `sharding` (with its unreduced and reduced axes)."""
+    named = isinstance(sharding, NamedSharding)
+    names = explicit_names(sharding.mesh) if named else frozenset()
+    out = typed(aval, (), None) if not names else typed(aval, entries(sharding.spec, aval.ndim, names), sharding.mesh)
+    unreduced, reduced = (sharding.spec.unreduced, sharding.spec.reduced) if named else (frozenset(), frozenset())
+    if (unreduced, reduced) != (out.unreduced, out.reduced):
+        out = out.update(unreduced=unreduced, reduced=reduced, mesh=out.mesh or sharding.mesh)
+    return out
 
 
 def spec_of(aval: ShapedArray) -> Spec:
@@ -102,6 +65,21 @@ def _param_mesh(params: dict[str, Any]) -> Any:
 
 def type_outputs(primitive: Primitive, avals: Sequence[ShapedArray], outs: list[ShapedArray],
                  params: dict[str, Any]) -> list[ShapedArray]:
+    """The outputs `outs` of `primitive` on `avals`, with the Explicit axes that split them and the axes over which
+    they are unreduced (partial sums) or reduced."""
+    typed_outs = _split_outputs(primitive, avals, outs, params)
+    target = params.get("sharding", params.get("out_sharding"))
+    spec = target.spec if isinstance(target, NamedSharding) else target if isinstance(target, PartitionSpec) else None
+    if spec is None and not any(a.unreduced or a.reduced for a in avals):
+        return typed_outs
+    if spec is None and (primitive.name not in explicit_rules and primitive not in sharding_rules
+                         or any(o.unreduced or o.reduced for o in outs)):
+        return typed_outs  # call-like and fused primitives: their outputs' types come from their bodies
+    return partial_sum_types(primitive.name, avals, typed_outs, spec)
+
+
+def _split_outputs(primitive: Primitive, avals: Sequence[ShapedArray], outs: list[ShapedArray],
+                   params: dict[str, Any]) -> list[ShapedArray]:
     """The outputs `outs` of `primitive` on `avals`, with the Explicit axes that split them."""
     mesh = _param_mesh(params) or next((a.mesh for a in avals if a.mesh is not None), None)
     names = explicit_names(mesh)

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..config import config
 from ..runtime import devices as device_table
 from ..runtime.devices import Device
 
@@ -204,10 +205,37 @@ class set_mesh:  # noqa: N801 - JAX's name
         _global_mesh[0] = self.previous
 
 
+class use_abstract_mesh:  # noqa: N801 - JAX's name
+    """`with use_abstract_mesh(abstract_mesh):` the mesh in use seen with `abstract_mesh`'s axes (names, sizes,
+    types): its devices, in order, reshaped. The number of devices cannot change."""
+
+    def __init__(self, abstract_mesh: "AbstractMesh") -> None:
+        if not isinstance(abstract_mesh, AbstractMesh):
+            raise TypeError(f"use_abstract_mesh needs an AbstractMesh; got {abstract_mesh!r}.")
+        mesh = current_mesh()
+        if mesh is None:
+            raise ValueError(f"use_abstract_mesh({abstract_mesh}) needs a mesh in use: call it inside "
+                             "`jax.set_mesh(mesh)`.")
+        if abstract_mesh.size != mesh.devices.size:
+            raise ValueError(f"use_abstract_mesh cannot change the size of the mesh. Got new mesh: {abstract_mesh} "
+                             f"with size={abstract_mesh.size} and current mesh: {mesh} with size={mesh.devices.size}")
+        self.mesh = Mesh(mesh.devices.reshape(abstract_mesh.axis_sizes), abstract_mesh.axis_names,
+                         abstract_mesh.axis_types)
+        self.mesh.abstract_device = abstract_mesh.abstract_device
+
+    def __enter__(self) -> None:
+        _context.stack.append(self.mesh)
+
+    def __exit__(self, *exc: Any) -> None:
+        _context.stack.pop()
+
+
 class AbstractMesh:
     """A mesh's axis names, sizes and types, without devices (as jax.sharding.AbstractMesh)."""
 
-    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str], axis_types: Any = None) -> None:
+    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str], axis_types: Any = None, *,
+                 abstract_device: Any = None) -> None:
+        self.abstract_device = abstract_device  # the kind of device ("cpu") for the abstract view of a real mesh
         self.axis_sizes = tuple(int(n) for n in axis_sizes)
         self.axis_names = _axis_names(axis_names)
         self.axis_types = _axis_types(axis_types, len(self.axis_names))
@@ -228,7 +256,50 @@ class AbstractMesh:
         if self.empty:
             return "AbstractMesh((), axis_types=())"
         sizes = ", ".join(f"'{n}': {s}" for n, s in zip(self.axis_names, self.axis_sizes))
-        return f"AbstractMesh({sizes}, axis_types=({types}), device_kind=cpu, num_cores=None, platform=cpu)"
+        device = "" if self.abstract_device is None else \
+            f", device_kind={self.abstract_device}, num_cores=None, platform={self.abstract_device}"
+        return f"AbstractMesh({sizes}, axis_types=({types}){device})"
+
+
+# ---- axis types as auto_axes/explicit_axes retype them for the code they wrap ------------------------------------
+
+
+class _Retyped(threading.local):
+    def __init__(self) -> None:
+        self.types: dict[str, AxisType] = {}
+
+
+_retyped = _Retyped()
+
+
+class retyped_axes:
+    """Context manager treating the named mesh axes as `axis_type` (Auto inside auto_axes, Explicit inside
+    explicit_axes) for the code run inside it."""
+
+    def __init__(self, axes: Sequence[str], axis_type: AxisType) -> None:
+        self.changes = {name: axis_type for name in axes}
+
+    def __enter__(self) -> None:
+        self.previous = dict(_retyped.types)
+        _retyped.types.update(self.changes)
+
+    def __exit__(self, *exc: Any) -> None:
+        _retyped.types = self.previous
+
+
+def explicit_names(mesh: Any) -> frozenset:
+    """The mesh axes that are Explicit here (the mesh's own types, as retyped by auto_axes/explicit_axes)."""
+    if not isinstance(mesh, Mesh):
+        return frozenset()
+    types = _retyped.types
+    if not types:  # the mesh's own (asked for by every eager operation: remembered)
+        own = mesh.__dict__.get("_explicit_names")
+        if own is None:
+            own = mesh._explicit_names = frozenset(n for n, t in zip(mesh.axis_names, mesh.axis_types)
+                                                   if t is AxisType.Explicit)
+        return own
+    return frozenset(n for n, t in zip(mesh.axis_names, mesh.axis_types)
+                     if types.get(n, t) is AxisType.Explicit)
 
 
 def get_abstract_mesh() -> AbstractMesh:
@@ -238,15 +309,18 @@ def get_abstract_mesh() -> AbstractMesh:
     mesh = axis_mesh() or current_mesh()
     if mesh is None:
         return AbstractMesh((), ())
-    manual = set(manual_axes())
-    types = tuple(AxisType.Manual if n in manual else t for n, t in zip(mesh.axis_names, mesh.axis_types))
-    return AbstractMesh(tuple(mesh.shape.values()), mesh.axis_names, types)
+    manual, explicit = set(manual_axes()), explicit_names(mesh)
+    types = tuple(AxisType.Manual if n in manual else AxisType.Explicit if n in explicit
+                  else AxisType.Auto if t is AxisType.Explicit else t for n, t in zip(mesh.axis_names, mesh.axis_types))
+    device = mesh.__dict__.get("abstract_device", "cpu")  # None for the view of use_abstract_mesh's own
+    return AbstractMesh(tuple(mesh.shape.values()), mesh.axis_names, types, abstract_device=device)
 
 
 def make_mesh(axis_shapes: Sequence[int], axis_names: str | Sequence[str], axis_types: Any = None, *,
               devices: Sequence[Device] | None = None) -> Mesh:
     """A mesh of `axis_shapes` over `devices` (by default the first devices, as many as the shape holds), each
-    process's devices contiguous. Axis types default to Auto (the seeds'; JAX 0.10 defaults to Explicit)."""
+    process's devices contiguous. Axis types default to Auto (the seeds'; JAX 0.10 defaults to Explicit, as meshax
+    does with the option `meshax_explicit_axes_by_default` / `MESHAX_EXPLICIT_AXES_BY_DEFAULT=1`)."""
     shape = tuple(int(s) for s in axis_shapes)
     names = _axis_names(axis_names)
     if len(shape) != len(names):
@@ -264,4 +338,6 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: str | Sequence[str], axis_
         chosen.sort(key=lambda d: (d.process_index, d.id))
     grid = np.empty(len(chosen), dtype=object)
     grid[:] = chosen
+    if axis_types is None and config.read("meshax_explicit_axes_by_default"):
+        axis_types = (AxisType.Explicit,) * len(shape)
     return Mesh(grid.reshape(shape), names, axis_types)

@@ -184,18 +184,14 @@ class NamedSharding(Sharding):
         self.spec = spec
         if memory_kind not in (None, "device"):
             raise ValueError(f"memory_kind={memory_kind!r} is not supported; CPU devices have one memory, 'device'.")
-        if spec.unreduced:
-            raise NotImplementedError(
-                f"NamedSharding({spec!r}): arrays holding unreduced partial sums over mesh axes are not implemented "
-                "in meshax yet; reduce them (psum inside shard_map, or a sharding without unreduced axes).")
         self._axes = spec.normalized()
-        used = [name for entry in self._axes for name in entry] + sorted(spec.reduced)
+        used = [name for entry in self._axes for name in entry] + sorted(spec.reduced) + sorted(spec.unreduced)
         for name in used:
             mesh.axis_size(name)  # raises naming the axis and the mesh's axes
         if len(set(used)) != len(used):
             raise ValueError(f"{spec!r} uses a mesh axis more than once; each axis may shard one dimension.")
         self._device_list = mesh.flat_devices
-        self.key = (mesh, self._axes)
+        self.key = (mesh, self._axes, spec.unreduced)  # unreduced: each device holds a partial sum
 
     def __repr__(self) -> str:
         return f"NamedSharding(mesh={self.mesh.short_repr()}, spec={self.spec!r}, memory_kind={self.memory_kind})"

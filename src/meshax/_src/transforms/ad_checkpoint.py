@@ -11,6 +11,7 @@ import inspect
 from typing import Any, Callable
 
 from . import autodiff as ad_api  # noqa: F401  (registers the derivative rules)
+from ..config import config
 from ..core.core import ShapedArray, Tracer, aval_of, current_trace, set_current_trace
 from ..interpreters.ad import linearize_flat
 from ..interpreters.staging import StagingTrace, stage_observers
@@ -22,8 +23,11 @@ from ..tree.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_
 
 
 def _argument_names(fun: Callable[..., Any], args: tuple, kwargs: dict) -> list[str]:
-    """One name per leaf of (args, kwargs): the parameter's name and the leaf's path inside it."""
+    """One name per leaf of (args, kwargs): the parameter's name and the leaf's path inside it. With `jax_remat3`
+    on, a checkpointed function's parameters are `args[i]`, as JAX's new remat reports them."""
     try:
+        if getattr(fun, "is_checkpoint", False) and config.read("jax_remat3"):
+            raise ValueError("positional only")
         bound = inspect.signature(fun).bind(*args, **kwargs)
         parameter_names = list(bound.arguments)
     except (TypeError, ValueError):

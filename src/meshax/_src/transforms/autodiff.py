@@ -64,8 +64,10 @@ def _materialize(ct: Any, aval: Any) -> Any:
 
 
 def _like_sharding(ct: Any, sharding: Any) -> Any:
-    """Gradients of Arrays come back laid out as the Array (JAX's gradient has its parameter's sharding)."""
-    if sharding is not None and isinstance(ct, Array) and ct.sharding != sharding:
+    """Gradients of Arrays come back laid out as the Array (JAX's gradient has its parameter's sharding); unreduced
+    ones stay partial sums, as JAX types them."""
+    partial = isinstance(ct, Array) and bool(getattr(getattr(ct.sharding, "spec", None), "unreduced", None))
+    if sharding is not None and isinstance(ct, Array) and ct.sharding != sharding and not partial:
         from ..arrays.placement import device_put
 
         return device_put(ct, sharding)

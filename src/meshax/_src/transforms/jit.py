@@ -27,14 +27,14 @@ from ..interpreters.eager_programs import run_eagerly
 from ..interpreters.numpy_eval import structured_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
 from ..core.jaxpr import Jaxpr, eval_jaxpr
-from ..sharding.mesh import Mesh
+from ..sharding.mesh import AxisType, Mesh
 from ..runtime import devices as device_table
 from ..arrays.partition import choose_mesh, sharding_for
 from .refs import Ref, unwrapped
 from . import residual_origins
 from ..runtime.history import note as note_call
 from ..sharding.placement_rules import replicated
-from ..sharding.shardings import PartitionSpec, Sharding
+from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding
 from ..arrays.transfer import from_host
 from ..tree.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
 
@@ -158,7 +158,7 @@ class Jitted:
             mesh = choose_mesh(leaves)
             committed = any(isinstance(x, Array) and x.committed for x in leaves)
             outputs = [_as_output(value, mesh, committed) for value in outputs]
-        outputs = tree_unflatten(out_structure, outputs)
+        outputs = tree_unflatten(out_structure, [_as_compiled_output(value) for value in outputs])
         if self.out_shardings is not None:
             outputs = _apply_shardings(outputs, self.out_shardings)
         return outputs
@@ -310,6 +310,22 @@ def _as_output(value: Any, mesh: Mesh, committed: bool) -> Any:
         return value
     host, weak = host_value(value)
     return from_host(host, sharding_for(mesh, replicated(host.ndim)), weak, committed)
+
+
+def _as_compiled_output(value: Any) -> Any:
+    """A result over Auto mesh axes, its spec as JAX's compiled programs report one: without trailing replicated
+    dimensions (P('X',) for P('X', None)); results typed over Explicit axes keep their type's spec."""
+    sharding = getattr(value, "sharding", None) if isinstance(value, Array) else None
+    if not isinstance(sharding, NamedSharding) or not sharding.spec or sharding.spec[-1] is not None \
+            or any(t is not AxisType.Auto for t in sharding.mesh.axis_types):
+        return value
+    spec = sharding.spec
+    parts = list(spec)
+    while parts and parts[-1] is None:
+        parts.pop()
+    canonical = NamedSharding(sharding.mesh, PartitionSpec(*parts, unreduced=spec.unreduced, reduced=spec.reduced),
+                              memory_kind=sharding.memory_kind)
+    return Array(value.shape, value.dtype, canonical, value.local_buffers(), value.weak_type)
 
 
 def _apply_shardings(tree: Any, shardings: Any) -> Any:

@@ -8,20 +8,22 @@ value the policy did not save, which the backward pass recomputes before transpo
 from __future__ import annotations
 
 import functools
+import weakref
 from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
 from ..primitives import array_primitives as P
-from .residual_origins import eval_jaxpr_keeping_origins
-from ..core.core import (Primitive, abstract_eval_rules, aval_of, define_primitive, keeps_own_vma, set_current_trace,
-                         vma_rules)
+from .residual_origins import SourceLines, eval_jaxpr_keeping_origins, recall
+from ..core.core import (Primitive, Tracer, abstract_eval_rules, aval_of, define_primitive, keeps_own_vma,
+                         set_current_trace, vma_rules)
 from ..interpreters.batching import batching_rules
 from ..sharding.placement_rules import elementwise
 from ..interpreters.ad import Zero, backward_pass, instantiate, is_undefined, jvp_flat, jvp_rules, tangent_aval, \
     transpose_rules
 from ..interpreters.numpy_eval import structured_rules
-from ..interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, trace_to_jaxpr
-from ..core.jaxpr import Jaxpr, Literal, eval_jaxpr
+from ..interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, stage_observers, trace_to_jaxpr
+from ..sharding.mesh import current_mesh
+from ..core.jaxpr import Equation, Jaxpr, Literal, Var, eval_jaxpr
 from ..tree.tree_util import tree_flatten, tree_map, tree_unflatten
 
 
@@ -134,15 +136,45 @@ def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True, policy: Cal
             out_tree.append(structure)
             return out
 
-        jaxpr, _ = trace_to_jaxpr(flat, [aval_of(x) for x in leaves])
+        jaxpr, structure = _traced(fun, flat, out_tree, leaves, tree, args, static)
+        out_tree[:] = [structure]
         outs = remat_p.bind(*jaxpr.consts, *leaves, jaxpr=consts_as_inputs(jaxpr), policy=policy,
                             prevent_cse=prevent_cse)
         return tree_unflatten(out_tree[0], outs)
 
+    wrapped.is_checkpoint = True  # type: ignore[attr-defined]  (print_saved_residuals names its arguments)
     return wrapped
 
 
 remat = checkpoint
+
+_traces: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()  # per function: its traces
+
+
+def _traced(fun: Callable[..., Any], flat: Callable[..., list[Any]], out_tree: list, leaves: list, tree: Any,
+            args: tuple, static: tuple) -> tuple[Jaxpr, Any]:
+    """`fun`'s body traced for these argument types, reused from an earlier checkpoint of the same function (as
+    JAX caches it: a global the function reads is read when it is first traced)."""
+    avals = tuple(aval_of(x) for x in leaves)
+    key = (tree, avals, tuple(a.mesh for a in avals), current_mesh(),
+           tuple((i, args[i]) for i in static if i < len(args)))
+    try:
+        cached = _traces.setdefault(fun, {})
+        hit = cached.get(key)
+    except TypeError:  # not weakly referable, or unhashable static arguments
+        cached, hit = None, None
+    if hit is not None:
+        recall(hit[2])  # print_saved_residuals names the lines the values were traced at
+        return hit[0], hit[1]
+    lines = SourceLines()
+    stage_observers.append(lines)
+    try:
+        jaxpr, _ = trace_to_jaxpr(flat, [aval_of(x) for x in leaves])
+    finally:
+        stage_observers.remove(lines)
+    if cached is not None and not any(isinstance(c, Tracer) for c in jaxpr.consts):  # no values of an outer trace
+        cached[key] = (jaxpr, out_tree[0], lines.of)
+    return jaxpr, out_tree[0]
 
 
 def _jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr, policy: Any, prevent_cse: bool) -> tuple:
@@ -162,8 +194,34 @@ def _jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr, policy: Any, 
     return outs[:n], outs[n:]
 
 
+def _spliced(jaxpr: Jaxpr) -> Jaxpr:
+    """`jaxpr` with the bodies of nested checkpoints spliced in (fresh variables for theirs): partial evaluation
+    then splits them equation by equation, so a nested call fed a tangent still computes its primal outputs now."""
+    renamed: dict[int, Any] = {}
+
+    def read(x: Any) -> Any:
+        return x if isinstance(x, Literal) else renamed.get(x.id, x)
+
+    equations = []
+    for eq in jaxpr.equations:
+        inputs = [read(x) for x in eq.inputs]
+        if eq.primitive is not remat_p:
+            equations.append(Equation(eq.primitive, inputs, eq.outputs, eq.params))
+            continue
+        inner = _spliced(eq.params["jaxpr"])
+        renamed.update((v.id, a) for v, a in zip(inner.invars, inputs))
+        for inner_eq in inner.equations:
+            outputs = [Var(v.aval) for v in inner_eq.outputs]
+            equations.append(Equation(inner_eq.primitive, [read(x) for x in inner_eq.inputs], outputs,
+                                      inner_eq.params))
+            renamed.update((v.id, fresh) for v, fresh in zip(inner_eq.outputs, outputs))
+        renamed.update((out.id, read(v)) for out, v in zip(eq.outputs, inner.outvars))
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, equations, [read(v) for v in jaxpr.outvars], jaxpr.consts)
+
+
 def _partial_eval(trace: Any, *args: Any, jaxpr: Jaxpr, policy: Any, prevent_cse: bool) -> list[Any]:
     """Known equations run now; the unknown ones are staged with the recomputation of every unsaved value."""
+    jaxpr = _spliced(jaxpr)
     unknown_ids = {v.id for v, a in zip(jaxpr.invars, args) if trace.is_own(a)}
     producer: dict[int, Any] = {}
     unknown_eqns = []

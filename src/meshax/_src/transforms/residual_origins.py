@@ -54,6 +54,24 @@ class Origins:
             self.source_of[var.id] = source
 
 
+class SourceLines:
+    """The user's source line of each value staged while it observes (kept with a cached checkpoint trace)."""
+
+    def __init__(self) -> None:
+        self.of: dict[int, str | None] = {}
+
+    def __call__(self, equation: Any) -> None:
+        source = _user_source()
+        self.of.update((var.id, source) for var in equation.outputs)
+
+
+def recall(lines: dict[int, str | None]) -> None:
+    """The recordings under way learn where a cached trace's values come from (its equations replay them)."""
+    for origins in recording:
+        for var_id, source in lines.items():
+            origins.source_of.setdefault(var_id, source)
+
+
 class _Fixed:
     """Every value staged while this is being replayed is described as `description`."""
 

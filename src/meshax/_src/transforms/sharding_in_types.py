@@ -102,27 +102,36 @@ inline_rules[retyped_p] = _retyped_eval
 vma_rules[retyped_p] = keeps_own_vma
 
 
-def auto_axes(fun: Callable[..., Any], *, axes: Any = None, out_sharding: Any = None) -> Callable[..., Any]:
+def auto_axes(fun: Callable[..., Any] | None = None, /, *, axes: Any = None, out_sharding: Any = None) -> Any:
     """`fun` run with the mesh axes `axes` (default: the Explicit ones of the mesh in use) typed Auto: shardings
     over them leave its values' types and propagate as meshax decides; its results are then laid out as
-    `out_sharding` says, with Explicit types again."""
+    `out_sharding` says (given here or as the call's keyword `out_sharding=`), with Explicit types again.
+    Without `fun`, a decorator."""
+    if fun is None:
+        return lambda f: auto_axes(f, axes=axes, out_sharding=out_sharding)
 
     @functools.wraps(fun, updated=())
     def wrapped(*args: Any, **kwargs: Any) -> Any:
+        target = kwargs.pop("out_sharding") if out_sharding is None and "out_sharding" in kwargs else out_sharding
         result = _retyped_call(fun, _axes(axes, AxisType.Explicit), AxisType.Auto, args, kwargs)
-        return result if out_sharding is None else reshard(result, out_sharding)
+        return result if target is None else reshard(result, target)
 
     return wrapped
 
 
-def explicit_axes(fun: Callable[..., Any], *, axes: Any = None, in_sharding: Any = None) -> Callable[..., Any]:
+def explicit_axes(fun: Callable[..., Any] | None = None, /, *, axes: Any = None, in_sharding: Any = None) -> Any:
     """`fun` run with the mesh axes `axes` (default: the Auto ones of the mesh in use) typed Explicit, on its
-    arguments laid out as `in_sharding`; its results leave with those axes Auto again."""
+    arguments laid out as `in_sharding` (given here or as the call's keyword `in_sharding=`); its results leave
+    with those axes Auto again. Without `fun`, a decorator."""
+    if fun is None:
+        return lambda f: explicit_axes(f, axes=axes, in_sharding=in_sharding)
 
     @functools.wraps(fun, updated=())
     def wrapped(*args: Any, **kwargs: Any) -> Any:
+        placement = kwargs.pop("in_sharding") if in_sharding is None and "in_sharding" in kwargs else in_sharding
+
         def placed(*a: Any, **k: Any) -> Any:
-            return fun(*(a if in_sharding is None else reshard(a, in_sharding)), **k)
+            return fun(*(a if placement is None else reshard(a, placement)), **k)
 
         return _retyped_call(placed, _axes(axes, AxisType.Auto), AxisType.Explicit, args, kwargs)
 
