@@ -128,3 +128,19 @@ def test_the_zero_gradient_of_a_python_scalar_is_weakly_typed_as_in_jax(jitted):
     for mine, reference in zip(ours, theirs):
         np.testing.assert_allclose(np.asarray(mine), np.asarray(reference), rtol=1e-6)
         assert (mine.dtype, mine.weak_type) == (reference.dtype, reference.weak_type)
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_zero_cotangents_given_to_a_custom_vjp_rule_keep_the_weak_type(jitted):
+    def grads(lib, np_):
+        @lib.custom_vjp
+        def f(x, y):
+            return x ** 2, np_.cos(y)
+
+        f.defvjp(lambda x, y: (f(x, y), (x, y)), lambda res, g: (2 * res[0] * g[0], -np_.sin(res[1]) * g[1]))
+        g = lib.grad(lambda x, y: f(x, y)[0], argnums=(0, 1))
+        return (lib.jit(g) if jitted else g)(1.0, 2.0)
+
+    for mine, reference in zip(grads(meshax, jnp), grads(jax, jjnp)):
+        np.testing.assert_allclose(np.asarray(mine), np.asarray(reference), rtol=1e-6)
+        assert (mine.dtype, mine.weak_type) == (reference.dtype, reference.weak_type)

@@ -19,7 +19,9 @@ from ..interpreters.batching import batching_rules
 from ..interpreters.eager import eager_rules
 from ..interpreters.numpy_eval import structured_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, staging_rules, trace_to_jaxpr
+from ..core.dtypes import float0
 from ..core.jaxpr import eval_jaxpr
+from ..primitives import array_primitives as P
 from ..tree.tree_util import tree_flatten, tree_unflatten
 
 
@@ -166,10 +168,21 @@ class custom_jvp:  # noqa: N801 - JAX's name
         return tree_unflatten(call.out_tree[0], outs)
 
 
+def instantiate_typed(t: Any) -> Any:
+    """A tangent or cotangent as the value a user's rule sees: a symbolic zero becomes zeros of its type, weakly
+    typed where the type is (the zero tangent of a Python scalar is, in JAX)."""
+    if not isinstance(t, Zero):
+        return t
+    zeros = instantiate(t)
+    if t.aval.weak_type and t.aval.dtype != float0:
+        return P.convert_element_type.bind(zeros, new_dtype=t.aval.dtype, weak_type=True)
+    return zeros
+
+
 def _custom_jvp_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Any, num_consts: int, call: _Call,
                     rule: Callable[..., Any]) -> tuple[list[Any], list[Any]]:
     leaves = primals[num_consts:]
-    tangent_leaves = [instantiate(t) for t in tangents[num_consts:]]
+    tangent_leaves = [instantiate_typed(t) for t in tangents[num_consts:]]
     nondiff = [call.nondiff[i] for i in sorted(call.nondiff)]
     diff_primals = tuple(tree_unflatten(call.tree, leaves))
     diff_tangents = tuple(tree_unflatten(call.tree, tangent_leaves))
@@ -247,7 +260,7 @@ def _custom_vjp_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Any, num_
         call.out_tree.append(out_tree)
     res_leaves, res_tree = tree_flatten(residuals)
     out_avals = tuple(tangent_aval(aval_of(o)) for o in out_leaves)
-    tangent_in = [instantiate(t) for t in tangents[num_consts:]]
+    tangent_in = [instantiate_typed(t) for t in tangents[num_consts:]]
     if all(isinstance(t, Zero) for t in tangents[num_consts:]):
         return out_leaves, [Zero(a) for a in out_avals]
     tangent_out = custom_lin_p.bind(*res_leaves, *tangent_in, num_res=len(res_leaves), res_tree=res_tree,
@@ -258,7 +271,7 @@ def _custom_vjp_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Any, num_
 def _custom_lin_transpose(cts: list[Any], *args: Any, num_res: int, res_tree: Any, out_avals: tuple, call: _Call,
                           bwd: Callable[..., Any]) -> list[Any]:
     residuals = tree_unflatten(res_tree, list(args[:num_res]))
-    cts = [instantiate(c) for c in cts]
+    cts = [instantiate_typed(c) for c in cts]
     ct_out = tree_unflatten(call.out_tree[0], cts)
     nondiff = [call.nondiff[i] for i in sorted(call.nondiff)]
     in_cts = bwd(*nondiff, residuals, ct_out)
