@@ -42,3 +42,18 @@ def test_a_traced_value_on_auto_axes_needs_in_specs_as_in_jax():
         _rows_per_device_summed(meshax, jnp, AxisType.Auto, True)
     with pytest.raises(TypeError, match="AxisType.Auto"):
         _rows_per_device_summed(jax, jjnp, jax.sharding.AxisType.Auto, True)
+
+
+def _mismatched(lib, np_, jitted):
+    mesh = lib.make_mesh((2,), ("i",), axis_types=(lib.sharding.AxisType.Explicit,))
+    f = lib.shard_map(lambda x: x, mesh=mesh, in_specs=lib.sharding.PartitionSpec("i"),
+                      out_specs=lib.sharding.PartitionSpec("i"))
+    with pytest.raises(ValueError) as caught:
+        (lib.jit(f) if jitted else f)(np_.arange(6.0))
+    return str(caught.value)
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_in_specs_that_contradict_an_explicit_type_are_refused_as_in_jax(jitted):
+    ours, theirs = _mismatched(meshax, jnp, jitted), _mismatched(jax, jjnp, jitted)
+    assert ours == theirs.replace("P('i',)", "PartitionSpec('i',)").replace("P(None,)", "PartitionSpec(None,)")

@@ -26,7 +26,7 @@ from ..interpreters.shard_map import DeviceTrace, device_rules
 from ..interpreters.staging import consts_as_inputs, trace_to_jaxpr
 from ..interpreters.fusion import executable
 from ..core.jaxpr import Jaxpr, eval_jaxpr
-from ..sharding.mesh import AxisType, Mesh, current_mesh
+from ..sharding.mesh import AxisType, Mesh, current_mesh, explicit_names
 from ..arrays.partition import place, spec_of
 from ..sharding.shardings import NamedSharding, PartitionSpec
 from ..tree.tree_util import tree_flatten, tree_unflatten
@@ -212,6 +212,8 @@ def shard_map(f: Callable[..., Any] | None = None, mesh: Mesh | None = None, in_
         specs = tuple(_specs_for(in_specs, structure, len(leaves), "in_specs")) if in_specs is not None else \
             tuple(_spec_of_argument(x, the_mesh) for x in leaves)
         avals = [aval_of(x) for x in leaves]
+        if in_specs is not None:
+            _check_types_match(the_mesh, specs, avals)
         manual = _manual_axes(the_mesh, axis_names, specs)
         _check_spec_axes(out_specs, the_mesh, manual, "out_specs")
         if current_trace() is eager_trace():  # eagerly, f runs per device (print shows each device's value)
@@ -230,6 +232,24 @@ def shard_map(f: Callable[..., Any] | None = None, mesh: Mesh | None = None, in_
         return tree_unflatten(out_structure, outs)
 
     return mapped
+
+
+def _check_types_match(mesh: Mesh, specs: tuple, avals: list[ShapedArray]) -> None:
+    """On Explicit mesh axes a value's type says how it is split: in_specs must say the same (as JAX checks)."""
+    names = explicit_names(mesh)
+    if not names:
+        return
+    for spec, aval in zip(specs, avals):
+        typed = [tuple(axes) for axes in aval.explicit] or [()] * aval.ndim
+        given = [tuple(a for a in spec_axes(PartitionSpec(entry)) if a in names) for entry in
+                 list(spec) + [None] * (aval.ndim - len(spec))]
+        if given != typed:
+            as_spec = lambda entries: PartitionSpec(*[None if not e else e[0] if len(e) == 1 else e for e in entries])
+            raise ValueError(f"in_specs passed to shard_map: {as_spec(given)} does not match the specs of the input: "
+                             f"{as_spec(typed)} for arg: {aval}. `in_specs` is an optional argument so you can omit "
+                             "specifying it and shard_map will infer the in_specs from the arguments. If you want to "
+                             "reshard your inputs, you can use `jax.reshard` on the arguments and then pass those args "
+                             "to shard_map.")
 
 
 def _spec_of_argument(x: Any, mesh: Mesh) -> PartitionSpec:
