@@ -46,7 +46,7 @@ def test_equal_histories_agree_and_different_histories_are_caught(dtype, op, mem
             assert not any(check.agrees(total, e) for e in expected)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.complex64])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.complex64, np.float64, np.int64, np.complex128])
 def test_every_bit_of_the_hash_is_checked(dtype):
     """Two histories whose hashes differ in a single bit are told apart, whichever bit it is."""
     for bit in range(32):
