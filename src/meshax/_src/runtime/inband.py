@@ -15,7 +15,8 @@ members appended the same elements:
 A member whose buffer has another size or dtype makes the trailers land elsewhere or read
 as other numbers, so they disagree too. Reductions in other dtypes (or `prod`) are checked
 by a separate small allreduce instead. This runs on every small reduction, so a check is
-one `pack_into` before the reduction and one `unpack_from` after it.
+one `pack_into` and one `pack` (the prediction) before the reduction and one comparison of
+bytes after it.
 """
 from __future__ import annotations
 
@@ -34,26 +35,32 @@ _MIN_DIGIT_BITS = 8  # fewer bits per element, and a check would need too many e
 class Trailer:
     """The check elements of reductions `op` of `dtype` over `members` processes, at the end of a buffer of
     `buffer_bytes`. `write` and `agrees` run on every checked reduction, so each kind of check is its own
-    subclass with nothing to decide per call."""
+    subclass with nothing to decide per call, and the prediction is bytes: after the reduction (when the
+    process comes back from waiting, its caches cold) checking it is one comparison of bytes, not a
+    conversion of the reduced elements to Python numbers."""
 
-    __slots__ = ("length", "nbytes", "offset", "members", "_pack_into", "_unpack_from")
+    __slots__ = ("length", "nbytes", "offset", "members", "_pack_into", "_pack")
 
     def __init__(self, dtype: np.dtype, layout: str, members: int, buffer_bytes: int) -> None:
-        packer = struct.Struct("<" + layout)  # pad bytes (half a complex element) stay zero
-        self._pack_into, self._unpack_from = packer.pack_into, packer.unpack_from
+        packer = struct.Struct("<" + layout)  # pad bytes (half a complex element) are zeros, and reduce to zeros
+        self._pack_into, self._pack = packer.pack_into, packer.pack
         self.members = members
         self.nbytes = packer.size
         self.length = self.nbytes // dtype.itemsize
         self.offset = buffer_bytes - self.nbytes
 
-    def write(self, buffer: Any, chain: int) -> tuple:
+    def write(self, buffer: Any, chain: int) -> bytes:
         """Put this member's check for history hash `chain` at the end of `buffer` (any writable buffer: a
-        bytearray is fastest); returns what the reduced check must read if every member agrees (for `agrees`)."""
-        raise NotImplementedError
+        bytearray is fastest); returns the bytes the reduced check must be if every member agrees."""
+        raise NotImplementedError  # each kind of check writes its own
 
-    def agrees(self, buffer: Any, expected: tuple) -> bool:
-        """Whether the reduced check at the end of `buffer` reads as `write` predicted: every member agrees."""
-        return self._unpack_from(buffer, self.offset) == expected
+    def agrees(self, buffer: Any, expected: bytes) -> bool:
+        """Whether the reduced check at the end of `buffer` (a bytearray, or a C-contiguous array) is the bytes
+        `write` predicted: every member agrees. Bytes equal exactly when the values do, except that they
+        also tell -0.0 from 0.0, which members that agree never produce (their sums and extremes are exact)."""
+        if type(buffer) is bytearray:
+            return buffer.startswith(expected, self.offset)
+        return memoryview(buffer).cast("B")[self.offset:self.offset + self.nbytes] == expected
 
 
 class _ExtremeTrailer(Trailer):
@@ -65,10 +72,10 @@ class _ExtremeTrailer(Trailer):
         super().__init__(dtype, code * 2, members, buffer_bytes)
         self._modulus = (1 << min(bits, _HASH_BITS)) - 1
 
-    def write(self, buffer: Any, chain: int) -> tuple:
+    def write(self, buffer: Any, chain: int) -> bytes:
         word = 1 + chain % self._modulus
         self._pack_into(buffer, self.offset, word, -word)
-        return word, -word
+        return self._pack(word, -word)
 
 
 class _SumTrailer(Trailer):
@@ -83,34 +90,34 @@ class _SumTrailer(Trailer):
         pad = "x" * (dtype.itemsize // 2) if dtype.kind == "c" and digits % 2 else ""
         super().__init__(dtype, code * digits + pad, members, buffer_bytes)
 
-    def write(self, buffer: Any, chain: int) -> tuple:
+    def write(self, buffer: Any, chain: int) -> bytes:
         size, mask, members = self._size, self._mask, self.members
         digits = [(chain >> shift) & mask for shift in range(0, _HASH_BITS, size)]
         self._pack_into(buffer, self.offset, *digits)
-        return tuple([members * digit for digit in digits])
+        return self._pack(*[members * digit for digit in digits])
 
 
 class _OneDigitSumTrailer(_SumTrailer):
-    """sum with the whole hash in one digit (64-bit types over up to 2**19 processes)."""
+    """sum with the whole hash in one digit: float64 over fewer than 2**21 processes, int64 (and complex128)."""
 
     __slots__ = ()
 
-    def write(self, buffer: Any, chain: int) -> tuple:
+    def write(self, buffer: Any, chain: int) -> bytes:
         digit = chain & self._mask
         self._pack_into(buffer, self.offset, digit)
-        return (self.members * digit,)
+        return self._pack(self.members * digit)
 
 
 class _TwoDigitSumTrailer(_SumTrailer):
-    """sum with the hash in two digits: the common case (float32 over up to 1023 processes, any 64-bit type),
-    spelled out, since it runs on every small reduction."""
+    """sum with the hash in two digits: float32 and complex64 over up to 255 processes, int32 over fewer than
+    32768; the common case, spelled out, since it runs on every small reduction."""
 
     __slots__ = ()
 
-    def write(self, buffer: Any, chain: int) -> tuple:
+    def write(self, buffer: Any, chain: int) -> bytes:
         low, high = chain & self._mask, chain >> self._size
         self._pack_into(buffer, self.offset, low, high)
-        return self.members * low, self.members * high
+        return self._pack(self.members * low, self.members * high)
 
 
 def _digit_bits(bits: int, members: int) -> int:
