@@ -123,7 +123,9 @@ class ProcessGroup:
                 send = result = send.reshape(shape)
         elif check is not None:  # a large checked reduction's buffer: the data, then the check
             flat = buffers.empty((plan.size + check.length,), dtype)
-            send = result = flat[:plan.size].reshape(shape)
+            send = result = flat[:plan.size]
+            if len(shape) != 1:
+                send = result = send.reshape(shape)
         elif callable(source):
             send = result = buffers.empty(shape, dtype)
         else:

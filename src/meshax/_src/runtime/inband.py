@@ -55,12 +55,13 @@ class Trailer:
         raise NotImplementedError  # each kind of check writes its own
 
     def agrees(self, buffer: Any, expected: bytes) -> bool:
-        """Whether the reduced check at the end of `buffer` (a bytearray, or a C-contiguous array) is the bytes
-        `write` predicted: every member agrees. Bytes equal exactly when the values do, except that they
-        also tell -0.0 from 0.0, which members that agree never produce (their sums and extremes are exact)."""
+        """Whether the reduced check at the end of `buffer` (a bytearray, or a 1-d array of the reduction's dtype,
+        `buffer_bytes` long) is the bytes `write` predicted: every member agrees. Bytes are equal exactly when
+        the values are, except that they also tell -0.0 from 0.0, which members that agree never produce
+        (their sums and extremes are exact)."""
         if type(buffer) is bytearray:
             return buffer.startswith(expected, self.offset)
-        return memoryview(buffer).cast("B")[self.offset:self.offset + self.nbytes] == expected
+        return buffer[-self.length:].tobytes() == expected
 
 
 class _ExtremeTrailer(Trailer):
