@@ -1,9 +1,12 @@
 """Cost of the desync check (on by default; MESHAX_CHECK=0 turns it off) on a 4 KB and a 1 MiB psum in jit(shard_map).
 
 Run: python -m meshax launch -n 4 --cpu-devices 2 benchmarks/bench_desync_check.py   (and -n 2 --cpu-devices 4)
-After a warm-up, alternates the check off and on every 10 calls for 400 rounds (50 for 1 MiB; both orders, so both see the
-same machine load; the psum itself keeps the processes in step) and prints the median time per call of each,
-their difference, and the median of the per-round ratios on/off."""
+After a warm-up, alternates the check off and on every 10 calls for 400 rounds (100 for 1 MiB; both orders, so both see
+the same machine load; the psum itself keeps the processes in step) and prints the median time per call of each,
+their difference, the median of the per-round ratios on/off, and the machine's load average: on a loaded machine the
+times mean little and single ratios vary by several percent (repeat, and take medians). Goal (issue 15's decision):
+ratio <= 1.05 at 4 KB, <= 1.01 at 1 MiB."""
+import os
 import statistics
 import time
 
@@ -41,9 +44,10 @@ def measure(elements: int, rounds: int, warmup: int) -> tuple[float, float, floa
     return statistics.median(times[False]), statistics.median(times[True]), ratio
 
 
-for label, elements, rounds, warmup in (("4 KB", 1024, ROUNDS, 200), ("1 MiB", 1 << 18, ROUNDS // 8, 20)):
+for label, elements, rounds, warmup in (("4 KB", 1024, ROUNDS, 200), ("1 MiB", 1 << 18, ROUNDS // 4, 20)):
     off, on, ratio = measure(elements, rounds, warmup)
     if meshax.process_index() == 0:
         print(f"psum {label} per device, {meshax.process_count()}x{meshax.local_device_count()}: check off "
               f"{off * 1e6:.1f} us, on {on * 1e6:.1f} us, difference {(on - off) * 1e6:.1f} us, "
-              f"median per-round ratio on/off {ratio:.3f}", flush=True)
+              f"median per-round ratio on/off {ratio:.3f} (load average {os.getloadavg()[0]:.1f} on "
+              f"{os.cpu_count()} CPUs)", flush=True)

@@ -65,3 +65,18 @@ def test_large_reductions_across_processes(n, k):
     assert sorted(by_process) == list(range(n)), result.stdout[-3000:]
     for index, lines in by_process.items():
         assert any("large reductions ok: 12 cases" in line for line in lines), (index, lines[-5:])
+
+
+SMALL = Path(__file__).parent / "programs" / "coll_small_dtypes.py"
+
+
+@pytest.mark.parametrize("n,k", [(2, 1)] + LAYOUTS, ids=["2x1"] + IDS)
+def test_small_reductions_of_every_checked_dtype(n, k):
+    """Reductions that carry the in-band check (inband.py), in each dtype and block size; one device per process
+    reduces blocks of their own shape, more devices one flat buffer of all their groups."""
+    result = run_launcher(str(SMALL.relative_to(SMALL.parents[2])), n, k, timeout=TIMEOUT)
+    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+    by_process = lines_by_process(result.stdout)
+    assert sorted(by_process) == list(range(n)), result.stdout[-3000:]
+    for index, lines in by_process.items():
+        assert any("small reductions ok: 84 cases" in line for line in lines), (index, lines[-5:])

@@ -46,7 +46,7 @@ def test_equal_histories_agree_and_different_histories_are_caught(dtype, op, mem
             assert not any(check.agrees(total, e) for e in expected)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.complex64])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.complex64, np.float64, np.int64, np.complex128])
 def test_every_bit_of_the_hash_is_checked(dtype):
     """Two histories whose hashes differ in a single bit are told apart, whichever bit it is."""
     for bit in range(32):
@@ -115,3 +115,17 @@ def test_a_long_transfer_among_some_processes_while_the_others_wait_for_them_is_
     states = {0: waiting("0,1", 5, 11, "reshard"), 1: waiting("0,1", 5, 11, "reshard"),
               2: waiting("0,1,2,3", 9, 33, "barrier"), 3: waiting("0,1,2,3", 9, 33, "barrier")}
     assert [judge.verdict(states, {0, 1, 2, 3}, set())[0] for _ in range(3)] == ["wait"] * 3
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ["sum", "max", "min"])
+def test_zero_digits_and_extreme_hashes_agree(dtype, op):
+    """The check compares bytes: digits of zero reduce to +0.0 (never -0.0), so equal histories agree for the
+    smallest and largest hashes too, and pad bytes of complex trailers reduce to zeros."""
+    if op != "sum" and np.dtype(dtype).kind == "c":
+        return
+    for members in (2, 3):
+        for chain in (0, 1, 1 << 22, 2**32 - 1):
+            check, total, expected = reduced_buffer([chain] * members, dtype, op)
+            assert check.agrees(total, expected[0]), (members, chain)
+            assert check.agrees(bytearray(total.tobytes()), expected[0]), (members, chain)

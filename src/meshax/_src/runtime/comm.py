@@ -22,6 +22,7 @@ from .watch import Activity, communicating
 
 
 _REDUCTIONS = ("sum", "prod", "max", "min")
+_PLANS_KEPT = 1024  # reductions planned per group (shape, dtype, op); more, and the plans start over
 _NUMPY_OPS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 SHARED_MEMORY_FROM = 1 << 20  # bytes; smaller reductions are latency-bound and MPI's own path is best
 CHECKED_BYTES = 4096 + 64  # the one size of every small checked reduction: 4 KiB of data and the check
@@ -44,7 +45,12 @@ class ProcessGroup:
         # Decided from the job's host table, not collectively: members that run different operations must never
         # meet in different collectives before their check has caught it.
         self._reducer = SharedMemoryReducer(comm) if one_machine and self.size > 1 else None
-        self._bare_check = bytearray(CHECKED_BYTES)  # what _agree reduces: zeros and a check
+        MPI = mpi_module()
+        self._in_place, self._max = MPI.IN_PLACE, MPI.MAX
+        self._bare_check = bytearray(CHECKED_BYTES)  # what _agree reduces (as int64): zeros and a check
+        self._bare_message = (self._bare_check, MPI.INT64_T)
+        self._bare_trailer = inband.trailer(np.dtype(np.int64), "max", self.size, CHECKED_BYTES)
+        self._reductions: dict[tuple, _Reduction] = {}  # by (shape, dtype, op, checking)
 
     @contextlib.contextmanager
     def _operation(self, name: str, signature: Any, agree_first: bool = True) -> Iterator[Activity]:
@@ -67,10 +73,10 @@ class ProcessGroup:
     def _agree(self, activity: Activity) -> None:
         """Check, in one small allreduce of only a trailer, that every member is at the same step of the same
         history."""
-        check = inband.trailer(np.dtype(np.int64), "max", self.size, CHECKED_BYTES)
+        check = self._bare_trailer
         assert check is not None
         expected = check.write(self._bare_check, activity.chain)
-        self.comm.Allreduce(mpi_module().IN_PLACE, np.frombuffer(self._bare_check, np.int64), op=self._mpi_op("max"))
+        self.comm.Allreduce(self._in_place, self._bare_message, op=self._max)
         if not check.agrees(self._bare_check, expected):
             self._bare_check[:] = bytes(CHECKED_BYTES)  # a member reducing something else may have left data
             self._desync(activity, "the members' histories differ")
@@ -105,19 +111,21 @@ class ProcessGroup:
         """The reduction `op` over the group of `source`: an array, or how to fill one of `shape` and `dtype`.
         When checking, the check travels in the reduced buffer itself (inband.py): small reductions in one
         buffer of the one checked size, larger ones after their data."""
-        mpi_op, size = self._mpi_op(op), math.prod(shape)
-        check = inband.trailer(dtype, op, self.size, CHECKED_BYTES) if config.read("meshax_check") else None
-        small = check is not None and size * dtype.itemsize + check.nbytes <= CHECKED_BYTES
-        flat = None  # a large checked reduction's buffer: the data, then the check
-        if small:  # the data and the check in one buffer of the one checked size; zeros between them
-            assert check is not None
+        checking = config.read("meshax_check")
+        plan = self._reductions.get((shape, dtype, op, checking))
+        if plan is None:
+            plan = self._plan_reduction(shape, dtype, op, checking)
+        check, raw, flat = plan.check, None, None
+        if plan.small:  # the data and the check in one buffer of the one checked size; zeros between them
             raw = bytearray(CHECKED_BYTES)  # zeros; struct writes the check into a bytearray faster than into NumPy
-            whole = np.frombuffer(raw, dtype)
-            send = result = whole[:size] if len(shape) == 1 else whole[:size].reshape(shape)
-        elif check is not None:
-            flat = buffers.empty((size + check.length,), dtype)
-            check = inband.trailer(dtype, op, self.size, flat.nbytes)
-            send = result = flat[:size].reshape(shape)
+            send = result = np.frombuffer(raw, dtype, plan.size)
+            if len(shape) != 1:
+                send = result = send.reshape(shape)
+        elif check is not None:  # a large checked reduction's buffer: the data, then the check
+            flat = buffers.empty((plan.size + check.length,), dtype)
+            send = result = flat[:plan.size]
+            if len(shape) != 1:
+                send = result = send.reshape(shape)
         elif callable(source):
             send = result = buffers.empty(shape, dtype)
         else:
@@ -126,32 +134,42 @@ class ProcessGroup:
             source(send)
         elif send is not source:
             send[...] = source
-        nans = np.isnan(send) if op in ("max", "min") and dtype.kind in "fc" else None
-        with self._operation("Allreduce", (op, shape, dtype.str), agree_first=check is None) as activity:
-            if small:
-                assert check is not None
-                expected = check.write(raw, activity.chain)
-                self.comm.Allreduce(mpi_module().IN_PLACE, whole, op=mpi_op)
-                if not check.agrees(raw, expected):
-                    self._desync(activity, "the members' histories differ")
-            elif flat is not None:
-                assert check is not None
-                expected = check.write(flat, activity.chain)
-                if self._reducer is not None and flat.nbytes >= SHARED_MEMORY_FROM:
-                    self._reducer.allreduce(flat, flat, _NUMPY_OPS[op])  # NumPy propagates NaN itself
+        nans = np.isnan(send) if plan.nans else None
+        with communicating(plan.what, self.ranks, plan.entry) as activity:
+            if checking and check is None:
+                self._agree(activity)
+            try:
+                if raw is not None:
+                    expected = check.write(raw, activity.chain)
+                    self.comm.Allreduce(self._in_place, (raw, plan.datatype), op=plan.mpi_op)
+                    if not raw.startswith(expected, check.offset):  # check.agrees(raw, expected), inlined
+                        self._desync(activity, "the members' histories differ")
+                elif flat is not None:
+                    expected = check.write(flat, activity.chain)
+                    if self._reducer is not None and flat.nbytes >= SHARED_MEMORY_FROM:
+                        self._reducer.allreduce(flat, flat, _NUMPY_OPS[op])  # NumPy propagates NaN itself
+                        nans = None
+                    else:
+                        self.comm.Allreduce(self._in_place, flat, op=plan.mpi_op)
+                    if not check.agrees(flat, expected):
+                        self._desync(activity, "the members' histories differ")
+                elif self._reducer is not None and send.nbytes >= SHARED_MEMORY_FROM:  # NumPy propagates NaN
+                    self._reducer.allreduce(send.reshape(-1), result.reshape(-1), _NUMPY_OPS[op])
                     nans = None
                 else:
-                    self.comm.Allreduce(mpi_module().IN_PLACE, flat, op=mpi_op)
-                if not check.agrees(flat, expected):
-                    self._desync(activity, "the members' histories differ")
-            elif self._reducer is not None and send.nbytes >= SHARED_MEMORY_FROM:  # NumPy propagates NaN itself
-                self._reducer.allreduce(send.reshape(-1), result.reshape(-1), _NUMPY_OPS[op])
-                nans = None
-            else:
-                self.comm.Allreduce(mpi_module().IN_PLACE if send is result else send, result, op=mpi_op)
-            if nans is not None:
-                self._propagate_nans(nans.reshape(-1), result.reshape(-1))
+                    self.comm.Allreduce(self._in_place if send is result else send, result, op=plan.mpi_op)
+                if nans is not None:
+                    self._propagate_nans(nans.reshape(-1), result.reshape(-1))
+            except mpi_module().Exception as error:  # e.g. a message truncated: the members' sizes differ
+                self._desync(activity, f"MPI failed: {str(error).splitlines()[0]}")
         return result
+
+    def _plan_reduction(self, shape: tuple[int, ...], dtype: np.dtype, op: str, checking: bool) -> "_Reduction":
+        """Work out, once per shape, dtype, op and checking, what every such reduction needs."""
+        if len(self._reductions) >= _PLANS_KEPT:
+            self._reductions.clear()
+        plan = self._reductions[(shape, dtype, op, checking)] = _Reduction(self, shape, dtype, op, checking)
+        return plan
 
     def _propagate_nans(self, nans: np.ndarray, result: np.ndarray) -> None:
         """Put NaN wherever any member had one: MPI's MAX and MIN may skip NaN, NumPy's propagate it."""
@@ -202,3 +220,24 @@ class ProcessGroup:
         with self._operation("Barrier", None):
             if not config.read("meshax_check"):  # else agreeing (an allreduce) already synchronised everyone
                 self.comm.Barrier()
+
+
+class _Reduction:
+    """What every reduction of one shape, dtype and op over one group needs, worked out once (a training step
+    makes the same reductions every time): its history entry, MPI's op and datatype, and its in-band check if
+    checking: `small` ones travel in a buffer of CHECKED_BYTES, others after their data."""
+
+    __slots__ = ("size", "entry", "what", "mpi_op", "datatype", "check", "small", "nans")
+
+    def __init__(self, group: ProcessGroup, shape: tuple[int, ...], dtype: np.dtype, op: str, checking: bool) -> None:
+        self.size = math.prod(shape)
+        self.entry = f"MPI Allreduce {(op, shape, dtype.str)}"
+        self.what = f"{self.entry} {group._where}"
+        self.mpi_op = group._mpi_op(op)
+        self.nans = op in ("max", "min") and dtype.kind in "fc"
+        check = inband.trailer(dtype, op, group.size, CHECKED_BYTES) if checking else None
+        self.small = check is not None and self.size * dtype.itemsize + check.nbytes <= CHECKED_BYTES
+        self.datatype = mpi_module().Datatype.fromcode(dtype.char) if self.small else None  # predefined: no Free
+        if check is not None and not self.small:
+            check = inband.trailer(dtype, op, group.size, (self.size + check.length) * dtype.itemsize)
+        self.check = check

@@ -15,12 +15,14 @@ members appended the same elements:
 A member whose buffer has another size or dtype makes the trailers land elsewhere or read
 as other numbers, so they disagree too. Reductions in other dtypes (or `prod`) are checked
 by a separate small allreduce instead. This runs on every small reduction, so a check is
-one `pack_into` before the reduction and one `unpack_from` after it.
+one `pack_into` and one `pack` (the prediction) before the reduction and one comparison of
+bytes after it.
 """
 from __future__ import annotations
 
 import functools
 import struct
+from typing import Any
 
 import numpy as np
 
@@ -32,44 +34,91 @@ _MIN_DIGIT_BITS = 8  # fewer bits per element, and a check would need too many e
 
 class Trailer:
     """The check elements of reductions `op` of `dtype` over `members` processes, at the end of a buffer of
-    `buffer_bytes`."""
+    `buffer_bytes`. `write` and `agrees` run on every checked reduction, so each kind of check is its own
+    subclass with nothing to decide per call, and the prediction is bytes: after the reduction (when the
+    process comes back from waiting, its caches cold) checking it is one comparison of bytes, not a
+    conversion of the reduced elements to Python numbers."""
 
-    __slots__ = ("length", "nbytes", "_struct", "_offset", "_members", "_size", "_digits", "_modulus")
+    __slots__ = ("length", "nbytes", "offset", "members", "_pack_into", "_pack")
 
-    def __init__(self, dtype: np.dtype, op: str, members: int, buffer_bytes: int) -> None:
-        bits = _EXACT_BITS[(dtype.kind, dtype.itemsize)]
-        code = _FORMATS[(dtype.kind, dtype.itemsize)]
-        self._members, self._modulus = members, 0
-        if op in ("max", "min"):
-            self._modulus, layout = (1 << min(bits, _HASH_BITS)) - 1, code * 2
-        else:
-            self._size = _digit_bits(bits, members)
-            self._digits = -(-_HASH_BITS // self._size)
-            layout = code * self._digits + ("x" * (dtype.itemsize // 2) if dtype.kind == "c" and self._digits % 2 else "")
-        self._struct = struct.Struct("<" + layout)  # pad bytes (half a complex element) stay zero
-        self.nbytes = self._struct.size
+    def __init__(self, dtype: np.dtype, layout: str, members: int, buffer_bytes: int) -> None:
+        packer = struct.Struct("<" + layout)  # pad bytes (half a complex element) are zeros, and reduce to zeros
+        self._pack_into, self._pack = packer.pack_into, packer.pack
+        self.members = members
+        self.nbytes = packer.size
         self.length = self.nbytes // dtype.itemsize
-        self._offset = buffer_bytes - self.nbytes
+        self.offset = buffer_bytes - self.nbytes
 
-    def write(self, buffer: bytearray, chain: int) -> tuple:
-        """Put this member's check for history hash `chain` at the end of `buffer`; returns what the reduced
-        check must read if every member agrees (for `agrees`)."""
-        if self._modulus:
-            word = 1 + chain % self._modulus
-            self._struct.pack_into(buffer, self._offset, word, -word)
-            return word, -word
-        size, members = self._size, self._members
-        if self._digits == 2:  # the common case, spelled out: this runs on every small reduction
-            low, high = chain & ((1 << size) - 1), chain >> size
-            self._struct.pack_into(buffer, self._offset, low, high)
-            return members * low, members * high
-        digits = [(chain >> shift) & ((1 << size) - 1) for shift in range(0, _HASH_BITS, size)]
-        self._struct.pack_into(buffer, self._offset, *digits)
-        return tuple([members * digit for digit in digits])
+    def write(self, buffer: Any, chain: int) -> bytes:
+        """Put this member's check for history hash `chain` at the end of `buffer` (any writable buffer: a
+        bytearray is fastest); returns the bytes the reduced check must be if every member agrees."""
+        raise NotImplementedError  # each kind of check writes its own
 
-    def agrees(self, buffer: bytearray, expected: tuple) -> bool:
-        """Whether the reduced check at the end of `buffer` reads as `write` predicted: every member agrees."""
-        return self._struct.unpack_from(buffer, self._offset) == expected
+    def agrees(self, buffer: Any, expected: bytes) -> bool:
+        """Whether the reduced check at the end of `buffer` (a bytearray, or a 1-d array of the reduction's dtype,
+        `buffer_bytes` long) is the bytes `write` predicted: every member agrees. Bytes are equal exactly when
+        the values are, except that they also tell -0.0 from 0.0, which members that agree never produce
+        (their sums and extremes are exact)."""
+        if type(buffer) is bytearray:
+            return buffer.startswith(expected, self.offset)
+        return buffer[-self.length:].tobytes() == expected
+
+
+class _ExtremeTrailer(Trailer):
+    """max and min: (w, -w) for a word w >= 1 of the hash comes back as (max w, -min w)."""
+
+    __slots__ = ("_modulus",)
+
+    def __init__(self, dtype: np.dtype, code: str, bits: int, members: int, buffer_bytes: int) -> None:
+        super().__init__(dtype, code * 2, members, buffer_bytes)
+        self._modulus = (1 << min(bits, _HASH_BITS)) - 1
+
+    def write(self, buffer: Any, chain: int) -> bytes:
+        word = 1 + chain % self._modulus
+        self._pack_into(buffer, self.offset, word, -word)
+        return self._pack(word, -word)
+
+
+class _SumTrailer(Trailer):
+    """sum: the hash in digits of `size` bits, which come back as the members' sums of each digit."""
+
+    __slots__ = ("_size", "_mask")
+
+    def __init__(self, dtype: np.dtype, code: str, bits: int, members: int, buffer_bytes: int) -> None:
+        self._size = _digit_bits(bits, members)
+        self._mask = (1 << self._size) - 1
+        digits = -(-_HASH_BITS // self._size)
+        pad = "x" * (dtype.itemsize // 2) if dtype.kind == "c" and digits % 2 else ""
+        super().__init__(dtype, code * digits + pad, members, buffer_bytes)
+
+    def write(self, buffer: Any, chain: int) -> bytes:
+        size, mask, members = self._size, self._mask, self.members
+        digits = [(chain >> shift) & mask for shift in range(0, _HASH_BITS, size)]
+        self._pack_into(buffer, self.offset, *digits)
+        return self._pack(*[members * digit for digit in digits])
+
+
+class _OneDigitSumTrailer(_SumTrailer):
+    """sum with the whole hash in one digit: float64 over fewer than 2**21 processes, int64 (and complex128)."""
+
+    __slots__ = ()
+
+    def write(self, buffer: Any, chain: int) -> bytes:
+        digit = chain & self._mask
+        self._pack_into(buffer, self.offset, digit)
+        return self._pack(self.members * digit)
+
+
+class _TwoDigitSumTrailer(_SumTrailer):
+    """sum with the hash in two digits: float32 and complex64 over up to 255 processes, int32 over fewer than
+    32768; the common case, spelled out, since it runs on every small reduction."""
+
+    __slots__ = ()
+
+    def write(self, buffer: Any, chain: int) -> bytes:
+        low, high = chain & self._mask, chain >> self._size
+        self._pack_into(buffer, self.offset, low, high)
+        return self._pack(self.members * low, self.members * high)
 
 
 def _digit_bits(bits: int, members: int) -> int:
@@ -81,9 +130,14 @@ def _digit_bits(bits: int, members: int) -> int:
 def trailer(dtype: np.dtype, op: str, members: int, buffer_bytes: int) -> Trailer | None:
     """The check of reductions `op` of `dtype` over `members` processes at the end of buffers of `buffer_bytes`,
     or None if they cannot carry one."""
-    bits = _EXACT_BITS.get((dtype.kind, dtype.itemsize))
+    key = (dtype.kind, dtype.itemsize)
+    bits = _EXACT_BITS.get(key)
     if bits is None or op == "prod" or (op in ("max", "min") and dtype.kind == "c"):
         return None
-    if op == "sum" and _digit_bits(bits, members) < _MIN_DIGIT_BITS:
+    if op in ("max", "min"):
+        return _ExtremeTrailer(dtype, _FORMATS[key], bits, members, buffer_bytes)
+    size = _digit_bits(bits, members)
+    if size < _MIN_DIGIT_BITS:
         return None
-    return Trailer(dtype, op, members, buffer_bytes)
+    kind = {1: _OneDigitSumTrailer, 2: _TwoDigitSumTrailer}.get(-(-_HASH_BITS // size), _SumTrailer)
+    return kind(dtype, _FORMATS[key], bits, members, buffer_bytes)
