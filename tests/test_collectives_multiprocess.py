@@ -53,18 +53,23 @@ def test_every_collective_across_processes(n, k):
         assert expected in lines, (index, lines[-5:])
 
 
+def expect_every_process_prints(program: Path, n: int, k: int, line: str) -> None:
+    """Run `program` as an n x k launcher job: it exits 0 and each process prints a line containing `line`."""
+    result = run_launcher(str(program.relative_to(program.parents[2])), n, k, timeout=TIMEOUT)
+    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+    by_process = lines_by_process(result.stdout)
+    assert sorted(by_process) == list(range(n)), result.stdout[-3000:]
+    for index, lines in by_process.items():
+        assert any(line in printed for printed in lines), (index, lines[-5:])
+
+
 LARGE = Path(__file__).parent / "programs" / "coll_large_reduce.py"
 
 
 @pytest.mark.parametrize("n,k", LAYOUTS, ids=IDS)
 def test_large_reductions_across_processes(n, k):
     """Reductions of 2 MiB per device go through the shared-memory Allreduce; NaN and inf propagate."""
-    result = run_launcher(str(LARGE.relative_to(LARGE.parents[2])), n, k, timeout=TIMEOUT)
-    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
-    by_process = lines_by_process(result.stdout)
-    assert sorted(by_process) == list(range(n)), result.stdout[-3000:]
-    for index, lines in by_process.items():
-        assert any("large reductions ok: 12 cases" in line for line in lines), (index, lines[-5:])
+    expect_every_process_prints(LARGE, n, k, "large reductions ok: 12 cases")
 
 
 SMALL = Path(__file__).parent / "programs" / "coll_small_dtypes.py"
@@ -74,9 +79,4 @@ SMALL = Path(__file__).parent / "programs" / "coll_small_dtypes.py"
 def test_small_reductions_of_every_checked_dtype(n, k):
     """Reductions that carry the in-band check (inband.py), in each dtype and block size; one device per process
     reduces blocks of their own shape, more devices one flat buffer of all their groups."""
-    result = run_launcher(str(SMALL.relative_to(SMALL.parents[2])), n, k, timeout=TIMEOUT)
-    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
-    by_process = lines_by_process(result.stdout)
-    assert sorted(by_process) == list(range(n)), result.stdout[-3000:]
-    for index, lines in by_process.items():
-        assert any("small reductions ok: 84 cases" in line for line in lines), (index, lines[-5:])
+    expect_every_process_prints(SMALL, n, k, "small reductions ok: 84 cases")

@@ -9,6 +9,7 @@ import pytest
 
 import meshax
 import meshax.numpy as mnp
+from mlp_step import sgd_step
 from meshax._src.interpreters import schedule as schedule_module
 from meshax._src.interpreters.fusion import executable, fused_p
 
@@ -167,26 +168,14 @@ def test_data_parallel_gradients_are_reduced_together(monkeypatch):
     monkeypatch.setattr(eager_programs, "allreduce_devices_many",
                         lambda mesh, axes, values, op: (calls.append(len(values)), original(mesh, axes, values, op))[1])
 
-    def step(lib, np_):
-        def loss(params, x, labels):
-            h = lib.nn.relu(x @ params[0]["w"] + params[0]["b"])
-            logits = h @ params[1]["w"] + params[1]["b"]
-            return -np_.mean(np_.sum(lib.nn.one_hot(labels, 4) * lib.nn.log_softmax(logits), axis=-1))
-
-        def run(params, x, labels):
-            value, grads = lib.value_and_grad(loss)(params, x, labels)
-            return lib.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads), value
-
-        return run
-
     mesh = meshax.sharding.Mesh(np.array(meshax.devices()[:DEVICES]), ("d",))
     NS, P = meshax.sharding.NamedSharding, meshax.sharding.PartitionSpec
     rows, replicated = NS(mesh, P("d")), NS(mesh, P())
-    jitted = meshax.jit(step(meshax, mnp), in_shardings=(replicated, rows, rows), out_shardings=(replicated, replicated))
+    jitted = meshax.jit(sgd_step(meshax, mnp), in_shardings=(replicated, rows, rows), out_shardings=(replicated, replicated))
     params = meshax.device_put(PARAMS, replicated)
     ours = jitted(params, meshax.device_put(X, rows), meshax.device_put(LABELS, rows))
     assert max(calls) == 2 * len(PARAMS), calls  # every weight's and bias's gradient in one reduction
-    assert_same_tree(ours, jax.jit(step(jax, jjnp))(PARAMS, X, LABELS))
+    assert_same_tree(ours, jax.jit(sgd_step(jax, jjnp))(PARAMS, X, LABELS))
 
 
 def test_held_reductions_are_bounded(monkeypatch):
