@@ -19,7 +19,7 @@ from ..interpreters.batching import batching_rules
 from ..interpreters.eager import eager_rules
 from ..interpreters.numpy_eval import structured_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, staging_rules, trace_to_jaxpr
-from ..core.dtypes import float0
+from ..core.dtypes import dtype_of, float0
 from ..core.jaxpr import eval_jaxpr
 from ..primitives import array_primitives as P
 from ..tree.tree_util import tree_flatten, tree_unflatten
@@ -175,6 +175,9 @@ def instantiate_typed(t: Any) -> Any:
         return t
     zeros = instantiate(t)
     if t.aval.weak_type and t.aval.dtype != float0:
+        scalar = zeros.dtype.type(0).item()  # a Python 0 of the kind: weakly typed itself, and no staged equation
+        if t.aval.shape == () and dtype_of(scalar) == (t.aval.dtype, True):
+            return scalar
         return P.convert_element_type.bind(zeros, new_dtype=t.aval.dtype, weak_type=True)
     return zeros
 
