@@ -33,7 +33,8 @@ PLACEMENTS = [
 ]
 
 
-@pytest.mark.parametrize("source, target", PLACEMENTS, ids=[str(t) for _, t in PLACEMENTS])
+@pytest.mark.parametrize("source, target", PLACEMENTS,  # ids sorted: a set's order differs between processes
+                         ids=[f"{spec}-unreduced={sorted(kw['unreduced'])}" for _, (spec, kw) in PLACEMENTS])
 def test_placing_values_as_partial_sums_as_jax(source, target):
     def run(lib, np_):
         with lib.set_mesh(explicit(lib)):
