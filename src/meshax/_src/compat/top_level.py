@@ -16,10 +16,9 @@ from ..runtime import devices as device_table
 from ..transforms.autodiff import vjp
 from ..arrays.array import Array, live
 from ..config import config
-from ..core.core import ShapedArray, Tracer, aval_of, define_primitive
+from ..core.core import Tracer, aval_of
 from ..interpreters.staging import compile_time_eval, consts_as_inputs, trace_to_jaxpr
 from ..core.jaxpr import eval_jaxpr
-from ..sharding.placement_rules import replicate_all
 from ..tree.tree_util import tree_flatten, tree_map, tree_unflatten
 from ..core.dtypes import issubdtype
 from ..transforms.jacobians import jacrev

@@ -138,8 +138,7 @@ def _dot_transpose_side(ct: Any, other: Any, aval: Any, other_ndim: int, contrac
         # device's partial sum; the reshard that made it reduced sums them), as JAX's transpose types it
         ct_spec = aval_of(ct).explicit
         split = {a for d in ct_free_other for a in (ct_spec[d] if ct_spec else ())}
-        out_sharding = PartitionSpec(*[None if not e else e[0] if len(e) == 1 else tuple(e) for e in entries],
-                                     unreduced=aval.reduced & split)
+        out_sharding = PartitionSpec.from_entries(entries, unreduced=aval.reduced & split)
     result = _dot(ct, other, (tuple(ct_free_other), tuple(other_free)), (tuple(range(nb)), tuple(other_batch)),
                   params, out_sharding)
     permutation = tuple(position[d] for d in range(ndim))
@@ -296,8 +295,7 @@ def _zeros_for(aval: Any, ct: Any) -> Any:
     base = zeros(aval)
     partial = aval_of(ct)
     if partial.unreduced and partial.mesh is not None:
-        spec = PartitionSpec(*[None if not e else e[0] if len(e) == 1 else tuple(e) for e in aval.explicit],
-                             unreduced=partial.unreduced)
+        spec = PartitionSpec.from_entries(aval.explicit, unreduced=partial.unreduced)
         base = P.sharding_constraint.bind(base, sharding=NamedSharding(partial.mesh, spec))
     return base
 

@@ -11,7 +11,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import cpu_kernels
-from ..runtime import compute_pool as device_pool
 from ..sharding import placement_rules as rules
 from ..sharding.explicit_rules import gather_sources
 from ..arrays.placement import device_put, sharding_constraint

@@ -47,8 +47,7 @@ def sharding_of(aval: Any) -> TypeSharding:
     if mesh.empty:
         return TypeSharding(mesh, PartitionSpec(unreduced=aval.unreduced, reduced=aval.reduced))
     entries = list(aval.explicit) or [()] * len(aval.shape)
-    spec = PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1 else tuple(axes) for axes in entries],
-                         unreduced=aval.unreduced, reduced=aval.reduced)
+    spec = PartitionSpec.from_entries(entries, unreduced=aval.unreduced, reduced=aval.reduced)
     return TypeSharding(mesh, spec)
 
 

@@ -45,6 +45,12 @@ class PartitionSpec(tuple):
 
     partitions = property(lambda self: tuple(self))
 
+    @classmethod
+    def from_entries(cls, entries: Sequence[Sequence[str]], **axis_sets: Any) -> "PartitionSpec":
+        """The spec whose dimension d is split over the mesh axes `entries[d]` (a type's per-dimension axes)."""
+        return cls(*[None if not axes else axes[0] if len(axes) == 1 else tuple(axes) for axes in entries],
+                     **axis_sets)
+
     def __repr__(self) -> str:
         entries = [repr(p) for p in self]
         for name, axes in (("unreduced", self.unreduced), ("reduced", self.reduced)):

@@ -244,9 +244,8 @@ def _check_types_match(mesh: Mesh, specs: tuple, avals: list[ShapedArray]) -> No
         given = [tuple(a for a in spec_axes(PartitionSpec(entry)) if a in names) for entry in
                  list(spec) + [None] * (aval.ndim - len(spec))]
         if given != typed:
-            as_spec = lambda entries: PartitionSpec(*[None if not e else e[0] if len(e) == 1 else e for e in entries])
-            raise ValueError(f"in_specs passed to shard_map: {as_spec(given)} does not match the specs of the input: "
-                             f"{as_spec(typed)} for arg: {aval}. `in_specs` is an optional argument so you can omit "
+            raise ValueError(f"in_specs passed to shard_map: {PartitionSpec.from_entries(given)} does not match the specs of the input: "
+                             f"{PartitionSpec.from_entries(typed)} for arg: {aval}. `in_specs` is an optional argument so you can omit "
                              "specifying it and shard_map will infer the in_specs from the arguments. If you want to "
                              "reshard your inputs, you can use `jax.reshard` on the arguments and then pass those args "
                              "to shard_map.")
@@ -261,8 +260,7 @@ def _spec_of_argument(x: Any, mesh: Mesh) -> PartitionSpec:
         return sharding.spec if isinstance(sharding, NamedSharding) and sharding.mesh == mesh else PartitionSpec()
     aval = aval_of(x)
     if any(aval.explicit):
-        return PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1 else tuple(axes)
-                               for axes in aval.explicit])
+        return PartitionSpec.from_entries(aval.explicit)
     implicit = frozenset(name for name, kind in zip(mesh.axis_names, mesh.axis_types) if kind != AxisType.Explicit)
     if isinstance(x, Tracer) and implicit:
         kind = "AxisType.Auto" if all(mesh.axis_types[mesh.axis_names.index(n)] == AxisType.Auto for n in implicit) \
