@@ -13,7 +13,8 @@ default object reprs are ignored. Verdicts per cell:
 - `listed`: it does once README's deliberate differences are accounted for: the seeds' reprs (`PartitionSpec(...)`
   for `P(...)`, meshes printed as the seeds print them, `TFRT_CPU_0` for `cpu:0`), the seeds' Auto default of
   `make_mesh` (the cell matches in the run with Explicit axes by default), jaxprs whose inputs and types agree but
-  whose equations are meshax's own, or cells printing compiler output (`as_text()`) or using offloading remat
+  whose equations are meshax's own, shard_map's out_specs replication error (it names the user's function), or
+  cells printing compiler output (`as_text()`, also through a helper an earlier such cell defined) or using offloading remat
   policies;
 - `differs`, `fails` (meshax raised, JAX did not), `missing` (the page stopped early): unexplained.
 
@@ -47,7 +48,11 @@ VERDICTS = ("same", "listed", "differs", "fails", "missing")
 # (meshax compiles nothing: `as_text()` is the jaxpr) or uses an offloading remat policy (CPU has one memory)
 LISTED_CODE = re.compile(r"\.as_text\(|\.compiler_ir\(|\.cost_analysis\(|save_and_offload_only_these_names"
                          r"|offload_dot_with_no_batch_dims")
-JAXPR_HEAD = re.compile(r"\{ lambda [^\n]*?\. let")
+JAXPR_HEAD = re.compile(r"^\{ lambda [^\n]*?\. let", re.M)  # a printed jaxpr's own inputs (not its inner ones)
+# README: shard_map's out_specs replication error names the user's function and the output (JAX: `_rem_singleton`)
+REPLICATION_ERROR = re.compile(r"shard_map applied to the function '[^']*' was given out_specs which require "
+                               r"replication.*?`jax\.shard_map`\.", re.S)
+DEFINED = re.compile(r"^def (\w+)\(", re.M)
 
 
 def cells_of(page: Path) -> list[str]:
@@ -166,6 +171,7 @@ def _seed_mesh_as_jax(text: str) -> str:
 
 def _listed_normalised(text: str) -> str:
     """The seeds' printing (README's deliberate differences) turned into JAX 0.10's."""
+    text = REPLICATION_ERROR.sub("<shard_map: an output varies over an axis its out_specs replicate>", text)
     text = SEED_DEVICE.sub(r"cpu:\1", _seed_mesh_as_jax(text))
     text = re.sub(r"\bP\(", "PartitionSpec(", text)
     return MESH_AXIS_TYPES.sub(r"\1)", text)
@@ -211,14 +217,19 @@ def _cell_verdict(cell: dict, reference: dict, code: str = "") -> str:
 def compare(ours: list[dict], theirs: list[dict], explicit: list[dict] | None = None,
             cells: list[str] | None = None) -> list[str]:
     """Per cell: 'same', 'listed' (README's deliberate differences: the seeds' reprs, or the cell matches in
-    `explicit`, meshax's run with Explicit mesh axes by default), 'differs', 'fails' (meshax raised, JAX did not)
-    or 'missing'."""
+    `explicit`, meshax's run with Explicit mesh axes by default; or it prints compiler output, itself or through a
+    function an earlier such cell defined), 'differs', 'fails' (meshax raised, JAX did not) or 'missing'."""
     verdicts = []
+    compiler_helpers: set[str] = set()
     for index, reference in enumerate(theirs):
         if index >= len(ours):
             verdicts.append("missing")
             continue
         code = cells[index] if cells is not None and index < len(cells) else ""
+        if LISTED_CODE.search(code):  # helpers defined here print compiler output wherever they are called
+            compiler_helpers.update(DEFINED.findall(code))
+        elif any(re.search(rf"\b{name}\(", code) for name in compiler_helpers):
+            code += "\n# calls a helper printing compiler output: .as_text("
         verdict = _cell_verdict(ours[index], reference, code)
         if verdict not in ("same", "listed") and explicit is not None and index < len(explicit) \
                 and _cell_verdict(explicit[index], reference, code) in ("same", "listed"):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -460,17 +460,47 @@ abstract_eval_rules[pvary_p] = lambda x, *, axes: x
 vma_rules[pvary_p] = lambda x, *, axes: x.vma | frozenset(axes)
 
 
+# a reduced value (replicated over manual axes, its cotangent unreduced) marked varying over them: identity on values
+reduced_vary_cast_p = Primitive("reduced_vary_cast_p")
+
+
+def _reduced_vary_cast_eval(x: ShapedArray, *, axes: tuple[str, ...]) -> ShapedArray:
+    if not x.reduced & frozenset(axes):
+        raise ValueError(f"reduced_vary_cast is a Reduced->Varying collective. This means that the axis names "
+                         f"mentioned in `axes` passed to `reduced_vary_cast` must be present in "
+                         f"`jax.typeof(x).mat.reduced`. Got axes={axes} and jax.typeof(x).mat.reduced={x.reduced}")
+    return x.update(reduced=x.reduced - frozenset(axes))
+
+
+abstract_eval_rules[reduced_vary_cast_p] = _reduced_vary_cast_eval
+vma_rules[reduced_vary_cast_p] = lambda x, *, axes: x.vma | frozenset(axes)
+
+
+def mesh_ordered(axes: Iterable[str]) -> tuple[str, ...]:
+    """`axes` in the order of the innermost shard_map's mesh (unknown names last, sorted)."""
+    order = list(getattr(axis_mesh(), "axis_names", ()))
+    return tuple(sorted(axes, key=lambda a: (order.index(a) if a in order else len(order), a)))
+
+
+def _marked_varying(x: Any, axes: frozenset) -> Any:
+    """`x` marked varying over `axes`: reduced ones by `reduced_vary_cast`, the others by `pvary`."""
+    reduced = axes & x.aval.reduced
+    if reduced:
+        x = reduced_vary_cast_p.bind(x, axes=mesh_ordered(reduced))
+    rest = axes - reduced
+    return pvary_p.bind(x, axes=tuple(sorted(rest))) if rest else x
+
+
 def insert_pvary(args: Sequence[Any]) -> Sequence[Any]:
     """Operands of one operation must vary over the same manual axes: invariant ones are marked varying
-    (`pvary`), as JAX does under check_vma."""
+    (`pvary`, or `reduced_vary_cast` where they are reduced), as JAX does under check_vma."""
     if not vma_checked():
         return args
     vmas = [a.aval.vma if isinstance(a, Tracer) else None for a in args]  # constants count as invariant
     union = frozenset().union(*(v for v in vmas if v is not None))
     if not union or all(v is None or v == union for v in vmas):
         return args
-    return [a if v is None or v == union else pvary_p.bind(a, axes=tuple(sorted(union - v)))
-            for a, v in zip(args, vmas)]
+    return [a if v is None or v == union else _marked_varying(a, union - v) for a, v in zip(args, vmas)]
 
 
 def define_primitive(name: str, impl: Callable[..., Any] | None, abstract_eval_rule: Callable[..., Any],

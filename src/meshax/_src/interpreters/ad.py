@@ -13,7 +13,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..arrays.placement import sharding_constraint
 from ..sharding import placement_rules as rules
+from ..sharding.shardings import NamedSharding, PartitionSpec
 from ..core.core import Primitive, ShapedArray, Trace, Tracer, aval_of, current_trace, define_primitive, set_current_trace
 from ..core.dtypes import float0
 from ..core.jaxpr import Jaxpr, Literal
@@ -60,8 +62,13 @@ def tangent_aval(aval: ShapedArray) -> ShapedArray:
 
 
 def zeros(aval: ShapedArray) -> Any:
-    """A materialised zero of `aval` (a broadcast host constant)."""
-    return np.broadcast_to(np.zeros((), aval.dtype), aval.shape)
+    """A materialised zero of `aval`: a broadcast host constant, laid out as its type says where that type
+    names Explicit mesh axes (or unreduced/reduced ones)."""
+    value = np.broadcast_to(np.zeros((), aval.dtype), aval.shape)
+    if aval.mesh is None or not (any(aval.explicit) or aval.unreduced or aval.reduced):
+        return value
+    spec = PartitionSpec.from_entries(aval.explicit, unreduced=aval.unreduced, reduced=aval.reduced)
+    return sharding_constraint.bind(value, sharding=NamedSharding(aval.mesh, spec))
 
 
 def instantiate(t: Any) -> Any:

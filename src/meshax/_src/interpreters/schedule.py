@@ -17,7 +17,8 @@ gathers next to each other (same axes and dtype) one `grouped_gather`: one excha
 What moves and what never does:
 - collectives keep their order among themselves (every process runs the same program, so this is
   only for predictability), and nothing moves past an equation with effects or a call, loop or
-  branch (which may hold collectives of its own); `pvary` and `axis_index` do not communicate;
+  branch (which may hold collectives of its own); `pvary`, its type casts and `axis_index` do
+  not communicate;
 - the values are the same: only the order of independent equations changes;
 - a moved collective keeps a value alive for longer (a gathered weight from the start, a full
   gradient until its reduction), so moves stop once they would keep more than `MAX_MOVED_BYTES` of
@@ -34,7 +35,8 @@ from .simplify import pure
 
 HOISTED = frozenset({"all_gather"})
 SUNK = frozenset({"preduce", "reduce_scatter"})
-_LOCAL = frozenset({"pvary", "axis_index"})  # collectives' relatives that do not communicate
+# collectives' relatives that do not communicate (casts that change only a type)
+_LOCAL = frozenset({"pvary", "axis_index", "reduced_vary_cast_p", "vary_unreduced_cast_p", "preduced"})
 MAX_MOVED_BYTES = 32 << 20
 grouped_sum: list[Primitive] = []  # the primitive of several sums in one reduction (lax/parallel.py puts it here)
 grouped_gather: list[Primitive] = []  # ... of several all_gathers in one exchange

@@ -14,7 +14,8 @@ import numpy as np
 
 from ..runtime import compute_pool as device_pool
 from ..arrays.array import Array
-from ..core.core import Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, impl_rules, pvary_p
+from ..core.core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, impl_rules, pvary_p,
+                         reduced_vary_cast_p)
 from .staging import inline_rules
 
 device_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(device_trace, *args, **params)
@@ -70,9 +71,15 @@ class DeviceTrace(Trace):
         return Tracer(self, aval.update(vma=frozenset()), {d: value for d in self.devices})
 
 
-def _pvary(trace: DeviceTrace, x: Any, *, axes: tuple[str, ...]) -> Tracer:
-    x = trace.lift(x)
-    return trace.new(abstract_eval(pvary_p, [x.aval], {"axes": axes})[0], x.payload)
+def same_values(primitive: Primitive) -> Callable[..., Tracer]:
+    """The device rule of a cast that changes only a value's type (pvary and its unreduced/reduced relatives)."""
+
+    def rule(trace: DeviceTrace, x: Any, *, axes: tuple[str, ...]) -> Tracer:
+        x = trace.lift(x)
+        return trace.new(abstract_eval(primitive, [x.aval], {"axes": axes})[0], x.payload)
+
+    return rule
 
 
-device_rules[pvary_p] = _pvary
+device_rules[pvary_p] = same_values(pvary_p)
+device_rules[reduced_vary_cast_p] = same_values(reduced_vary_cast_p)

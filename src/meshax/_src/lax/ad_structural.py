@@ -186,10 +186,12 @@ deflinear(P.roll, lambda ct, x, *, shift, axes: [
     P.roll.bind(ct, shift=tuple(-s for s in shift) if isinstance(shift, tuple) else -shift, axes=axes)])
 def _constraint_transpose(ct: Any, x: Any, *, sharding: Any) -> list[Any]:
     """The cotangent laid out as the constraint says; for a constraint making a value reduced (or unreduced), laid
-    out plain: its partial sums summed, as JAX transposes reshard."""
+    out plain: its partial sums summed, as JAX transposes reshard; for one summing partial sums, laid out reduced."""
     spec = getattr(sharding, "spec", None)
-    if spec is not None and (spec.reduced or spec.unreduced or aval_of(ct).unreduced):
-        sharding = type(sharding)(sharding.mesh, spec.update(reduced=frozenset(), unreduced=frozenset()))
+    if spec is not None and (spec.reduced or spec.unreduced or aval_of(ct).unreduced or x.aval.unreduced):
+        # the cotangent of partial sums is reduced over their axes (every device's partial sum had the same weight)
+        spec = spec.update(reduced=x.aval.unreduced, unreduced=frozenset())
+        sharding = type(sharding)(sharding.mesh, spec)
     return [P.sharding_constraint.bind(ct, sharding=sharding)]
 
 

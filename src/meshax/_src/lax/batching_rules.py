@@ -14,7 +14,8 @@ import numpy as np
 from ..primitives import array_primitives as P
 from ..primitives import random_bits as R
 from ..interpreters.ad import add_any_p
-from ..core.core import aval_of, axis_size, pvary_p
+from ..core.core import aval_of, axis_size, pvary_p, reduced_vary_cast_p
+from . import unreduced_casts as U
 from ..sharding.explicit_types import explicit_names
 from ..interpreters.batching import batching_rules, named_axis_rules, spmd_rules
 from ..primitives.batch_dims import move_to_front, per_element
@@ -59,7 +60,8 @@ def _add_any(values: list[Any], dims: list[Any]) -> tuple[Any, Any]:
 
 
 _ELEMENTWISE = list(P.UNARY.values()) + list(P.BINARY.values()) + [
-    P.select, P.convert_element_type, R.fma_p, R.erf_inv_p, pvary_p]
+    P.select, P.convert_element_type, R.fma_p, R.erf_inv_p, pvary_p, reduced_vary_cast_p, U.vary_unreduced_cast_p,
+    U.preduced_p]
 for _p in _ELEMENTWISE:
     batching_rules[_p] = _elementwise(_p)
 batching_rules[add_any_p] = _add_any

@@ -20,6 +20,7 @@ from ..interpreters.ad import deflinear, defzero, jvp_rules, transpose_rules
 from ..interpreters import schedule
 from ..interpreters.shard_map import DeviceTrace, device_rules
 from ..tree.tree_util import tree_map
+from .unreduced_casts import PCAST_TARGETS, pcast_leaf, psum_of_unreduced
 
 
 def _names(axis_name: Any) -> tuple[str, ...]:
@@ -72,10 +73,17 @@ def pvary(x: Any, axis_name: Any) -> Any:
 
 
 def pcast(x: Any, axis_name: Any, *, to: str) -> Any:
-    """JAX's pcast: to='varying' is pvary; other targets are not implemented."""
-    if to != "varying":
-        raise NotImplementedError(f"jax.lax.pcast(to={to!r}) is not implemented in meshax yet; use to='varying'.")
-    return pvary(x, axis_name)
+    """Change how `x` relates across the devices of `axis_name` (inside shard_map): invariant -> varying (pvary)
+    or reduced, varying -> unreduced, reduced -> varying. Values stay as they are; only their types change."""
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"axis_name={axis_name!r} must be a tuple or a str. Got {axis_name}")
+    if not axis_name:
+        return x
+    if to not in PCAST_TARGETS:
+        raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: {set(PCAST_TARGETS)}")
+    axes = _names(axis_name)
+
+    return tree_map(lambda leaf: pcast_leaf(jnp._promote(leaf)[0], axes, to), x)
 
 
 # ---- reductions ------------------------------------------------------------------------------------------------
@@ -96,7 +104,16 @@ preduce_p = _collective("preduce", _reduce_eval, lambda x, *, axes, op: x.vma - 
 
 def _preduce(x: Any, axis_name: Any, op: str) -> Any:
     axes = _names(axis_name)
-    return tree_map(lambda leaf: preduce_p.bind(_varying(jnp._promote(leaf)[0], axes), axes=axes, op=op), x)
+
+    def reduce(leaf: Any) -> Any:
+        leaf = jnp._promote(leaf)[0]
+        if op == "sum":
+            total = psum_of_unreduced(leaf, axes)
+            if total is not None:
+                return total
+        return preduce_p.bind(_varying(leaf, axes), axes=axes, op=op)
+
+    return tree_map(reduce, x)
 
 
 def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:

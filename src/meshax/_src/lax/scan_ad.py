@@ -18,7 +18,7 @@ from ..interpreters.ad import (Zero, add_tangents, backward_pass, instantiate, i
                                tangent_aval, transpose_rules, zeros)
 from ..interpreters.staging import PartialEvalTrace, consts_as_inputs, partial_eval_rules, trace_to_jaxpr
 from ..core.jaxpr import Jaxpr, eval_jaxpr
-from .control_flow import scan_p
+from .control_flow import _row, _stacked, scan_p
 from ..core.dtypes import issubdtype
 
 
@@ -118,7 +118,7 @@ def _scan_partial_eval(trace: Any, *args: Any, jaxpr: Jaxpr, num_consts: int, nu
         return eval_jaxpr(rest, split["order"](inv, res), consts_and_carry + ux)
 
     avals = ([aval_of(c) for c in invariant] + [aval_of(c) for c in u_consts + u_carry] + split["residual_avals"] +
-             [aval_of(x).update(shape=tuple(aval_of(x).shape[1:])) for x in u_xs])
+             [_row(aval_of(x)) for x in u_xs])
     body, captured = _closed(unknown_body, avals)
     staged = trace.stage(scan_p, captured + invariant + u_consts + u_carry + stacked + u_xs,
                          dict(jaxpr=body, num_consts=len(captured) + n_inv + n_uc, num_carry=n_ucarry,
@@ -130,7 +130,7 @@ def _scan_partial_eval(trace: Any, *args: Any, jaxpr: Jaxpr, num_consts: int, nu
 
 def _scan_out_avals(jaxpr: Jaxpr, num_carry: int, length: int) -> list[Any]:
     outs = [v.aval for v in jaxpr.outvars]
-    return outs[:num_carry] + [a.update(shape=(length,) + tuple(a.shape)) for a in outs[num_carry:]]
+    return outs[:num_carry] + [_stacked(a, length) for a in outs[num_carry:]]
 
 
 def _trace_known(jaxpr: Jaxpr, in_avals: list[Any], unknown: list[bool], num_consts: int, num_carry: int) -> dict:
@@ -222,7 +222,7 @@ def _scan_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, num_consts: int, n
         return [add_tangents(a, c) for a, c in zip(acc, ct_consts)] + ct_carry_in + ct_xs
 
     avals = ([aval_of(c) for c in res_consts] + lin_const_avals + carry_avals +
-             [aval_of(x).update(shape=tuple(aval_of(x).shape[1:])) for x in res_xs] +
+             [_row(aval_of(x)) for x in res_xs] +
              [a for a, nz in zip(y_avals, ys_nz) if nz])
     new, captured = _closed(body, avals)
     outs = scan_p.bind(*captured, *res_consts, *[zeros(a) for a in lin_const_avals], *ct_carry, *res_xs,

@@ -30,6 +30,7 @@ from ..sharding.mesh import AxisType, Mesh, current_mesh, explicit_names
 from ..arrays.partition import place, spec_of
 from ..sharding.shardings import NamedSharding, PartitionSpec
 from ..tree.tree_util import tree_flatten, tree_unflatten
+from ..lax.unreduced_casts import with_partial_sums
 
 shard_map_p = Primitive("shard_map", multiple_results=True)
 
@@ -41,7 +42,7 @@ def spec_axes(spec: PartitionSpec) -> list[str]:
 
 def _specs_for(specs: Any, tree: Any, count: int, what: str) -> list[PartitionSpec]:
     if isinstance(specs, PartitionSpec) or specs is None:
-        return [specs or PartitionSpec()] * count
+        return [specs if specs is not None else PartitionSpec()] * count
     flat, spec_structure = tree_flatten(specs, is_leaf=lambda x: isinstance(x, PartitionSpec) or x is None)
     if len(flat) != count:
         # As JAX's: the specs may be a prefix of the tree, one spec then covering a whole subtree.
@@ -56,7 +57,7 @@ def _specs_for(specs: Any, tree: Any, count: int, what: str) -> list[PartitionSp
             for index in tree_flatten(part)[0]:
                 expanded[index] = spec
         flat = expanded
-    return [s or PartitionSpec() for s in flat]
+    return [s if s is not None else PartitionSpec() for s in flat]
 
 
 def _out_specs_for(specs: Any, tree: Any, count: int) -> list[PartitionSpec]:
@@ -82,7 +83,15 @@ def _local_aval(aval: ShapedArray, mesh: Mesh, spec: PartitionSpec, index: int, 
                 f"by the {n} shards that {spec!r} asks for."
             )
     varying = frozenset(spec_axes(spec)) | aval.vma if check_vma else frozenset()
-    return ShapedArray(tuple(s // n for s, n in zip(aval.shape, parts)), aval.dtype, aval.weak_type, varying)
+    local = ShapedArray(tuple(s // n for s, n in zip(aval.shape, parts)), aval.dtype, aval.weak_type, varying)
+    if check_vma and (spec.unreduced or spec.reduced):  # partial sums, or reduced: typed on the mesh (its rules)
+        local = local.update(unreduced=spec.unreduced, reduced=spec.reduced, mesh=mesh)
+    return local
+
+
+def trimmed(spec: PartitionSpec, ndim: int) -> PartitionSpec:
+    """`spec` without entries beyond rank `ndim` (seed 003 writes trailing Nones), keeping its unreduced/reduced."""
+    return PartitionSpec(*tuple(spec)[:ndim], unreduced=spec.unreduced, reduced=spec.reduced)
 
 
 def _global_aval(aval: ShapedArray, mesh: Mesh, spec: PartitionSpec, manual: tuple = ()) -> ShapedArray:
@@ -215,6 +224,8 @@ def shard_map(f: Callable[..., Any] | None = None, mesh: Mesh | None = None, in_
         if in_specs is not None:
             _check_types_match(the_mesh, specs, avals)
         manual = _manual_axes(the_mesh, axis_names, specs)
+        _check_partial_sum_specs(the_mesh, manual, specs, "in_specs", avals)
+        _check_partial_sum_specs(the_mesh, manual, out_specs, "out_specs")
         _check_spec_axes(out_specs, the_mesh, manual, "out_specs")
         if current_trace() is eager_trace():  # eagerly, f runs per device (print shows each device's value)
             return _run_eagerly(f, the_mesh, structure, leaves, specs, out_specs, check_vma, manual)
@@ -251,6 +262,26 @@ def _check_types_match(mesh: Mesh, specs: tuple, avals: list[ShapedArray]) -> No
                              "to shard_map.")
 
 
+def _check_partial_sum_specs(mesh: Mesh, manual: tuple, specs: Any, what: str,
+                             avals: Sequence[ShapedArray] = ()) -> None:
+    """unreduced/reduced in specs: only where the map makes every mesh axis manual, only over Explicit axes, and
+    (in_specs) equal to the inputs' own (JAX's checks)."""
+    flat, _ = tree_flatten(specs, is_leaf=lambda x: isinstance(x, PartitionSpec) or x is None)
+    for spec in flat:
+        if not isinstance(spec, PartitionSpec) or not (spec.unreduced or spec.reduced):
+            continue
+        if set(manual) != set(mesh.axis_names):
+            raise NotImplementedError(f"unreduced/reduced can only be passed to {what} when shard_map is in full "
+                                      f"manual mode. Got mesh axis names {mesh.axis_names}, manual_axes: "
+                                      f"{frozenset(manual)}, specs: {spec!r}.")
+        for kind in ("unreduced", "reduced"):
+            if not getattr(spec, kind) <= explicit_names(mesh):
+                raise ValueError(f"{kind} in {what} {spec!r} can only be used when the mesh passed to shard_map "
+                                 f"contains axis names all of type `Explicit`. Got mesh {mesh}")
+    for spec, aval in zip(flat if avals else (), avals):
+        _check_partial_sums(aval, spec, "in_specs", "in_aval")
+
+
 def _spec_of_argument(x: Any, mesh: Mesh) -> PartitionSpec:
     """in_specs left out: an Array's own PartitionSpec on the mesh (a meshax extension for Auto axes); a traced
     value's spec from its type's Explicit axes (as JAX infers them). A traced value on Auto axes has no spec to
@@ -260,7 +291,7 @@ def _spec_of_argument(x: Any, mesh: Mesh) -> PartitionSpec:
         return sharding.spec if isinstance(sharding, NamedSharding) and sharding.mesh == mesh else PartitionSpec()
     aval = aval_of(x)
     if any(aval.explicit):
-        return PartitionSpec.from_entries(aval.explicit)
+        return PartitionSpec.from_entries(aval.explicit, unreduced=aval.unreduced, reduced=aval.reduced)
     implicit = frozenset(name for name, kind in zip(mesh.axis_names, mesh.axis_types) if kind != AxisType.Explicit)
     if isinstance(x, Tracer) and implicit:
         kind = "AxisType.Auto" if all(mesh.axis_types[mesh.axis_names.index(n)] == AxisType.Auto for n in implicit) \
@@ -287,15 +318,15 @@ def _run_eagerly(f: Callable[..., Any], mesh: Mesh, structure: Any, leaves: list
         inputs.append(trace.new(local_aval, {d: buffers[d] for d in trace.devices}))
     with set_current_trace(trace, finish=True), extend_axis_env(AxisFrame(mesh, manual, check_vma)):
         out_leaves, out_tree = tree_flatten(f(*tree_unflatten(structure, inputs)))
-        outputs = [trace.lift(o) for o in out_leaves]
-    out_spec_list = tuple(_out_specs_for(out_specs, out_tree, len(outputs)))
+        out_spec_list = tuple(_out_specs_for(out_specs, out_tree, len(out_leaves)))
+        outputs = [trace.lift(o) for o in _as_specs_say(out_leaves, out_spec_list, check_vma)]
     if check_vma:
         for index, (out, spec) in enumerate(zip(outputs, out_spec_list)):
             _check_replication(f, mesh, manual, out.aval, spec, index)
     results = []
     for out, spec in zip(outputs, out_spec_list):
         aval = _global_aval(out.aval, mesh, spec, manual)
-        spec = PartitionSpec(*tuple(spec)[:aval.ndim])
+        spec = trimmed(spec, aval.ndim)
         results.append(Array(aval.shape, aval.dtype, NamedSharding(mesh, spec),
                              _read_only_values(out.payload, aval.dtype), aval.weak_type))
     return tree_unflatten(out_tree, results)
@@ -340,7 +371,8 @@ def _trace(f: Callable[..., Any], mesh: Mesh, structure: Any, avals: list[Shaped
         result = f(*tree_unflatten(structure, list(xs)))
         leaves, tree = tree_flatten(result)
         out_structure.append(tree)
-        return leaves
+        specs = _out_specs_for(out_specs, tree, len(leaves))
+        return _as_specs_say(leaves, specs, check_vma)
 
     with extend_axis_env(AxisFrame(mesh, manual, check_vma)):
         jaxpr, outputs = trace_to_jaxpr(flat, local)
@@ -350,14 +382,31 @@ def _trace(f: Callable[..., Any], mesh: Mesh, structure: Any, avals: list[Shaped
         for index, (aval, spec) in enumerate(zip(out_local, out_spec_list)):
             _check_replication(f, mesh, manual, aval, spec, index)
     out_avals = tuple(_global_aval(a, mesh, s, manual) for a, s in zip(out_local, out_spec_list))
-    out_spec_list = tuple(PartitionSpec(*tuple(s)[:a.ndim]) for s, a in zip(out_spec_list, out_avals))
+    out_spec_list = tuple(trimmed(s, a.ndim) for s, a in zip(out_spec_list, out_avals))
     captured_tracers = any(isinstance(c, Tracer) for c in jaxpr.consts)
     return consts_as_inputs(jaxpr), list(jaxpr.consts), out_structure[0], out_spec_list, out_avals, captured_tracers
+
+
+def _as_specs_say(outputs: list[Any], specs: Sequence[PartitionSpec], check_vma: bool) -> list[Any]:
+    """Outputs whose out_specs ask for partial sums (unreduced) or reduced values cast so, as JAX does."""
+    if not check_vma:
+        return outputs
+    return [with_partial_sums(o, s.unreduced, s.reduced) if s.unreduced or s.reduced else o
+            for o, s in zip(outputs, specs)]
+
+
+def _check_partial_sums(aval: ShapedArray, spec: PartitionSpec, what: str, value: str) -> None:
+    """The unreduced and reduced axes of a spec are those of the value it describes (JAX's check)."""
+    for kind in ("unreduced", "reduced"):
+        if getattr(spec, kind) != getattr(aval, kind):
+            raise ValueError(f"{what} passed to shard_map should be equal to the {kind} present on the {value}. "
+                             f"Got {what}={spec!r} and {value}={aval.str_short()}")
 
 
 def _check_replication(f: Callable[..., Any], mesh: Mesh, manual: tuple, aval: ShapedArray, spec: PartitionSpec,
                        index: int) -> None:
     """An output must not vary over a mesh axis its out_spec leaves it replicated over (JAX's check_vma)."""
+    _check_partial_sums(aval, spec, "out_specs", "out_aval")
     unreplicated = [a for a in manual if a in aval.vma and a not in spec_axes(spec)]
     if unreplicated:
         name = getattr(f, "__name__", repr(f))

@@ -22,6 +22,7 @@ from ..interpreters.ad import (Zero, backward_pass, instantiate, is_undefined, j
 from ..interpreters.staging import PartialEvalTrace, consts_as_inputs, partial_eval_rules, trace_to_jaxpr
 from ..core.jaxpr import Jaxpr, eval_jaxpr
 from ..lax.parallel import preduce_p
+from ..lax.unreduced_casts import with_partial_sums
 from .shard_map import _global_aval, shard_map_p, spec_axes
 from ..sharding.shardings import PartitionSpec
 from ..core.dtypes import is_inexact
@@ -110,7 +111,9 @@ def _partial_eval(trace: Any, *args: Any, jaxpr: Jaxpr, mesh: Any, in_specs: tup
     body, consts = _traced_body(known_body, mesh, manual_axes, [v.aval for v, u in zip(jaxpr.invars, unknown)
                                                                  if not u], check_vma)
     rest, res_axes, out_unknown = split["rest"], split["res_axes"], split["out_unknown"]
-    res_specs = [PartitionSpec(a) if a else PartitionSpec() for a in res_axes]
+    res_specs = [PartitionSpec(a if a else None, unreduced=aval_of(r).unreduced, reduced=aval_of(r).reduced)
+                 if aval_of(r).unreduced or aval_of(r).reduced else PartitionSpec(a) if a else PartitionSpec()
+                 for r, a in zip(rest.consts, res_axes)]
     known_out_specs = [s for s, u in zip(out_specs, out_unknown) if not u] + res_specs
     with set_current_trace(trace.parent):
         known_results = _bind(consts, [a for a, u in zip(args, unknown) if not u], body, mesh, manual_axes,
@@ -150,25 +153,35 @@ def _transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, mesh: Any, in_specs: tu
     known_args = [a for a, lin in zip(args, linear) if not lin]
     n_known = len(known_args)
 
+    lin_specs = [_cotangent_spec(s) for s, lin in zip(in_specs, linear) if lin]
+
     def body(*xs: Any) -> list[Any]:
         res, rest = list(xs[:n_known]), iter(xs[n_known:])
-        local_cts = [next(rest) if nz else Zero(v.aval) for nz, v in zip(nonzero, jaxpr.outvars)]
+        local_cts = [next(rest) if nz else Zero(_cotangent_aval(v.aval)) for nz, v in zip(nonzero, jaxpr.outvars)]
         if not check_vma:
             local_cts = [_divided(c, mesh, manual_axes, s) for c, s in zip(local_cts, out_specs)]
         in_cts = backward_pass(view, res, local_cts)
         in_cts = [instantiate(c) for c in in_cts]
         if not check_vma:
-            lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
-            in_cts = [_summed(c, mesh, manual_axes, s) for c, s in zip(in_cts, lin_specs)]
-        return in_cts
+            return [_summed(c, mesh, manual_axes, s) for c, s in zip(in_cts, lin_specs)]
+        return [with_partial_sums(c, s.unreduced, s.reduced) for c, s in zip(in_cts, lin_specs)]
 
-    avals = [v.aval for v in view.constvars] + [v.aval for v, nz in zip(jaxpr.outvars, nonzero) if nz]
+    avals = [v.aval for v in view.constvars] + [_cotangent_aval(v.aval) for v, nz in zip(jaxpr.outvars, nonzero)
+                                                if nz]
     new, consts = _traced_body(body, mesh, manual_axes, avals, check_vma)
-    ct_specs = [s for s, nz in zip(out_specs, nonzero) if nz]
-    lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
+    ct_specs = [_cotangent_spec(s) for s, nz in zip(out_specs, nonzero) if nz]
     outs = iter(_bind(consts, known_args + [c for c in cts if not isinstance(c, Zero)], new, mesh, manual_axes,
                       [s for s, lin in zip(in_specs, linear) if not lin] + ct_specs, lin_specs, check_vma))
     return [next(outs) if lin else None for lin in linear]
+
+
+def _cotangent_aval(aval: Any) -> Any:
+    """The type of a cotangent: unreduced where the value is reduced, and reduced where it is unreduced."""
+    return aval.update(unreduced=aval.reduced, reduced=aval.unreduced) if aval.unreduced or aval.reduced else aval
+
+
+def _cotangent_spec(spec: PartitionSpec) -> PartitionSpec:
+    return spec.update(unreduced=spec.reduced, reduced=spec.unreduced) if spec.unreduced or spec.reduced else spec
 
 
 def _unmapped(manual: tuple, spec: Any) -> tuple[str, ...]:
