@@ -303,8 +303,8 @@ def test_check_grads():
 def test_layout_names():
     from meshax.experimental.layout import Format, Layout, with_layout_constraint
 
-    fmt = Format(Layout(), meshax.NamedSharding(meshax.make_mesh((2,), ("x",)), P()))
-    assert fmt.layout == Layout() and fmt.sharding is not None
+    fmt = Format(Layout((0, 1)), meshax.NamedSharding(meshax.make_mesh((2,), ("x",)), P()))
+    assert fmt.layout == Layout((0, 1)) and fmt.sharding is not None
     x = mnp.ones((2, 3))
     assert with_layout_constraint(x, Layout((0, 1))) is x
     with pytest.raises(NotImplementedError, match="row-major"):

@@ -18,6 +18,7 @@ from ..runtime.devices import Device
 from ..sharding.explicit_types import array_aval
 from ..sharding.shardings import Box, Sharding, SingleDeviceSharding, unique_boxes
 from ..core.dtypes import issubdtype
+from .formats import Format, row_major
 
 NOT_ADDRESSABLE = (
     "Fetching value for `jax.Array` that spans non-addressable (non process local) devices is not possible. "
@@ -79,6 +80,11 @@ class Array:
     size = property(lambda self: math.prod(self._shape))
     nbytes = property(lambda self: self.size * self._dtype.itemsize)
     itemsize = property(lambda self: self._dtype.itemsize)
+
+    @property
+    def format(self) -> Format:
+        """How the buffers are laid out (row-major: NumPy's order) and where they live."""
+        return Format(row_major(len(self._shape)), self._sharding)
 
     @property
     def is_fully_addressable(self) -> bool:

@@ -8,6 +8,7 @@ import numpy as np
 from ..runtime import devices as device_table
 from . import partial_sums  # noqa: F401  (installs the rules of Arrays of partial sums)
 from .array import Array, read_only
+from .formats import Format, sharding_of_format
 from ..core.core import Tracer, define_primitive
 from ..runtime.devices import Device
 from ..core.dtypes import canonicalize_dtype, dtype_of
@@ -30,6 +31,7 @@ def host_value(x: Any) -> tuple[np.ndarray, bool]:
 
 
 def _put_one(x: Any, target: Any) -> Any:
+    target = sharding_of_format(target, len(np.shape(x)) if not hasattr(x, "ndim") else x.ndim)
     if isinstance(x, Tracer):  # under jit: the traced value is constrained to the target layout
         return x if target is None else sharding_constraint.bind(x, sharding=to_sharding(target))
     if target is None:
@@ -85,10 +87,10 @@ def device_put(x: Any, device: Any = None, *, src: Any = None, donate: bool = Fa
     call it on every process that holds a source or destination device. Under jit, a traced value is
     constrained to that layout (as with_sharding_constraint does)."""
     leaves, structure = tree_flatten(x)
-    if device is None or isinstance(device, (Device, Sharding)) or type(device).__name__ == "PartitionSpec":
+    if device is None or isinstance(device, (Device, Sharding, Format)) or type(device).__name__ == "PartitionSpec":
         targets = [device] * len(leaves)
     else:
-        targets, target_structure = tree_flatten(device, is_leaf=lambda t: t is None)
+        targets, target_structure = tree_flatten(device, is_leaf=lambda t: t is None or isinstance(t, Format))
         if target_structure != structure:
             raise ValueError(
                 f"device_put: the tree of shardings {target_structure} does not match the tree of values {structure}."

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..arrays.placement import device_put, host_value
+from ..arrays.formats import shardings_of_formats
 from .stages import Traced
 from ..arrays.array import Array
 from ..core.core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
@@ -92,8 +93,8 @@ class Jitted:
     def __init__(self, fun: Callable[..., Any], in_shardings: Any, out_shardings: Any,
                  static_argnums: Sequence[int], static_argnames: Sequence[str], donate_argnums: Sequence[int]) -> None:
         self.fun = fun
-        self.in_shardings = in_shardings
-        self.out_shardings = out_shardings
+        self.in_shardings = in_shardings = shardings_of_formats(in_shardings)
+        self.out_shardings = out_shardings = shardings_of_formats(out_shardings)
         self.static_argnums = tuple(static_argnums)
         self.static_argnames = tuple(static_argnames)
         self.donate_argnums = tuple(donate_argnums)

@@ -10,7 +10,11 @@ from typing import Any
 
 from ..core.core import ShapedArray
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
-from ..tree.tree_util import tree_unflatten
+from ..arrays.formats import Format, row_major
+from ..runtime.devices import local_devices
+from ..sharding.mesh import current_mesh
+from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding
+from ..tree.tree_util import tree_flatten, tree_unflatten
 
 
 class ArgInfo:
@@ -130,12 +134,43 @@ class Compiled(_Stage):
         """out_shardings as given to jit (None: meshax chooses the results' layout when the program runs)."""
         return self._jitted.out_shardings
 
+    def _default_sharding(self) -> Any:
+        """Where a value without a sharding lives: replicated over the context mesh (`set_mesh`), else on the
+        default device when no argument is placed elsewhere."""
+        mesh = current_mesh()
+        if mesh is not None:
+            return NamedSharding(mesh, PartitionSpec())
+        placed = tree_flatten(self.input_shardings, is_leaf=lambda s: s is None or isinstance(s, Sharding))[0]
+        if any(s is not None and not isinstance(s, SingleDeviceSharding) for s in placed):
+            return None
+        return SingleDeviceSharding(local_devices()[0])
+
+    @property
+    def input_formats(self) -> Any:
+        """Each argument's Format: the row-major layout of its rank and its input sharding."""
+        (args, kwargs), (sharding_args, sharding_kwargs) = self.in_avals, self.input_shardings
+        default = self._default_sharding()
+        return (tuple(Format(row_major(len(a.shape)), s or default) for a, s in zip(args, sharding_args)),
+                {k: Format(row_major(len(a.shape)), sharding_kwargs[k] or default) for k, a in kwargs.items()})
+
+    @property
+    def output_formats(self) -> Any:
+        """Each result's Format: the row-major layout of its rank and its out_sharding."""
+        avals, structure = tree_flatten(self.out_avals, is_leaf=lambda a: isinstance(a, ShapedArray))
+        given = self._jitted.out_shardings
+        shardings = tree_flatten(given, is_leaf=lambda s: s is None or isinstance(s, Sharding))[0] \
+            if isinstance(given, (tuple, list, dict)) else [given] * len(avals)
+        if len(shardings) != len(avals):
+            shardings = [None] * len(avals)
+        default = self._default_sharding()
+        return tree_unflatten(structure, [Format(row_major(a.ndim), s or default) for a, s in zip(avals, shardings)])
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         jitted = self._jitted
         leaves, structure = jitted._flatten(args, kwargs)
         signature = jitted._signatures(leaves)
         expected_structure, expected = self._key[0][:2]
-        if structure != expected_structure or tuple(signature) != expected:
+        if structure != expected_structure or not all(map(_matches, expected, signature)):
             raise TypeError(_mismatch(jitted.fun, expected_structure, expected, structure, signature))
         return jitted._run(self._key, leaves)
 
@@ -151,6 +186,16 @@ def _mismatch(fun: Any, structure: Any, expected: tuple, got_structure: Any, got
              for i, (e, g) in enumerate(zip(expected, got)) if e != g]
     return ("Argument types differ from the types for which this computation was compiled. The mismatches are:\n"
             + "\n".join(lines))
+
+
+def _matches(expected: tuple, got: tuple) -> bool:
+    """An argument fits the type it was compiled for; compiled without a sharding (a ShapeDtypeStruct), any
+    placement holding the whole value on each device fits (one device, or replicated), as in JAX."""
+    if expected == got:
+        return True
+    if expected[0] == "Ref" or got[0] == "Ref":
+        return False
+    return expected[3] is None and expected[:3] == got[:3] and getattr(got[3], "is_fully_replicated", False)
 
 
 def _plain(signature: tuple) -> tuple:
