@@ -1,12 +1,11 @@
 """shard_map's unreduced/reduced specs on meshes spanning processes (tests/programs/shard_map_partial_sums.py):
 values and gradients against NumPy in every process."""
 import pytest
+from multiprocess import lines_by_process, run_launcher
 
 
 @pytest.mark.parametrize("n,k", [(2, 2), (4, 1)], ids=["2x2", "4x1"])
 def test_partial_sums_in_shard_map_across_processes(n, k):
-    from multiprocess import lines_by_process, run_launcher
-
     result = run_launcher("tests/programs/shard_map_partial_sums.py", n, k, timeout=180)
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     by_process = lines_by_process(result.stdout)
