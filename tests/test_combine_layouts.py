@@ -49,3 +49,33 @@ def test_in_batch_and_call_threads(monkeypatch):
     assert not device_pool.in_batch() and device_pool.call_threads() == 4
     seen = device_pool.run_each([lambda: (device_pool.in_batch(), device_pool.call_threads()) for _ in range(2)])
     assert seen == [(True, 2), (True, 2)]
+
+
+@pytest.mark.parametrize("where", ["eager", "jit", "shard_map"])
+def test_large_elementwise_operations_of_several_devices_run_side_by_side(monkeypatch, where):
+    """A process's devices' large elementwise calls share its cores (as its matmuls do), with NumPy's values."""
+    import meshax
+    import meshax.numpy as jnp
+
+    monkeypatch.setenv("MESHAX_CPU_THREADS", "2")
+    batches = []
+    run_each = device_pool.run_each
+
+    def recording(calls, *, blas=True):
+        batches.append((len(calls), blas))
+        return run_each(calls, blas=blas)
+
+    monkeypatch.setattr(device_pool, "run_each", recording)
+    mesh = meshax.make_mesh((2,), ("a",), devices=meshax.devices()[:2])
+    host = np.random.default_rng(1).standard_normal((1024, 256)).astype(np.float32)
+    x = meshax.device_put(host, meshax.NamedSharding(mesh, meshax.P("a")))
+
+    def step(v):
+        return jnp.where(v > 0, v * 2.0, v - 1.0)
+
+    if where == "shard_map":
+        step = meshax.shard_map(step, mesh=mesh, in_specs=meshax.P("a"), out_specs=meshax.P("a"))
+    elif where == "jit":
+        step = meshax.jit(step)
+    np.testing.assert_array_equal(np.asarray(step(x)), np.where(host > 0, host * 2.0, host - 1.0))
+    assert (2, False if where != "jit" else True) in batches, batches  # jit: one fused cluster per device

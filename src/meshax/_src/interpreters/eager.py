@@ -30,6 +30,7 @@ from ..sharding.placement_rules import Spec, fit
 from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding
 from ..arrays.transfer import reshard
 from .numpy_eval import structured_rules, try_primitive
+from .shard_map import run_device_calls
 from .staging import inline_rules
 
 eager_rules: dict[Primitive, Callable[..., Any]] = {}  # primitives with their own eager evaluation
@@ -214,7 +215,7 @@ def run_locally(primitive: Primitive, inputs: list[Array], params: dict[str, Any
                 extra["local_box"] = boxes[device]
             tasks[key] = functools.partial(impl, *buffers, **params, **extra)
     calls = list(tasks.values())
-    values = device_pool.run_each(calls) if primitive.parallel_devices else [call() for call in calls]
+    values = run_device_calls(primitive, calls, sum(a.size for a in out_avals) // len(calls))
     outputs = {key: list(value) if primitive.multiple_results else [value] for key, value in zip(tasks, values)}
     results: list[dict] = [dict() for _ in out_avals]
     for device, key in task_of_device.items():

@@ -15,10 +15,24 @@ import numpy as np
 from ..runtime import compute_pool as device_pool
 from ..arrays.array import Array
 from ..core.core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, impl_rules, pvary_p,
-                         reduced_vary_cast_p)
+                         reduced_vary_cast_p, sharding_rules)
+from ..sharding.placement_rules import elementwise
 from .staging import inline_rules
 
 device_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(device_trace, *args, **params)
+
+
+SIDE_BY_SIDE_ELEMENTS = 1 << 16  # a device's elementwise result from this size up runs beside the other devices'
+
+
+def run_device_calls(primitive: Primitive, calls: Sequence[Callable[[], Any]], elements: int) -> list[Any]:
+    """The results of one primitive's calls, one per device (or distinct set of buffers): heavy kernels, and
+    elementwise ones of `elements` or more per device, side by side within the controller's share of the cores."""
+    if primitive.parallel_devices:
+        return device_pool.run_each(calls)
+    if len(calls) > 1 and elements >= SIDE_BY_SIDE_ELEMENTS and sharding_rules.get(primitive) is elementwise:
+        return device_pool.run_each(calls, blas=False)
+    return [call() for call in calls]
 
 
 class DeviceTrace(Trace):
@@ -46,7 +60,7 @@ class DeviceTrace(Trace):
         results: list[dict] = [dict() for _ in out_avals]
         calls = [functools.partial(impl, *[a.payload[d] if mine else c for a, mine, c in zip(args, own, constants)],
                                    **params, **extra) for d in self.devices]
-        values = device_pool.run_each(calls) if primitive.parallel_devices else [call() for call in calls]
+        values = run_device_calls(primitive, calls, sum(a.size for a in out_avals))
         for device, value in zip(self.devices, values):
             for slot, v in zip(results, value if primitive.multiple_results else [value]):
                 slot[device] = np.asarray(v)
