@@ -7,7 +7,7 @@ import pytest
 
 import meshax
 import meshax.numpy as jnp
-from meshax.sharding import AxisType, NamedSharding, PartitionSpec as P
+from meshax.sharding import AxisType
 
 X = np.arange(32 * 4, dtype=np.float32).reshape(32, 4)
 

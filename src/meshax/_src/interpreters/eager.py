@@ -16,7 +16,6 @@ import numpy as np
 
 from ..config import config
 from ..core.jaxpr import Jaxpr
-from ..runtime import compute_pool as device_pool
 from ..runtime import devices as device_table
 from ..arrays.array import Array, read_only
 from ..arrays.collectives import allreduce_devices
