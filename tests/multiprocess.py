@@ -106,6 +106,23 @@ def lines_by_process(launcher_output: str) -> dict[int, list[str]]:
     return by_process
 
 
+def checked_lines(script: str, n: int, cpu_devices: int, *, timeout: float = 180) -> dict[int, list[str]]:
+    """Each process's lines of a checking program (tests/programs/*: CHECK name / FAIL ... lines) run under
+    `meshax launch`, once the job is seen to exit 0 with every process present and no FAIL line."""
+    result = run_launcher(script, n, cpu_devices, timeout=timeout)
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    by_process = lines_by_process(result.stdout)
+    assert sorted(by_process) == list(range(n)), result.stdout[-3000:]
+    failures = [f"[{p}] {line}" for p, lines in by_process.items() for line in lines if line.startswith("FAIL")]
+    assert not failures, failures
+    return by_process
+
+
+def check_names(lines: list[str]) -> set[str]:
+    """The names of a checking program's passed checks (its `CHECK name` lines)."""
+    return {line.split()[1] for line in lines if line.startswith("CHECK")}
+
+
 INIT_ONLY = "tests/programs/init_only.py"
 
 

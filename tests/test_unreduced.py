@@ -131,15 +131,10 @@ def test_reading_partial_sums_gives_their_sum():
 
 @pytest.mark.parametrize("n,k", [(2, 2), (4, 1)], ids=["2x2", "4x1"])
 def test_partial_sums_across_processes(n, k):
-    from multiprocess import lines_by_process, run_launcher
+    from multiprocess import check_names, checked_lines
 
-    result = run_launcher("tests/programs/unreduced_partial_sums.py", n, k, timeout=180)
-    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    by_process = lines_by_process(result.stdout)
-    assert sorted(by_process) == list(range(n)), result.stdout[-3000:]
-    for process, lines in by_process.items():
-        assert not [line for line in lines if line.startswith("FAIL")], lines
-        names = {line.split()[1] for line in lines if line.startswith("CHECK")}
+    for lines in checked_lines("tests/programs/unreduced_partial_sums.py", n, k).values():
+        names = check_names(lines)
         assert {"summed", "read", "doubled-sum", "product"} <= names, lines
         assert len([n for n in names if n.startswith(("placed-", "partial-"))]) == 2 * k, lines
         assert f"typed float32[{4},{4}]{{U:X}}" in lines, lines
