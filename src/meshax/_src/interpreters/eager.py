@@ -214,7 +214,7 @@ def run_locally(primitive: Primitive, inputs: list[Array], params: dict[str, Any
                 extra["local_box"] = boxes[device]
             tasks[key] = functools.partial(impl, *buffers, **params, **extra)
     calls = list(tasks.values())
-    values = run_device_calls(primitive, calls, sum(a.size for a in out_avals) // len(calls))
+    values = run_device_calls(primitive, calls, sum(a.size for a in out_avals) // max(len(calls), 1))
     outputs = {key: list(value) if primitive.multiple_results else [value] for key, value in zip(tasks, values)}
     results: list[dict] = [dict() for _ in out_avals]
     for device, key in task_of_device.items():
