@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..sharding.shardings import PartitionSpec, Sharding
 from ..tree.tree_util import tree_map
 
@@ -76,10 +78,11 @@ class Format:
         return f"Format(layout={self.layout!r}, sharding={self.sharding!r})"
 
 
-def sharding_of_format(target: Any, ndim: int) -> Any:
-    """A placement target with any Format replaced by its sharding (its layout checked to be row-major)."""
+def sharding_of_format(target: Any, value: Any) -> Any:
+    """A placement target for `value` with a Format replaced by its sharding (its layout checked to be row-major
+    for `value`'s rank); any other target as it is."""
     if isinstance(target, Format):
-        target.check_layout(ndim)
+        target.check_layout(value.ndim if hasattr(value, "ndim") else np.ndim(value))
         return target.sharding
     return target
 

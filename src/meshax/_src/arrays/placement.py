@@ -31,7 +31,7 @@ def host_value(x: Any) -> tuple[np.ndarray, bool]:
 
 
 def _put_one(x: Any, target: Any) -> Any:
-    target = sharding_of_format(target, len(np.shape(x)) if not hasattr(x, "ndim") else x.ndim)
+    target = sharding_of_format(target, x)
     if isinstance(x, Tracer):  # under jit: the traced value is constrained to the target layout
         return x if target is None else sharding_constraint.bind(x, sharding=to_sharding(target))
     if target is None:
