@@ -284,13 +284,14 @@ def _mpi_lines() -> list[str]:
     return [f"mpi4py:      {mpi4py.__version__}", f"MPI library: {library}"]
 
 
-def _compute_line() -> str:
-    from ..runtime import cpu_budget
+def _compute_lines() -> list[str]:
+    from ..runtime import allocator, cpu_budget
 
     try:
-        return f"compute:     {cpu_budget.describe()}"
+        compute = cpu_budget.describe()
     except ValueError as error:
-        return f"compute:     {error}"
+        compute = str(error)
+    return [f"compute:     {compute}", f"memory:      {allocator.keep_freed_memory()}"]
 
 
 def info() -> int:
@@ -304,7 +305,7 @@ def info() -> int:
         _device_line(processes),
         f"python:      {platform.python_version()} ({sys.executable})",
         f"numpy:       {numpy.__version__}",
-        _compute_line(),
+        *_compute_lines(),
         *_mpi_lines(),
     ]
     print("\n".join(lines), flush=True)

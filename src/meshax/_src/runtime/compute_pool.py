@@ -8,7 +8,7 @@ not given to BLAS (OpenBLAS runs concurrent multi-threaded calls one at a time) 
 call splitting its work into single-threaded pieces (`call_parts`, `run_parts`). BLAS is set to the share on
 first use and whenever the share changes (initialize() learns how many controllers share the
 host); the pool and the thread-limit controller are created on first use, so importing meshax
-starts no threads.
+starts no threads. The first use also keeps freed memory mapped (allocator.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import cpu_budget
+from . import allocator, cpu_budget
 
 logger = logging.getLogger("meshax")
 
@@ -52,7 +52,7 @@ def _apply(key: tuple[Any, ...]) -> None:
         from .distributed import _configure_logging
 
         _configure_logging()
-    logger.info("meshax compute threads: %s", cpu_budget.describe())
+    logger.info("meshax compute threads: %s; memory: %s", cpu_budget.describe(), allocator.keep_freed_memory())
 
 
 def workers() -> int:
