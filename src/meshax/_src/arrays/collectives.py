@@ -60,6 +60,33 @@ def local_groups(mesh: Mesh, axes: tuple[str, ...], here: int, by_axes: bool = F
     return tuple(groups)
 
 
+class LocallyCombined:
+    """A value that already combines every local device's part of a reduction (one product over the process's
+    joined blocks, interpreters/process_blocks.py): it stands for all of them, each local device maps to it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: np.ndarray) -> None:
+        self.value = value
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.value.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return self.value.nbytes
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self.value if dtype is None else self.value.astype(dtype)
+
+
+def _parts(local: list[Any]) -> list[Any]:
+    """A group's local values, the one LocallyCombined value standing for all of them where there is one."""
+    first = local[0]
+    return [first.value] if isinstance(first, LocallyCombined) else local
+
+
 def combine_all(values: list[np.ndarray], combine: Callable[..., np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
     """Combine `values` (in mesh order) into `out`, or one new buffer.
 
@@ -155,13 +182,13 @@ def allreduce_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.n
     partial: dict[tuple[int, ...], np.ndarray] = {}
     by_process_set: dict[tuple[int, ...], list[Group]] = {}
     for group in groups:
-        local = [values[d] for d in group.local]
+        local = _parts([values[d] for d in group.local])
         if len(group.processes) > 1:  # combined straight into the buffer MPI reduces
             by_process_set.setdefault(group.processes, []).append(group)
         else:
             partial[group.key] = combine_all(local, combine) if len(local) > 1 else local[0]
     for processes, batch in sorted(by_process_set.items()):
-        partial.update(_reduce_across(processes, [[values[d] for d in g.local] for g in batch],
+        partial.update(_reduce_across(processes, [_parts([values[d] for d in g.local]) for g in batch],
                                       [g.key for g in batch], op))
     return {device: partial[group.key] for group in groups for device in group.local}
 
@@ -176,7 +203,7 @@ def allreduce_devices_many(mesh: Mesh, axes: Sequence[str], values: Sequence[dic
     across: dict[tuple[int, ...], tuple[list, list]] = {}
     for index, per_device in enumerate(values):
         for group in groups:
-            local = [per_device[d] for d in group.local]
+            local = _parts([per_device[d] for d in group.local])
             if len(group.processes) > 1:
                 locals_, keys = across.setdefault(group.processes, ([], []))
                 locals_.append(local)

@@ -31,7 +31,7 @@ from .numexpr_executor import NumexprExecutor
 
 # elementwise primitives whose NumPy implementation gives each element the same value on any block of rows
 # (transcendentals are not among them: meshax's float32 ones change method with the array's size)
-_BLOCKWISE = frozenset({
+BLOCKWISE = frozenset({
     "add", "add_any", "sub", "mul", "div", "neg", "max", "min", "abs", "sign", "square", "reciprocal", "sqrt",
     "floor", "ceil", "round", "trunc", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "select",
     "convert_element_type", "broadcast_in_dim", "isnan", "isinf", "isfinite", "signbit", "copysign",
@@ -56,7 +56,7 @@ class CpuExecutor:
         """Whether `eq` can be part of a cluster."""
         if eq.primitive.multiple_results or len(eq.outputs) != 1 or eq.primitive not in impl_rules:
             return False
-        return self.numexpr.supports(eq) or eq.primitive.name in _BLOCKWISE
+        return self.numexpr.supports(eq) or eq.primitive.name in BLOCKWISE
 
     def execute(self, cluster: Any, inputs: Sequence[np.ndarray], out_shape: tuple[int, ...]) -> np.ndarray:
         """The cluster's output, of local shape `out_shape`, from the local blocks of its inputs."""

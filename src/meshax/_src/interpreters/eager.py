@@ -29,6 +29,7 @@ from ..sharding.placement_rules import Spec, fit
 from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding
 from ..arrays.transfer import reshard
 from .numpy_eval import structured_rules, try_primitive
+from .process_blocks import run_joined
 from .shard_map import run_device_calls
 from .staging import inline_rules
 
@@ -70,9 +71,10 @@ class EagerTrace(Trace):
         if out_sharding is not None:
             _refuse_spec_without_mesh(primitive, mesh, out_sharding)
         inputs = [place(a, mesh, s, v) for a, s, v in zip(args, layout.in_specs, avals)]
-        results = run_locally(primitive, inputs, params, mesh, out_avals, layout.out_specs)
-        finish = functools.partial(_outputs, primitive, args, params, mesh, layout, out_avals)
         reduce_axes = tuple(a for a in layout.reduce_axes or () if a not in _kept_partial_sums.stack[-1])
+        summed = reduce_axes if layout.reduce_op == "sum" and len(reduce_axes) == len(layout.reduce_axes or ()) else ()
+        results = run_locally(primitive, inputs, params, mesh, out_avals, layout.out_specs, summed)
+        finish = functools.partial(_outputs, primitive, args, params, mesh, layout, out_avals)
         if reduce_axes:
             if hold and len(results) == 1:
                 return HeldReduction(mesh, reduce_axes, layout.reduce_op, results[0], finish)
@@ -195,10 +197,16 @@ def _refuse_spec_without_mesh(primitive: Primitive, mesh: Mesh, out_sharding: Pa
 
 
 def run_locally(primitive: Primitive, inputs: list[Array], params: dict[str, Any], mesh: Mesh,
-                out_avals: list[ShapedArray], out_specs: list[Spec]) -> list[dict]:
-    """The implementation on each local device's shards, once per distinct set of input buffers."""
+                out_avals: list[ShapedArray], out_specs: list[Spec], summed_over: tuple[str, ...] = ()) -> list[dict]:
+    """The implementation on each local device's shards, once per distinct set of input buffers, or once over
+    their joined blocks where that gives the same (process_blocks.py); `summed_over`: the mesh axes its results
+    are summed over next."""
     here = device_table.process_index()
     local = [d for d in mesh.flat_devices if d.process_index == here]
+    if len(local) > 1:
+        joined = run_joined(primitive, inputs, params, mesh, local, out_avals, out_specs, summed_over)
+        if joined is not None:
+            return joined
     local_shapes = _local_shapes(mesh, out_avals, out_specs) if primitive.needs_local_shape else None
     boxes = inputs[0].sharding.device_boxes(inputs[0].shape) if primitive.needs_local_box else None
     impl = impl_rules[primitive]
