@@ -68,13 +68,21 @@ class Array:
         # own copy, so placing one on a sharding slices it locally, as JAX does with the default device.
         self.committed = committed
         self._value: np.ndarray | None = None
+        self._aval: Any = None  # the type, once asked (every operation on the Array asks)
         live[id(self)] = self
 
     # ---- metadata -----------------------------------------------------------------------
 
     shape = property(lambda self: self._shape)
     dtype = property(lambda self: self._dtype)
-    aval = property(lambda self: array_aval(self._shape, self._dtype, self.weak_type, self._sharding))
+
+    @property
+    def aval(self) -> Any:
+        aval = self._aval
+        if aval is None or aval.weak_type != self.weak_type:
+            aval = self._aval = array_aval(self._shape, self._dtype, self.weak_type, self._sharding)
+        return aval
+
     sharding = property(lambda self: self._sharding)
     ndim = property(lambda self: len(self._shape))
     size = property(lambda self: math.prod(self._shape))

@@ -17,7 +17,9 @@ from .transfer import from_host, reshard
 SINGLE_AXIS = "_single"
 
 
+@functools.lru_cache(maxsize=4096)
 def spec_of(sharding: NamedSharding, ndim: int) -> Spec:
+    """Each of `ndim` dimensions' mesh axes under `sharding` (memoized: every eager operation asks)."""
     axes = sharding.spec.normalized()
     return tuple(axes) + ((),) * (ndim - len(axes))
 
@@ -46,6 +48,19 @@ def sharding_for(mesh: Mesh, spec: Spec) -> Sharding:
     """The output sharding: single-device arrays stay SingleDeviceSharding."""
     if mesh.axis_names == (SINGLE_AXIS,):
         return SingleDeviceSharding(mesh.flat_devices[0])
+    return named_sharding(mesh, spec)
+
+
+def named_sharding(mesh: Mesh, spec: Spec) -> NamedSharding:
+    """NamedSharding(mesh, spec) for a spec of per-dimension axis tuples (memoized: shardings are immutable)."""
+    try:
+        return _named_sharding(mesh, spec)
+    except TypeError:  # a spec built of lists: not hashable
+        return NamedSharding(mesh, to_partition_spec(spec))
+
+
+@functools.lru_cache(maxsize=4096)
+def _named_sharding(mesh: Mesh, spec: Spec) -> NamedSharding:
     return NamedSharding(mesh, to_partition_spec(spec))
 
 
@@ -82,5 +97,5 @@ def place(arg: Any, mesh: Mesh, spec: Spec, aval: ShapedArray) -> Array:
         current = as_named(arg.sharding)
         if current.mesh == mesh and spec_of(current, aval.ndim) == spec:
             return arg
-        return reshard(arg, NamedSharding(mesh, to_partition_spec(spec)))
-    return from_host(np.asarray(arg, dtype=aval.dtype), NamedSharding(mesh, to_partition_spec(spec)), aval.weak_type)
+        return reshard(arg, named_sharding(mesh, spec))
+    return from_host(np.asarray(arg, dtype=aval.dtype), named_sharding(mesh, spec), aval.weak_type)

@@ -30,7 +30,7 @@ def run_eagerly(jaxpr: Jaxpr, args: Sequence[Any]) -> list[Any]:
         batches: dict[Any, list[tuple[int, HeldReduction]]] = {}
         for var_id, h in held.items():
             dtype = np.asarray(next(iter(h.partials.values()))).dtype
-            batches.setdefault((id(h.mesh), h.axes, h.op, dtype), []).append((var_id, h))
+            batches.setdefault((h.mesh, h.axes, h.op, dtype), []).append((var_id, h))
         for batch in batches.values():
             mesh, axes, op = batch[0][1].mesh, batch[0][1].axes, batch[0][1].op
             reduced = allreduce_devices_many(mesh, axes, [h.partials for _, h in batch], op)

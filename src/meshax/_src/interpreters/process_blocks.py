@@ -15,22 +15,21 @@ not depend on the size of the block (cpu_executor.BLOCKWISE; not transcendentals
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..arrays.array import Array
+from ..arrays.array import Array, read_only
 from ..arrays.collectives import TREE_UP_TO, LocallyCombined, local_groups
-from ..arrays.partition import to_partition_spec
+from ..arrays.partition import named_sharding
 from ..core.core import Primitive, ShapedArray, impl_rules, sharding_rules
 from ..runtime import compute_pool
 from ..sharding.mesh import Mesh
 from ..sharding.placement_rules import Spec, elementwise
-from ..sharding.shardings import NamedSharding
 from .cpu_executor import BLOCKWISE
 
-Box = tuple[tuple[int, int], ...]
-_TAKEN = BLOCKWISE | {"dot_general", "fused"}
+_TAKEN = (BLOCKWISE - {"broadcast_in_dim"}) | {"dot_general", "fused"}
 _SAME = -1  # an operand whose shards are the same block on every local device
 
 
@@ -43,68 +42,68 @@ def run_joined(primitive: Primitive, inputs: Sequence[Any], params: dict[str, An
     if (len(local) < 2 or len(out_avals) != 1 or primitive.multiple_results or primitive.name not in _TAKEN
             or not inputs or not all(isinstance(x, Array) for x in inputs) or compute_pool.workers() > 1):
         return None
-    input_boxes = [x.sharding.device_boxes(x.shape) for x in inputs]
-    out_boxes = [NamedSharding(mesh, to_partition_spec(out_specs[0])).device_boxes(out_avals[0].shape)]
-    in_dims = [_split_dim([boxes[d] for d in local]) for boxes in input_boxes]
-    out_dim = _split_dim([out_boxes[0][d] for d in local])
-    if None in in_dims or out_dim is None or all(d == _SAME for d in in_dims):
+    devices = tuple(local)
+    splits = [_split(x.sharding, x.shape, devices) for x in inputs]
+    out = _split(named_sharding(mesh, out_specs[0]), out_avals[0].shape, devices)
+    if out is None or None in splits or all(dim == _SAME for dim, _ in splits):
         return None
+    in_dims = [dim for dim, _ in splits]
+    out_dim, out_intervals = out
     name = primitive.name
     if name == "dot_general":
         plan = _dot_plan(inputs, params, in_dims, out_dim, out_avals[0], summed_over, mesh, local)
     elif name == "fused":
         plan = _cluster_plan(params["cluster"], inputs, in_dims, out_dim)
-    elif name in BLOCKWISE and name != "broadcast_in_dim" and sharding_rules.get(primitive) is elementwise:
+    elif sharding_rules.get(primitive) is elementwise:
         plan = all(d in (_SAME, out_dim) and (d != _SAME or x.ndim == 0) for x, d in zip(inputs, in_dims))
     else:
         plan = False
-    if not plan or not _aligned(local, input_boxes, in_dims, out_boxes[0], out_dim):
-        return None
+    intervals = {i for dim, i in splits if dim != _SAME}
+    if not plan or len(intervals) != 1 or (out_dim != _SAME and intervals != {out_intervals}):
+        return None  # the split operands' blocks must line up with each other and with the result's
     buffers = [_join([x.local_buffers()[d] for d in local], dim) if dim != _SAME else x.local_buffers()[local[0]]
                for x, dim in zip(inputs, in_dims)]
-    extra = {"local_shapes": [_joined_shape(out_boxes[0], local)]} if primitive.needs_local_shape else {}
-    result = impl_rules[primitive](*buffers, **params, **extra)
+    if primitive.needs_local_shape:
+        shape = out_avals[0].shape if out_dim == _SAME else _block_shape(out_avals[0].shape, out_dim, out_intervals)
+        params = {**params, "local_shapes": [shape]}
+    result = impl_rules[primitive](*buffers, **params)
     if out_dim == _SAME:  # the devices' partial sums, added up
         combined = LocallyCombined(np.asarray(result))
         return [{d: combined for d in local}]
-    start = out_boxes[0][local[0]][out_dim][0]
+    start = out_intervals[0][0]
     cut = [slice(None)] * np.ndim(result)
     views = {}
-    for d in local:
-        lo, hi = out_boxes[0][d][out_dim]
+    for d, (lo, hi) in zip(local, out_intervals):
         cut[out_dim] = slice(lo - start, hi - start)
         views[d] = result[tuple(cut)]
     return [views]
 
 
-def _split_dim(boxes: Sequence[Box]) -> int | None:
-    """The one dimension along which `boxes` (in device order) are consecutive blocks, `_SAME` where they are all
-    equal, None otherwise."""
-    first = boxes[0]
-    if all(b == first for b in boxes):
-        return _SAME
-    differing = {i for b in boxes for i, (x, y) in enumerate(zip(b, first)) if x != y}
+@functools.lru_cache(maxsize=4096)
+def _split(sharding: Any, shape: tuple[int, ...], local: tuple[Any, ...]) -> tuple[int, Any] | None:
+    """How the `local` devices' shards of an array of `shape` laid out as `sharding` lie: (`_SAME`, None) where
+    each holds the same block, (dim, their intervals along it) where they are consecutive blocks along one
+    dimension in device order, None otherwise."""
+    boxes = sharding.device_boxes(shape)
+    if any(d not in boxes for d in local):
+        return None
+    mine = [boxes[d] for d in local]
+    first = mine[0]
+    if all(b == first for b in mine):
+        return _SAME, None
+    differing = {i for b in mine for i, (x, y) in enumerate(zip(b, first)) if x != y}
     if len(differing) != 1:
         return None
     dim = differing.pop()
-    if any(a[dim][1] != b[dim][0] for a, b in zip(boxes, boxes[1:])):
+    intervals = tuple(b[dim] for b in mine)
+    if any(a[1] != b[0] for a, b in zip(intervals, intervals[1:])):
         return None
-    return dim
+    return dim, intervals
 
 
-def _aligned(local: Sequence[Any], input_boxes: Sequence[dict], in_dims: Sequence[int], out_boxes: dict,
-             out_dim: int) -> bool:
-    """Whether every split operand is split into the same intervals (the devices' blocks line up)."""
-    reference = None
-    for boxes, dim in zip(input_boxes, in_dims):
-        if dim == _SAME:
-            continue
-        intervals = [boxes[d][dim] for d in local]
-        if reference is None:
-            reference = intervals
-        elif intervals != reference:
-            return False
-    return out_dim == _SAME or reference == [out_boxes[d][out_dim] for d in local]
+def _block_shape(shape: tuple[int, ...], dim: int, intervals: Sequence[tuple[int, int]]) -> tuple[int, ...]:
+    """`shape` with dimension `dim` cut to the span of `intervals`."""
+    return shape[:dim] + (intervals[-1][1] - intervals[0][0],) + shape[dim + 1:]
 
 
 def _dot_plan(inputs: Sequence[Any], params: dict[str, Any], in_dims: Sequence[int], out_dim: int,
@@ -144,18 +143,20 @@ def _cluster_plan(cluster: Any, inputs: Sequence[Any], in_dims: Sequence[int], o
 
 def _join(buffers: list[np.ndarray], dim: int) -> np.ndarray:
     """The devices' consecutive blocks as one array: a view where they lie one after another in one buffer (the
-    views of an earlier joined result), else a copy."""
+    views of an earlier joined result: then that result itself, read-only), else a copy."""
     first = buffers[0]
     root = _root(first)
-    expected = first.__array_interface__["data"][0]
+    start = expected = first.__array_interface__["data"][0]
     for previous, buffer in zip(buffers, buffers[1:]):
         expected += previous.shape[dim] * first.strides[dim]
         if (root is None or buffer.dtype != first.dtype or buffer.strides != first.strides
                 or _root(buffer) is not root or buffer.__array_interface__["data"][0] != expected):
             return np.concatenate(buffers, axis=dim)
-    shape = list(first.shape)
-    shape[dim] = sum(b.shape[dim] for b in buffers)
-    return np.lib.stride_tricks.as_strided(first, tuple(shape), first.strides, writeable=False)
+    shape = first.shape[:dim] + (sum(b.shape[dim] for b in buffers),) + first.shape[dim + 1:]
+    if (isinstance(root, np.ndarray) and root.dtype == first.dtype and root.shape == shape
+            and root.strides == first.strides and root.__array_interface__["data"][0] == start):
+        return read_only(root)
+    return np.lib.stride_tricks.as_strided(first, shape, first.strides, writeable=False)
 
 
 def _root(buffer: np.ndarray) -> Any:
@@ -164,9 +165,3 @@ def _root(buffer: np.ndarray) -> Any:
     while isinstance(base, np.ndarray) and base.base is not None:
         base = base.base
     return base
-
-
-def _joined_shape(boxes: dict, local: Sequence[Any]) -> tuple[int, ...]:
-    """The shape of the block that the `local` devices' boxes cover together."""
-    return tuple(max(boxes[d][i][1] for d in local) - min(boxes[d][i][0] for d in local)
-                 for i in range(len(boxes[local[0]])))

@@ -1,0 +1,167 @@
+"""A controller with one compute thread runs a primitive once over its devices' joined blocks: the same values
+as device by device (NumPy's and JAX's), on every layout, whether the blocks join or not."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import meshax
+import meshax.numpy as jnp
+from meshax import lax
+from meshax._src.core.core import impl_rules
+from meshax._src.interpreters import process_blocks
+from meshax._src.primitives import array_primitives
+
+
+@pytest.fixture
+def joined_calls(monkeypatch):
+    """One compute thread (the devices' calls would run one after the other), and a count of the joined calls."""
+    monkeypatch.setenv("MESHAX_CPU_THREADS", "1")
+    calls: list[str] = []
+    run = process_blocks.run_joined
+
+    def counting(primitive, *args, **kwargs):
+        result = run(primitive, *args, **kwargs)
+        if result is not None:
+            calls.append(primitive.name)
+        return result
+
+    monkeypatch.setattr(process_blocks, "run_joined", counting)
+    monkeypatch.setattr("meshax._src.interpreters.eager.run_joined", counting)
+    return calls
+
+
+def _mlp_data(batch=64, sizes=(48, 256, 256, 10), seed=0):
+    rng = np.random.default_rng(seed)
+    params = [{"w": (rng.standard_normal((i, o)) / np.sqrt(i)).astype(np.float32),
+               "b": (0.1 * rng.standard_normal(o)).astype(np.float32)} for i, o in zip(sizes, sizes[1:])]
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    labels = rng.integers(0, sizes[-1], batch)
+    return params, x, np.eye(sizes[-1], dtype=np.float32)[labels]
+
+
+def _loss(params, x, one_hot):
+    for layer in params[:-1]:
+        x = meshax.nn.relu(x @ layer["w"] + layer["b"])
+    logits = x @ params[-1]["w"] + params[-1]["b"]
+    return -jnp.mean(jnp.sum(one_hot * meshax.nn.log_softmax(logits), axis=-1))
+
+
+def _numpy_step(params, x, one_hot, lr):
+    """The same SGD step by hand (train_floor's algebra) in float64."""
+    p = [{k: v.astype(np.float64) for k, v in layer.items()} for layer in params]
+    x, one_hot = x.astype(np.float64), one_hot.astype(np.float64)
+    hs, acts = [], [x]
+    for layer in p[:-1]:
+        hs.append(acts[-1] @ layer["w"] + layer["b"])
+        acts.append(np.maximum(hs[-1], 0))
+    logits = acts[-1] @ p[-1]["w"] + p[-1]["b"]
+    shifted = logits - logits.max(-1, keepdims=True)
+    probs = np.exp(shifted) / np.exp(shifted).sum(-1, keepdims=True)
+    g = (probs - one_hot) / len(x)
+    grads = []
+    for i in reversed(range(len(p))):
+        grads.append({"w": acts[i].T @ g, "b": g.sum(0)})
+        if i:
+            g = (g @ p[i]["w"].T) * (hs[i - 1] > 0)
+    grads.reverse()
+    loss = -np.mean(np.sum(one_hot * (shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))), -1))
+    return [{k: layer[k] - lr * grad[k] for k in layer} for layer, grad in zip(p, grads)], loss
+
+
+@pytest.mark.parametrize("devices", [2, 4, 8])
+def test_a_data_parallel_training_step_joins_the_devices_blocks_with_numpys_values(joined_calls, devices):
+    mesh = meshax.make_mesh((devices,), ("data",), devices=meshax.devices()[:devices])
+    params, x, one_hot = _mlp_data()
+    replicated, rows = meshax.NamedSharding(mesh, meshax.P()), meshax.NamedSharding(mesh, meshax.P("data"))
+
+    @meshax.jit
+    def step(params, x, one_hot):
+        loss, grads = meshax.value_and_grad(_loss)(params, x, one_hot)
+        return meshax.tree.map(lambda p, g: p - 0.1 * g, params, grads), loss
+
+    placed = meshax.device_put(params, replicated)
+    xs, ys = meshax.device_put(x, rows), meshax.device_put(one_hot, rows)
+    new, loss = step(placed, xs, ys)
+    expected, expected_loss = _numpy_step(params, x, one_hot, 0.1)
+    np.testing.assert_allclose(float(loss), expected_loss, rtol=1e-5)
+    for layer, want in zip(new, expected):
+        for key in ("w", "b"):
+            np.testing.assert_allclose(np.asarray(layer[key]), want[key], rtol=2e-5, atol=2e-6)
+    # every matmul but two small weight gradients (summed device by device, as XLA orders small sums)
+    assert joined_calls.count("dot_general") >= 6, joined_calls
+    again, _ = step(new, xs, ys)  # a second step reads the first one's joined results
+    assert np.isfinite(np.asarray(again[0]["w"])).all()
+
+
+@pytest.mark.parametrize("where", ["eager", "jit"])
+def test_elementwise_chains_and_selects_join_and_keep_numpys_bits(joined_calls, where):
+    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal((256, 128)).astype(np.float32) for _ in range(2))
+    b[::7] = np.nan
+    rows = meshax.NamedSharding(mesh, meshax.P("data"))
+
+    def chain(u, v):
+        relu = jnp.where(u > 0, u, 0.0)
+        return lax.mul(relu, v) - jnp.maximum(u, v) * 2.0, jnp.where(v > u, v, u) @ jnp.ones((128, 8), np.float32)
+
+    run = meshax.jit(chain) if where == "jit" else chain
+    first, second = run(meshax.device_put(a, rows), meshax.device_put(b, rows))
+    relu = np.where(a > 0, a, np.float32(0))
+    np.testing.assert_array_equal(np.asarray(first), relu * b - np.maximum(a, b) * np.float32(2))
+    np.testing.assert_allclose(np.asarray(second), np.where(b > a, b, a) @ np.ones((128, 8), np.float32), rtol=1e-5)
+    assert joined_calls, "nothing ran over the joined blocks"
+
+
+def test_blocks_that_do_not_line_up_run_device_by_device_with_the_same_values(joined_calls):
+    """Devices in another order than their blocks', a 2-D mesh, columns split: joined only where it is exact."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((64, 32)).astype(np.float32)
+    w = rng.standard_normal((32, 16)).astype(np.float32)
+    devices = meshax.devices()
+    shuffled = meshax.sharding.Mesh(np.array([devices[2], devices[0], devices[3], devices[1]]), ("data",))
+    grid = meshax.make_mesh((2, 2), ("data", "model"), devices=devices[:4])
+    cases = [(shuffled, meshax.P("data"), meshax.P()), (grid, meshax.P("data"), meshax.P(None, "model")),
+             (grid, meshax.P(None, "model"), meshax.P("model")), (grid, meshax.P(("data", "model")), meshax.P())]
+    for mesh, a_spec, w_spec in cases:
+        x = meshax.device_put(a, meshax.NamedSharding(mesh, a_spec))
+        y = meshax.device_put(w, meshax.NamedSharding(mesh, w_spec))
+        out = meshax.jit(lambda u, v: jnp.tanh(u) @ v + 1.0)(x, y)
+        np.testing.assert_allclose(np.asarray(out), np.tanh(a) @ w + 1, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(meshax.grad(lambda u, v: jnp.sum((u @ v) ** 2))(x, y)),
+                                   2 * (a @ w) @ w.T, rtol=1e-4, atol=1e-4)
+
+
+def test_uneven_blocks_join(joined_calls):
+    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((10, 300)).astype(np.float32)  # 3, 3, 3, 1 rows
+    w = rng.standard_normal((300, 200)).astype(np.float32)
+    x = meshax.device_put(a, meshax.NamedSharding(mesh, meshax.P("data")))
+    out = meshax.jit(lambda u, v: jnp.maximum(u @ v, 0.0) * 3.0)(x, meshax.device_put(w, meshax.NamedSharding(
+        mesh, meshax.P())))
+    np.testing.assert_allclose(np.asarray(out), np.maximum(a @ w, 0) * 3, rtol=1e-5, atol=1e-5)
+    assert "dot_general" in joined_calls
+
+
+def test_a_product_over_the_split_rows_is_summed_once_per_process(joined_calls, monkeypatch):
+    """x.T @ g over rows split across the devices: one product over the process's rows stands for the devices'
+    partial sums in the reduction that follows (no per-device partials, no local combine)."""
+    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((512, 200)).astype(np.float32)
+    g = rng.standard_normal((512, 300)).astype(np.float32)
+    rows = meshax.NamedSharding(mesh, meshax.P("data"))
+    impl = impl_rules[array_primitives.dot_general]
+    shapes = []
+
+    def recording(lhs, rhs, **params):
+        shapes.append(lhs.shape)
+        return impl(lhs, rhs, **params)
+
+    monkeypatch.setitem(impl_rules, array_primitives.dot_general, recording)
+    out = meshax.jit(lambda u, v: u.T @ v)(meshax.device_put(a, rows), meshax.device_put(g, rows))
+    np.testing.assert_allclose(np.asarray(out), a.T.astype(np.float64) @ g, rtol=1e-4, atol=1e-4)
+    assert len(shapes) == 1 and sorted(shapes[0]) == [200, 512], shapes  # one product over all 512 rows
+    assert out.sharding.is_fully_replicated
