@@ -165,3 +165,91 @@ def test_a_product_over_the_split_rows_is_summed_once_per_process(joined_calls, 
     np.testing.assert_allclose(np.asarray(out), a.T.astype(np.float64) @ g, rtol=1e-4, atol=1e-4)
     assert len(shapes) == 1 and sorted(shapes[0]) == [200, 512], shapes  # one product over all 512 rows
     assert out.sharding.is_fully_replicated
+
+
+@pytest.fixture
+def joined_device_calls(monkeypatch):
+    """One compute thread, and a count of the calls run over the joined values of a shard_map's devices."""
+    monkeypatch.setenv("MESHAX_CPU_THREADS", "1")
+    calls: list[str] = []
+    run = process_blocks.run_joined_on_devices
+
+    def counting(primitive, *args, **kwargs):
+        result = run(primitive, *args, **kwargs)
+        if result is not None:
+            calls.append(primitive.name)
+        return result
+
+    monkeypatch.setattr("meshax._src.interpreters.shard_map.run_joined_on_devices", counting)
+    return calls
+
+
+@pytest.mark.parametrize("devices", [2, 4])
+def test_an_fsdp_step_in_shard_map_joins_the_devices_rows_with_numpys_values(joined_device_calls, devices):
+    mesh = meshax.make_mesh((devices,), ("data",), devices=meshax.devices()[:devices])
+    params, x, one_hot = _mlp_data()
+    P = meshax.P
+    specs = [{"w": P("data"), "b": P()} for _ in params]
+
+    def local_loss(params, x, one_hot):
+        full = [{"w": lax.all_gather(p["w"], "data", tiled=True), "b": p["b"]} for p in params]
+        return lax.pmean(_loss(full, x, one_hot), "data")
+
+    def local_step(params, x, one_hot):
+        loss, grads = meshax.value_and_grad(local_loss)(params, x, one_hot)
+        return meshax.tree.map(lambda p, g: p - 0.1 * g, params, grads), loss
+
+    step = meshax.jit(meshax.shard_map(local_step, mesh=mesh, in_specs=(specs, P("data"), P("data")),
+                                       out_specs=(specs, P())))
+    placed = [{k: meshax.device_put(v, meshax.NamedSharding(mesh, spec[k])) for k, v in layer.items()}
+              for layer, spec in zip(params, specs)]
+    rows = meshax.NamedSharding(mesh, P("data"))
+    new, loss = step(placed, meshax.device_put(x, rows), meshax.device_put(one_hot, rows))
+    expected, expected_loss = _numpy_step(params, x, one_hot, 0.1)
+    np.testing.assert_allclose(float(loss), expected_loss, rtol=1e-5)
+    for layer, want in zip(new, expected):
+        for key in ("w", "b"):
+            np.testing.assert_allclose(np.asarray(layer[key]), want[key], rtol=2e-5, atol=2e-6)
+    assert joined_device_calls.count("dot_general") >= 5, joined_device_calls  # forward and input gradients
+
+
+def test_shard_map_joins_only_what_is_a_block_of_one_call(joined_device_calls):
+    """Per-device values with a shared constant of their own shape, per-device weights, a contraction over the
+    rows: each device's own result, as NumPy computes it."""
+    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((32, 6)).astype(np.float32)
+    w = rng.standard_normal((24, 5)).astype(np.float32)  # 6 rows per device
+    c = rng.standard_normal((8, 6)).astype(np.float32)  # one device's block of `a`, the same for every device
+    P = meshax.P
+
+    def body(x, v):
+        return jnp.maximum(x, 0.0) + c, x @ v, x.T @ x, jnp.tanh(x) * 2.0
+
+    out = meshax.shard_map(body, mesh=mesh, in_specs=(P("data"), P("data")),
+                           out_specs=(P("data"), P("data"), P("data"), P("data")))(
+        meshax.device_put(a, meshax.NamedSharding(mesh, P("data"))),
+        meshax.device_put(w, meshax.NamedSharding(mesh, P("data"))))
+    blocks = [a[8 * i:8 * i + 8] for i in range(4)]
+    np.testing.assert_allclose(np.asarray(out[0]), np.concatenate([np.maximum(b, 0) + c for b in blocks]), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(out[1]), np.concatenate([b @ w[6 * i:6 * i + 6] for i, b in
+                                                                   enumerate(blocks)]), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(out[2]), np.concatenate([b.T @ b for b in blocks]), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(out[3]), np.tanh(a) * 2, rtol=1e-6)
+
+
+def test_a_per_device_row_broadcast_along_the_rows_is_not_joined(joined_device_calls):
+    """Each device's own (1, n) row broadcast over its rows in a fused cluster (a softmax's labels row, say): the
+    devices' rows cannot be one call's, each device gets its own."""
+    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
+    a = np.random.default_rng(4).standard_normal((64, 10)).astype(np.float32)
+
+    def body(x):
+        row = jnp.arange(10.0, dtype=np.float32)[None, :] * (lax.axis_index("data") + 1).astype(np.float32)
+        return jnp.maximum(x * row + 1.0, 0.0) - row
+
+    out = meshax.jit(meshax.shard_map(body, mesh=mesh, in_specs=meshax.P("data"), out_specs=meshax.P("data")))(
+        meshax.device_put(a, meshax.NamedSharding(mesh, meshax.P("data"))))
+    rows = [np.arange(10, dtype=np.float32)[None, :] * (i + 1) for i in range(4)]
+    want = np.concatenate([np.maximum(a[16 * i:16 * i + 16] * r + 1, 0) - r for i, r in enumerate(rows)])
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-6)

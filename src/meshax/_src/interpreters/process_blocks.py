@@ -8,7 +8,9 @@ one call over the joined block gives every device's result at once (as views of 
 BLAS on one large matrix instead of several small ones. The joined inputs are views where the shards lie
 one after another in one buffer (results of earlier joined calls), else copies. A matrix product that
 contracts the split dimension sums the devices' partial products itself; its result stands for all of
-them (`collectives.LocallyCombined`) in the reduction across devices that follows.
+them (`collectives.LocallyCombined`) in the reduction across devices that follows. Inside shard_map
+(`run_joined_on_devices`) the devices' values are joined along the result's first dimension where one
+call's result, cut into equal blocks, is each device's.
 
 Taken: matrix products (`dot_general`), fused clusters and the elementwise primitives whose results do
 not depend on the size of the block (cpu_executor.BLOCKWISE; not transcendentals).
@@ -77,6 +79,70 @@ def run_joined(primitive: Primitive, inputs: Sequence[Any], params: dict[str, An
         cut[out_dim] = slice(lo - start, hi - start)
         views[d] = result[tuple(cut)]
     return [views]
+
+
+def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Sequence[bool], params: dict[str, Any],
+                          out_aval: ShapedArray, devices: Sequence[Any]) -> list[np.ndarray] | None:
+    """Inside shard_map: each device's result of `primitive` from one call over the devices' values joined along
+    the result's first dimension, as views of it; None where that does not apply. `operands[i]`: the devices'
+    values (a list, in `devices` order) where `own[i]`, else one value for all of them."""
+    if (len(devices) < 2 or primitive.multiple_results or primitive.name not in _TAKEN or not out_aval.shape
+            or compute_pool.workers() > 1):
+        return None
+    values = [v if mine and any(x is not v[0] for x in v) else (v[0] if mine else v) for v, mine in zip(operands, own)]
+    split = [isinstance(v, list) for v in values]
+    if not any(split):
+        return None
+    dims = _device_plan(primitive, params, values, split, out_aval)
+    if dims is None:
+        return None
+    in_dims, out_dim = dims
+    buffers = [_join(v, d) if d != _SAME else v for v, d in zip(values, in_dims)]
+    count = len(devices)
+    if primitive.needs_local_shape:
+        shape = out_aval.shape
+        params = {**params, "local_shapes": [shape[:out_dim] + (shape[out_dim] * count,) + shape[out_dim + 1:]]}
+    result = np.asarray(impl_rules[primitive](*buffers, **params))
+    size = out_aval.shape[out_dim]
+    cut = [slice(None)] * result.ndim
+    views = []
+    for i in range(count):
+        cut[out_dim] = slice(i * size, (i + 1) * size)
+        views.append(result[tuple(cut)])
+    return views
+
+
+def _device_plan(primitive: Primitive, params: dict[str, Any], values: Sequence[Any], split: Sequence[bool],
+                 out_aval: ShapedArray) -> tuple[list[int], int] | None:
+    """(the dimension each operand is joined along, `_SAME` for one value shared by all devices; the result's
+    joined dimension), or None where the devices' results are not blocks of one call's."""
+    ndims = [np.ndim(v[0] if s else v) for v, s in zip(values, split)]
+    if primitive.name == "dot_general":
+        (lc, rc), (lb, rb) = params["dimension_numbers"]
+        if lb or rb or len(values) != 2:
+            return None
+        lhs_free = [d for d in range(ndims[0]) if d not in lc]
+        rhs_free = [d for d in range(ndims[1]) if d not in rc]
+        if split == [True, False] and lhs_free:
+            return [lhs_free[0], _SAME], 0
+        if split == [False, True] and rhs_free:
+            return [_SAME, rhs_free[0]], len(lhs_free)
+        return None
+    if primitive.name == "fused":
+        row_axes = params["cluster"].kernel().row_axes
+        if row_axes is None:
+            return None
+        rows = out_aval.shape[0]
+        for v, s, axis in zip(values, split, row_axes):
+            if s and (axis is None or np.shape(v[0])[axis] != rows):
+                return None  # a split operand must give each row of the result its own row
+            if not s and axis is not None and np.shape(v)[axis] != 1:
+                return None
+        return [axis if s else _SAME for s, axis in zip(split, row_axes)], 0
+    if sharding_rules.get(primitive) is elementwise and all(
+            np.shape(v[0]) == out_aval.shape if s else n == 0 for v, n, s in zip(values, ndims, split)):
+        return [0 if s else _SAME for s in split], 0
+    return None
 
 
 @functools.lru_cache(maxsize=4096)

@@ -17,6 +17,7 @@ from ..arrays.array import Array
 from ..core.core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, impl_rules, pvary_p,
                          reduced_vary_cast_p, sharding_rules)
 from ..sharding.placement_rules import elementwise
+from .process_blocks import run_joined_on_devices
 from .staging import inline_rules
 
 device_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(device_trace, *args, **params)
@@ -55,6 +56,12 @@ class DeviceTrace(Trace):
                      np.asarray(a, aval_of(a).dtype) if isinstance(a, (bool, int, float, complex)) else a
                      for a, mine in zip(args, own)]  # Python scalars (a jaxpr's literals) as NumPy values
         out_avals = abstract_eval(primitive, [aval_of(a) for a in args], params)
+        if len(out_avals) == 1 and len(self.devices) > 1:
+            joined = run_joined_on_devices(primitive, [[a.payload[d] for d in self.devices] if mine else c
+                                                       for a, mine, c in zip(args, own, constants)],
+                                           own, params, out_avals[0], self.devices)
+            if joined is not None:
+                return self.new(out_avals[0], dict(zip(self.devices, joined)))
         extra = {"local_shapes": [a.shape for a in out_avals]} if primitive.needs_local_shape else {}
         impl = impl_rules[primitive]
         results: list[dict] = [dict() for _ in out_avals]
