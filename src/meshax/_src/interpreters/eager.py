@@ -54,22 +54,35 @@ class EagerTrace(Trace):
         rule = eager_rules.get(primitive) or inline_rules.get(primitive)
         if rule is not None:
             return rule(*args, **params)
-        avals = [aval_of(a) for a in args]
-        out_avals = abstract_eval(primitive, avals, params)
-        if any(a.unreduced for a in (*avals, *out_avals)):
-            return _on_partial_sums(self, primitive, args, params, out_avals)
-        return self.execute(primitive, args, params, avals, out_avals, hold)
+        key = _plan_key(primitive, args, params)
+        try:
+            plan = _plans.get(key)
+        except TypeError:  # a parameter or an input that cannot be a key: planned afresh each time
+            plan = key = None
+        if plan is None:
+            avals = [aval_of(a) for a in args]
+            out_avals = abstract_eval(primitive, avals, params)
+            if any(a.unreduced for a in (*avals, *out_avals)):
+                return _on_partial_sums(self, primitive, args, params, out_avals)
+            mesh = choose_mesh(args)
+            plan = (avals, out_avals, mesh, _layout(primitive, args, params, avals, out_avals, mesh))
+            if key is not None:
+                if len(_plans) >= MAX_PLANS:
+                    _plans.clear()
+                _plans[key] = plan
+        return self.run(primitive, args, params, *plan, hold)
 
     def execute(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any],
                 avals: list[ShapedArray], out_avals: list[ShapedArray], hold: bool = False) -> Any:
         """Run `primitive` (typed: `out_avals`) on each device's blocks, moving data where its layout says; with
         `hold`, a result to be reduced across devices comes back as a HeldReduction."""
         mesh = choose_mesh(args)
-        layout = sharding_rules[primitive](current_specs(args, mesh), avals, mesh_shape=dict(mesh.shape),
-                                           out_ndims=[a.ndim for a in out_avals], **params)
-        out_sharding = params.get("out_sharding")
-        if out_sharding is not None:
-            _refuse_spec_without_mesh(primitive, mesh, out_sharding)
+        layout = _layout(primitive, args, params, avals, out_avals, mesh)
+        return self.run(primitive, args, params, avals, out_avals, mesh, layout, hold)
+
+    def run(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any], avals: list[ShapedArray],
+            out_avals: list[ShapedArray], mesh: Mesh, layout: Any, hold: bool) -> Any:
+        """`execute` with the mesh and layout already chosen."""
         inputs = [place(a, mesh, s, v) for a, s, v in zip(args, layout.in_specs, avals)]
         reduce_axes = tuple(a for a in layout.reduce_axes or () if a not in _kept_partial_sums.stack[-1])
         summed = reduce_axes if layout.reduce_op == "sum" and len(reduce_axes) == len(layout.reduce_axes or ()) else ()
@@ -80,6 +93,37 @@ class EagerTrace(Trace):
                 return HeldReduction(mesh, reduce_axes, layout.reduce_op, results[0], finish)
             results = [allreduce_devices(mesh, reduce_axes, r, layout.reduce_op) for r in results]
         return finish(results)
+
+
+def _layout(primitive: Primitive, args: Sequence[Any], params: dict[str, Any], avals: list[ShapedArray],
+            out_avals: list[ShapedArray], mesh: Mesh) -> Any:
+    """Where the primitive's inputs must be and where its outputs land on `mesh` (its sharding rule)."""
+    layout = sharding_rules[primitive](current_specs(args, mesh), avals, mesh_shape=dict(mesh.shape),
+                                       out_ndims=[a.ndim for a in out_avals], **params)
+    out_sharding = params.get("out_sharding")
+    if out_sharding is not None:
+        _refuse_spec_without_mesh(primitive, mesh, out_sharding)
+    return layout
+
+
+_plans: dict[tuple, tuple] = {}  # (primitive, params, inputs' shardings and types) -> (avals, out avals, mesh, layout)
+MAX_PLANS = 8192
+
+
+def _plan_key(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> tuple | None:
+    """What an operation's typing, mesh and layout depend on: its parameters and each input's sharding, type and
+    commitment (None for a traced input; a parameter depending on the mesh in use is not planned ahead)."""
+    if params.get("out_sharding") is not None or params.get("sharding") is not None:
+        return None  # typed against the mesh in use
+    signature = []
+    for arg in args:
+        if isinstance(arg, Array):
+            signature.append((arg.sharding, arg.aval, arg.committed))
+        elif isinstance(arg, Tracer):
+            return None
+        else:
+            signature.append((type(arg), aval_of(arg)))
+    return primitive, tuple(params.items()), tuple(signature)
 
 
 class HeldReduction:
