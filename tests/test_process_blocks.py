@@ -180,7 +180,16 @@ def joined_device_calls(monkeypatch):
             calls.append(primitive.name)
         return result
 
+    summed = process_blocks.run_summed_product
+
+    def counting_sums(primitive, *args, **kwargs):
+        result = summed(primitive, *args, **kwargs)
+        if result is not None:
+            calls.append("summed " + primitive.name)
+        return result
+
     monkeypatch.setattr("meshax._src.interpreters.shard_map.run_joined_on_devices", counting)
+    monkeypatch.setattr("meshax._src.interpreters.shard_map.run_summed_product", counting_sums)
     return calls
 
 
@@ -211,6 +220,9 @@ def test_an_fsdp_step_in_shard_map_joins_the_devices_rows_with_numpys_values(joi
         for key in ("w", "b"):
             np.testing.assert_allclose(np.asarray(layer[key]), want[key], rtol=2e-5, atol=2e-6)
     assert joined_device_calls.count("dot_general") >= 5, joined_device_calls  # forward and input gradients
+    # the 256x256 weight's gradient, summed next by its reduce-scatter: one product over the process's rows (the
+    # two small ones are summed device by device, in XLA's order)
+    assert joined_device_calls.count("summed dot_general") == 1, joined_device_calls
 
 
 def test_shard_map_joins_only_what_is_a_block_of_one_call(joined_device_calls):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -153,8 +153,10 @@ class _Printer:
         return str(value)
 
 
-def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
-    """Evaluate `jaxpr` by binding each equation in the current trace."""
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
+               bind: Callable[[Equation, list[Any]], Any] | None = None) -> list[Any]:
+    """Evaluate `jaxpr` by binding each equation in the current trace (through `bind(equation, inputs)` where
+    given: an interpreter that runs some equations its own way)."""
     env: dict[int, Any] = {}
 
     def read(x: Any) -> Any:
@@ -165,7 +167,8 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list
     for var, value in zip(jaxpr.invars, args):
         env[var.id] = value
     for eq in jaxpr.equations:
-        out = eq.primitive.bind(*map(read, eq.inputs), **eq.params)
+        inputs = list(map(read, eq.inputs))
+        out = eq.primitive.bind(*inputs, **eq.params) if bind is None else bind(eq, inputs)
         for var, value in zip(eq.outputs, out if eq.primitive.multiple_results else [out]):
             env[var.id] = value
     return [read(v) for v in jaxpr.outvars]

@@ -18,6 +18,7 @@ not depend on the size of the block (cpu_executor.BLOCKWISE; not transcendentals
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -89,7 +90,7 @@ def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Se
     if (len(devices) < 2 or primitive.multiple_results or primitive.name not in _TAKEN or not out_aval.shape
             or compute_pool.workers() > 1):
         return None
-    values = [v if mine and any(x is not v[0] for x in v) else (v[0] if mine else v) for v, mine in zip(operands, own)]
+    values = [v if mine and not _one_buffer(v) else (v[0] if mine else v) for v, mine in zip(operands, own)]
     split = [isinstance(v, list) for v in values]
     if not any(split):
         return None
@@ -110,6 +111,73 @@ def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Se
         cut[out_dim] = slice(i * size, (i + 1) * size)
         views.append(result[tuple(cut)])
     return views
+
+
+def summed_products(program: Any, mesh: Mesh, devices: tuple[Any, ...]) -> frozenset[int]:
+    """The matrix products of a shard_map's `program` (ids of their equations) whose result is only summed next
+    over mesh axes joining all of this process's `devices` in one group (a weight's gradient before its
+    reduce-scatter): one product over the devices' joined contracted dimension then gives that group's local
+    part of the sum (`run_summed_product`)."""
+    key = (id(program), mesh, devices)
+    if key not in _summed_cache:
+        if len(_summed_cache) >= 256:
+            _summed_cache.clear()
+        _summed_cache[key] = (program, _find_summed_products(program, mesh, devices))
+    return _summed_cache[key][1]
+
+
+_summed_cache: dict[tuple, tuple[Any, frozenset[int]]] = {}  # the program is kept so that its id stays its own
+
+
+def _find_summed_products(program: Any, mesh: Mesh, devices: tuple[Any, ...]) -> frozenset[int]:
+    uses: dict[int, int] = {}
+    summed: set[int] = set()
+    for eq in program.equations:
+        for x in eq.inputs:
+            if hasattr(x, "id"):
+                uses[x.id] = uses.get(x.id, 0) + 1
+        if eq.primitive.name == "grouped_sum" and _one_local_group(mesh, eq.params["axes"], devices):
+            summed.update(x.id for x in eq.inputs if hasattr(x, "id"))
+    for x in program.outvars:
+        if hasattr(x, "id"):
+            uses[x.id] = uses.get(x.id, 0) + 1
+    return frozenset(id(eq) for eq in program.equations if eq.primitive.name == "dot_general"
+                     and eq.outputs[0].id in summed and uses.get(eq.outputs[0].id) == 1)
+
+
+def _one_local_group(mesh: Mesh, axes: tuple[str, ...], devices: tuple[Any, ...]) -> bool:
+    groups = local_groups(mesh, tuple(axes), devices[0].process_index)
+    return len(groups) == 1 and set(groups[0].local) == set(devices)
+
+
+def run_summed_product(primitive: Primitive, operands: Sequence[Any], params: dict[str, Any]) -> Any:
+    """The sum of the devices' matrix products (`operands[i]`: the devices' values of operand i), as one product
+    over their values joined along a contracted dimension, standing for all of them (LocallyCombined); None
+    where the product is not one of two per-device operands, its result is small (summed device by device in
+    XLA's order) or not floating-point, or the controller has more than one compute thread."""
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    if (len(operands) != 2 or lb or rb or not lc or compute_pool.workers() > 1
+            or not all(isinstance(v, list) and not _one_buffer(v) for v in operands)):
+        return None
+    left, right = operands[0][0], operands[1][0]
+    elements = math.prod(n for d, n in enumerate(left.shape) if d not in lc) * \
+        math.prod(n for d, n in enumerate(right.shape) if d not in rc)
+    if np.result_type(left, right).kind != "f" or elements <= TREE_UP_TO:
+        return None
+    lhs, rhs = _join(operands[0], lc[0]), _join(operands[1], rc[0])
+    return LocallyCombined(np.asarray(impl_rules[primitive](lhs, rhs, **params)))
+
+
+def _one_buffer(values: list[Any]) -> bool:
+    """Whether the devices' values are one buffer (replicated inputs come as one view per device)."""
+    first = values[0]
+    if all(v is first for v in values):
+        return True
+    if not isinstance(first, np.ndarray):
+        return False
+    key = (first.__array_interface__["data"][0], first.shape, first.strides, first.dtype)
+    return all(isinstance(v, np.ndarray) and (v.__array_interface__["data"][0], v.shape, v.strides, v.dtype) == key
+               for v in values[1:])
 
 
 def _device_plan(primitive: Primitive, params: dict[str, Any], values: Sequence[Any], split: Sequence[bool],
@@ -186,9 +254,8 @@ def _dot_plan(inputs: Sequence[Any], params: dict[str, Any], in_dims: Sequence[i
         return out_dim == len(lhs_free) + rhs_free.index(right)
     if left in lc and right in rc and lc.index(left) == rc.index(right) and out_dim == _SAME:
         # both split along one contracted dimension: partial products, summed over every local device next
-        groups = local_groups(mesh, tuple(summed_over), local[0].process_index) if summed_over else ()
-        return (len(groups) == 1 and set(groups[0].local) == set(local) and np.dtype(out_aval.dtype).kind == "f"
-                and out_aval.size > TREE_UP_TO)
+        return (bool(summed_over) and _one_local_group(mesh, summed_over, tuple(local))
+                and np.dtype(out_aval.dtype).kind == "f" and out_aval.size > TREE_UP_TO)
     return False
 
 

@@ -14,10 +14,11 @@ import numpy as np
 
 from ..runtime import compute_pool as device_pool
 from ..arrays.array import Array
+from ..core.jaxpr import Jaxpr, eval_jaxpr
 from ..core.core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, impl_rules, pvary_p,
                          reduced_vary_cast_p, sharding_rules)
 from ..sharding.placement_rules import elementwise
-from .process_blocks import run_joined_on_devices
+from .process_blocks import run_joined_on_devices, run_summed_product, summed_products
 from .staging import inline_rules
 
 device_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(device_trace, *args, **params)
@@ -65,14 +66,32 @@ class DeviceTrace(Trace):
         extra = {"local_shapes": [a.shape for a in out_avals]} if primitive.needs_local_shape else {}
         impl = impl_rules[primitive]
         results: list[dict] = [dict() for _ in out_avals]
-        calls = [functools.partial(impl, *[a.payload[d] if mine else c for a, mine, c in zip(args, own, constants)],
-                                   **params, **extra) for d in self.devices]
-        values = run_device_calls(primitive, calls, sum(a.size for a in out_avals))
+        if all(_shared(a.payload, self.devices) for a, mine in zip(args, own) if mine):
+            # every device holds the same buffers (a replicated value's update): computed once, shared as replicas are
+            first = self.devices[0]
+            value = impl(*[a.payload[first] if mine else c for a, mine, c in zip(args, own, constants)],
+                         **params, **extra)
+            values = [value] * len(self.devices)
+        else:
+            calls = [functools.partial(impl, *[a.payload[d] if mine else c for a, mine, c in
+                                               zip(args, own, constants)], **params, **extra) for d in self.devices]
+            values = run_device_calls(primitive, calls, sum(a.size for a in out_avals))
         for device, value in zip(self.devices, values):
             for slot, v in zip(results, value if primitive.multiple_results else [value]):
                 slot[device] = np.asarray(v)
         outputs = [self.new(aval, r) for aval, r in zip(out_avals, results)]
         return outputs if primitive.multiple_results else outputs[0]
+
+    def summed_product(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Tracer | None:
+        """A matrix product summed next over all of this process's devices, as one product over their joined values
+        (process_blocks.run_summed_product); None where it does not apply."""
+        if not all(self.is_own(a) for a in args) or len({a.aval.vma for a in args}) != 1:
+            return None
+        combined = run_summed_product(primitive, [[a.payload[d] for d in self.devices] for a in args], params)
+        if combined is None:
+            return None
+        out_aval = abstract_eval(primitive, [a.aval for a in args], params)[0]
+        return self.new(out_aval, {d: combined for d in self.devices})
 
     def describe(self, tracer: Tracer) -> str:
         """Each local device's value, as JAX prints a value inside an eager shard_map."""
@@ -90,6 +109,26 @@ class DeviceTrace(Trace):
         aval = aval_of(x)
         value = np.asarray(x, dtype=aval.dtype)
         return Tracer(self, aval.update(vma=frozenset()), {d: value for d in self.devices})
+
+
+def evaluate_body(trace: DeviceTrace, program: Jaxpr, inputs: Sequence[Any]) -> list[Any]:
+    """`program` (a shard_map's executable body) evaluated in `trace`, a product whose result is only summed next over
+    all of this process's devices running as one product over their joined values (process_blocks.py)."""
+    summed = summed_products(program, trace.mesh, trace.devices) if len(trace.devices) > 1 else frozenset()
+    if not summed:
+        return eval_jaxpr(program, (), inputs)
+
+    def bind(eq: Any, args: list[Any]) -> Any:
+        out = trace.summed_product(eq.primitive, args, eq.params) if id(eq) in summed else None
+        return eq.primitive.bind(*args, **eq.params) if out is None else out
+
+    return eval_jaxpr(program, (), inputs, bind)
+
+
+def _shared(payload: dict, devices: Sequence[Any]) -> bool:
+    """Whether every device's value is the one same buffer."""
+    first = payload[devices[0]]
+    return all(payload[d] is first for d in devices)
 
 
 def same_values(primitive: Primitive) -> Callable[..., Tracer]:

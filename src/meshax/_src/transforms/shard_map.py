@@ -22,7 +22,7 @@ from ..core.core import (AxisFrame, Tracer, axis_mesh, current_trace, eager_trac
 from ..sharding.explicit_types import sharding_aval
 from ..interpreters.eager import eager_rules
 from ..arrays.collectives import gather_devices, group_index
-from ..interpreters.shard_map import DeviceTrace, device_rules
+from ..interpreters.shard_map import DeviceTrace, device_rules, evaluate_body
 from ..interpreters.staging import consts_as_inputs, trace_to_jaxpr
 from ..interpreters.fusion import executable
 from ..core.jaxpr import Jaxpr, eval_jaxpr
@@ -140,7 +140,7 @@ def _run(*args: Any, jaxpr: Jaxpr, mesh: Mesh, in_specs: tuple, out_specs: tuple
         buffers = place(arg, mesh, spec, aval).local_buffers()
         inputs.append(trace.new(local_aval, {d: buffers[d] for d in trace.devices}))
     with set_current_trace(trace, finish=True), extend_axis_env(AxisFrame(mesh, manual_axes, check_vma)):
-        outputs = [trace.lift(o) for o in eval_jaxpr(executable(jaxpr), (), inputs)]
+        outputs = [trace.lift(o) for o in evaluate_body(trace, executable(jaxpr), inputs)]
     return [Array(aval.shape, aval.dtype, sharding, _read_only_values(out.payload, aval.dtype), aval.weak_type)
             for out, sharding, aval in zip(outputs, plan.out_shardings, out_avals)]
 
