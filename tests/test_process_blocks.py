@@ -13,21 +13,24 @@ from meshax._src.interpreters import process_blocks
 from meshax._src.primitives import array_primitives
 
 
+def _counted(function, calls: list[str], label: str = ""):
+    """`function(primitive, ...)` recording `label` + the primitive's name in `calls` whenever it returns a result."""
+
+    def counting(primitive, *args, **kwargs):
+        result = function(primitive, *args, **kwargs)
+        if result is not None:
+            calls.append(label + primitive.name)
+        return result
+
+    return counting
+
+
 @pytest.fixture
 def joined_calls(monkeypatch):
     """One compute thread (the devices' calls would run one after the other), and a count of the joined calls."""
     monkeypatch.setenv("MESHAX_CPU_THREADS", "1")
     calls: list[str] = []
-    run = process_blocks.run_joined
-
-    def counting(primitive, *args, **kwargs):
-        result = run(primitive, *args, **kwargs)
-        if result is not None:
-            calls.append(primitive.name)
-        return result
-
-    monkeypatch.setattr(process_blocks, "run_joined", counting)
-    monkeypatch.setattr("meshax._src.interpreters.eager.run_joined", counting)
+    monkeypatch.setattr("meshax._src.interpreters.eager.run_joined", _counted(process_blocks.run_joined, calls))
     return calls
 
 
@@ -172,24 +175,9 @@ def joined_device_calls(monkeypatch):
     """One compute thread, and a count of the calls run over the joined values of a shard_map's devices."""
     monkeypatch.setenv("MESHAX_CPU_THREADS", "1")
     calls: list[str] = []
-    run = process_blocks.run_joined_on_devices
-
-    def counting(primitive, *args, **kwargs):
-        result = run(primitive, *args, **kwargs)
-        if result is not None:
-            calls.append(primitive.name)
-        return result
-
-    summed = process_blocks.run_summed_product
-
-    def counting_sums(primitive, *args, **kwargs):
-        result = summed(primitive, *args, **kwargs)
-        if result is not None:
-            calls.append("summed " + primitive.name)
-        return result
-
-    monkeypatch.setattr("meshax._src.interpreters.shard_map.run_joined_on_devices", counting)
-    monkeypatch.setattr("meshax._src.interpreters.shard_map.run_summed_product", counting_sums)
+    where = "meshax._src.interpreters.shard_map."
+    monkeypatch.setattr(where + "run_joined_on_devices", _counted(process_blocks.run_joined_on_devices, calls))
+    monkeypatch.setattr(where + "run_summed_product", _counted(process_blocks.run_summed_product, calls, "summed "))
     return calls
 
 
