@@ -69,14 +69,6 @@ class LocallyCombined:
     def __init__(self, value: np.ndarray) -> None:
         self.value = value
 
-    @property
-    def dtype(self) -> np.dtype:
-        return self.value.dtype
-
-    @property
-    def nbytes(self) -> int:
-        return self.value.nbytes
-
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return self.value if dtype is None else self.value.astype(dtype)
 

@@ -73,13 +73,7 @@ def run_joined(primitive: Primitive, inputs: Sequence[Any], params: dict[str, An
     if out_dim == _SAME:  # the devices' partial sums, added up
         combined = LocallyCombined(np.asarray(result))
         return [{d: combined for d in local}]
-    start = out_intervals[0][0]
-    cut = [slice(None)] * np.ndim(result)
-    views = {}
-    for d, (lo, hi) in zip(local, out_intervals):
-        cut[out_dim] = slice(lo - start, hi - start)
-        views[d] = result[tuple(cut)]
-    return [views]
+    return [dict(zip(local, _cut(np.asarray(result), out_dim, out_intervals)))]
 
 
 def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Sequence[bool], params: dict[str, Any],
@@ -90,7 +84,7 @@ def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Se
     if (len(devices) < 2 or primitive.multiple_results or primitive.name not in _TAKEN or not out_aval.shape
             or compute_pool.workers() > 1):
         return None
-    values = [v if mine and not _one_buffer(v) else (v[0] if mine else v) for v, mine in zip(operands, own)]
+    values = [v if mine and not one_buffer(v) else (v[0] if mine else v) for v, mine in zip(operands, own)]
     split = [isinstance(v, list) for v in values]
     if not any(split):
         return None
@@ -105,10 +99,16 @@ def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Se
         params = {**params, "local_shapes": [shape[:out_dim] + (shape[out_dim] * count,) + shape[out_dim + 1:]]}
     result = np.asarray(impl_rules[primitive](*buffers, **params))
     size = out_aval.shape[out_dim]
+    return _cut(result, out_dim, [(i * size, (i + 1) * size) for i in range(count)])
+
+
+def _cut(result: np.ndarray, dim: int, intervals: Sequence[tuple[int, int]]) -> list[np.ndarray]:
+    """The views of `result` along `dim` that are the devices' blocks (`intervals`, from the first one's start)."""
+    start = intervals[0][0]
     cut = [slice(None)] * result.ndim
     views = []
-    for i in range(count):
-        cut[out_dim] = slice(i * size, (i + 1) * size)
+    for lo, hi in intervals:
+        cut[dim] = slice(lo - start, hi - start)
         views.append(result[tuple(cut)])
     return views
 
@@ -157,18 +157,18 @@ def run_summed_product(primitive: Primitive, operands: Sequence[Any], params: di
     XLA's order) or not floating-point, or the controller has more than one compute thread."""
     (lc, rc), (lb, rb) = params["dimension_numbers"]
     if (len(operands) != 2 or lb or rb or not lc or compute_pool.workers() > 1
-            or not all(isinstance(v, list) and not _one_buffer(v) for v in operands)):
+            or not all(isinstance(v, list) and not one_buffer(v) for v in operands)):
         return None
     left, right = operands[0][0], operands[1][0]
     elements = math.prod(n for d, n in enumerate(left.shape) if d not in lc) * \
         math.prod(n for d, n in enumerate(right.shape) if d not in rc)
-    if np.result_type(left, right).kind != "f" or elements <= TREE_UP_TO:
+    if not _summed_in_blas(np.result_type(left, right), elements):
         return None
     lhs, rhs = _join(operands[0], lc[0]), _join(operands[1], rc[0])
     return LocallyCombined(np.asarray(impl_rules[primitive](lhs, rhs, **params)))
 
 
-def _one_buffer(values: list[Any]) -> bool:
+def one_buffer(values: Sequence[Any]) -> bool:
     """Whether the devices' values are one buffer (replicated inputs come as one view per device)."""
     first = values[0]
     if all(v is first for v in values):
@@ -255,8 +255,14 @@ def _dot_plan(inputs: Sequence[Any], params: dict[str, Any], in_dims: Sequence[i
     if left in lc and right in rc and lc.index(left) == rc.index(right) and out_dim == _SAME:
         # both split along one contracted dimension: partial products, summed over every local device next
         return (bool(summed_over) and _one_local_group(mesh, summed_over, tuple(local))
-                and np.dtype(out_aval.dtype).kind == "f" and out_aval.size > TREE_UP_TO)
+                and _summed_in_blas(out_aval.dtype, out_aval.size))
     return False
+
+
+def _summed_in_blas(dtype: Any, elements: int) -> bool:
+    """Whether the devices' partial products may be summed inside one product: floating-point results larger than
+    the sums combined device by device in XLA's pairwise order (collectives.TREE_UP_TO)."""
+    return np.dtype(dtype).kind == "f" and elements > TREE_UP_TO
 
 
 def _cluster_plan(cluster: Any, inputs: Sequence[Any], in_dims: Sequence[int], out_dim: int) -> bool:

@@ -18,7 +18,7 @@ from ..core.jaxpr import Jaxpr, eval_jaxpr
 from ..core.core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, impl_rules, pvary_p,
                          reduced_vary_cast_p, sharding_rules)
 from ..sharding.placement_rules import elementwise
-from .process_blocks import run_joined_on_devices, run_summed_product, summed_products
+from .process_blocks import one_buffer, run_joined_on_devices, run_summed_product, summed_products
 from .staging import inline_rules
 
 device_rules: dict[Primitive, Callable[..., Any]] = {}  # rule(device_trace, *args, **params)
@@ -66,7 +66,7 @@ class DeviceTrace(Trace):
         extra = {"local_shapes": [a.shape for a in out_avals]} if primitive.needs_local_shape else {}
         impl = impl_rules[primitive]
         results: list[dict] = [dict() for _ in out_avals]
-        if all(_shared(a.payload, self.devices) for a, mine in zip(args, own) if mine):
+        if all(one_buffer([a.payload[d] for d in self.devices]) for a, mine in zip(args, own) if mine):
             # every device holds the same buffers (a replicated value's update): computed once, shared as replicas are
             first = self.devices[0]
             value = impl(*[a.payload[first] if mine else c for a, mine, c in zip(args, own, constants)],
@@ -123,12 +123,6 @@ def evaluate_body(trace: DeviceTrace, program: Jaxpr, inputs: Sequence[Any]) -> 
         return eq.primitive.bind(*args, **eq.params) if out is None else out
 
     return eval_jaxpr(program, (), inputs, bind)
-
-
-def _shared(payload: dict, devices: Sequence[Any]) -> bool:
-    """Whether every device's value is the one same buffer."""
-    first = payload[devices[0]]
-    return all(payload[d] is first for d in devices)
 
 
 def same_values(primitive: Primitive) -> Callable[..., Tracer]:

@@ -52,7 +52,8 @@ def _apply(key: tuple[Any, ...]) -> None:
         from .distributed import _configure_logging
 
         _configure_logging()
-    logger.info("meshax compute threads: %s; memory: %s", cpu_budget.describe(), allocator.keep_freed_memory())
+    memory = allocator.keep_freed_memory()
+    logger.info("meshax compute threads: %s; memory: %s", cpu_budget.describe(), memory)
 
 
 def workers() -> int:
