@@ -9,7 +9,9 @@ The step, model and data are bench_train.py's (workers/train_worker.py). After t
 matmuls (dot_general), elementwise operations, reductions, other implementations, communication
 (cProfile's own time in collectives.py, runtime/, transfer.py and MPI calls and waits) and the rest
 (the interpreters' dispatch). Process 0 prints one line per category and, with --top N, cProfile's
-N most expensive functions.
+N most expensive functions. With --timeline, no profiler runs: process 0 prints each operation the step
+dispatches, in order, with its wall time (mean over the steps; the cluster's operations for a fused one),
+which shows how a multi-threaded step's time splits where the per-implementation sums cannot.
 """
 from __future__ import annotations
 
@@ -52,6 +54,49 @@ def timed_implementations() -> collections.Counter:
     return spent
 
 
+def timed_operations() -> list:
+    """Wrap the eager interpreter so that each operation's wall time is recorded, in order of completion, as
+    (depth, label, seconds) in the returned list (depth 1: called by the program; 2: by a jitted function's
+    program, ...)."""
+    from meshax._src.interpreters import eager
+
+    record: list = []
+    depth = [0]
+    process = eager.EagerTrace.process
+
+    def timed(self: Any, primitive: Any, args: Any, params: Any) -> Any:
+        depth[0] += 1
+        start = time.perf_counter()
+        try:
+            return process(self, primitive, args, params)
+        finally:
+            record.append((depth[0], _label(primitive, args, params), time.perf_counter() - start))
+            depth[0] -= 1
+    eager.EagerTrace.process = timed
+    return record
+
+
+def _label(primitive: Any, args: Any, params: dict) -> str:
+    name = primitive.name
+    if name == "fused":
+        name += "[" + " ".join(eq.primitive.name for eq in params["cluster"].jaxpr.equations) + "]"
+    shapes = " ".join("x".join(map(str, getattr(a, "shape", ()))) or "()" for a in args)
+    return f"{name[:70]} ({shapes})"
+
+
+def print_timeline(record: list, steps: int) -> None:
+    """The operations below the outermost `jit`s, each with its median wall time over the steps."""
+    calls = [r for r in record if not r[1].startswith(("jit ", "pjit "))]
+    top = min(depth for depth, _, _ in calls)
+    record = [(label, seconds) for depth, label, seconds in calls if depth == top]
+    per_step = len(record) // steps
+    total = sum(seconds for _, seconds in record) / steps
+    print(f"  {per_step} top-level operations per step, {total * 1e3:.1f} ms in them (mean of {steps} steps)")
+    for i in range(per_step):
+        seconds = sorted(record[i + k * per_step][1] for k in range(steps))[steps // 2]
+        print(f"  {seconds * 1e3:7.2f} ms  {record[i][0]}")
+
+
 def communication_seconds(stats: pstats.Stats) -> float:
     total = 0.0
     for (file, _, name), (_, _, own, _, _) in stats.stats.items():  # type: ignore[attr-defined]
@@ -65,6 +110,7 @@ def main() -> int:
     parser.add_argument("--style", choices=("dp_jit", "fsdp"), default="dp_jit")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--top", type=int, default=0, help="also print cProfile's N most expensive functions")
+    parser.add_argument("--timeline", action="store_true", help="each operation's wall time instead of cProfile")
     cli = parser.parse_args()
     args = argparse.Namespace(backend="meshax", style=cli.style, batch=2048, features=784, width=1024, classes=10,
                               lr=0.01, address=None, process_id=0, processes=1)
@@ -74,17 +120,24 @@ def main() -> int:
     for _ in range(2):
         params, loss = step(params, x, y)
         b.jax.block_until_ready((params, loss))
-    spent = timed_implementations()
+    record = timed_operations() if cli.timeline else None
+    spent = timed_implementations() if not cli.timeline else collections.Counter()
     profile, walls = cProfile.Profile(), []
     for _ in range(cli.steps):
         b.barrier()
-        profile.enable()
+        if record is None:
+            profile.enable()
         start = time.perf_counter()
         params, loss = step(params, x, y)
         b.jax.block_until_ready((params, loss))
         walls.append(time.perf_counter() - start)
         profile.disable()
     if b.rank != 0:
+        return 0
+    if record is not None:
+        print(f"{b.size}x{len(b.jax.local_devices())} {cli.style}: {sum(walls) / len(walls) * 1e3:.1f} ms per step "
+              f"(mean of {len(walls)}; median {sorted(walls)[len(walls) // 2] * 1e3:.1f} ms)")
+        print_timeline(record, len(walls))
         return 0
     n, stats = len(walls), pstats.Stats(profile)
     wall = sum(walls) / n
