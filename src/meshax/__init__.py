@@ -6,16 +6,15 @@ which lives in this package) starts without importing NumPy or the array machine
 from __future__ import annotations
 
 import importlib
-import os
 from typing import Any
 
 __version__ = "0.1.0"
 
-# OpenBLAS's threads spin for about 0.1 s after each call (and after NumPy's import) before they
-# sleep; several controllers sharing a machine's cores lose that time to each other. Unless the user
-# chose otherwise, they sleep at once; a large matmul loses nothing measurable. This only takes
-# effect when meshax is imported before NumPy (the launcher passes it to its children).
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+from ._src.runtime import blas_threads as _blas_threads
+
+# OpenBLAS's threads spin for about 0.1 s after each call before they sleep: unless the user chose
+# otherwise, they sleep at once (runtime/blas_threads.py).
+_blas_threads.choose_at_import()
 
 _SUBMODULES = ("checkpoint", "debug", "distributed", "dtypes", "errors", "experimental", "lax", "nn", "numpy", "random",
                "sharding", "tree", "tree_util")

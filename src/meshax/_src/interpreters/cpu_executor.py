@@ -19,6 +19,7 @@ alone, and numexpr is given only operations whose results equal NumPy's.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Sequence
 
@@ -121,12 +122,7 @@ def _run_in_blocks(cluster: Any, row_axes: list[int | None], inputs: Sequence[np
         with np.errstate(**errors):
             out[start:stop] = run_unfused(cluster.jaxpr, pieces, (stop - start,) + tuple(out_shape[1:]))
 
-    starts = range(0, rows, per_block)
-    if device_pool.in_batch():  # one device's call among others: its part of the threads, as pieces
-        device_pool.run_parts([lambda mine=starts[i::threads]: [block(start) for start in mine]
-                               for i in range(min(threads, len(starts)))])
-    else:
-        device_pool.run_each([lambda start=start: block(start) for start in starts], blas=False)
+    device_pool.spread([functools.partial(block, start) for start in range(0, rows, per_block)])
     return out
 
 

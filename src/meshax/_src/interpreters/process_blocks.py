@@ -1,12 +1,13 @@
-"""One call over a process's block instead of one call per device, where a controller's devices would run one
-after the other anyway.
+"""One call over a process's block instead of one call per device.
 
-A controller with one compute thread runs its devices' calls of a primitive one by one. When the devices'
-shards of every split operand are consecutive blocks along one dimension (the batch rows of data
-parallelism) and the primitive computes each block of that dimension from the same blocks of its inputs,
-one call over the joined block gives every device's result at once (as views of it): fewer calls, and
-BLAS on one large matrix instead of several small ones. The joined inputs are views where the shards lie
-one after another in one buffer (results of earlier joined calls), else copies. A matrix product that
+When the devices' shards of every split operand are consecutive blocks along one dimension (the batch
+rows of data parallelism) and the primitive computes each block of that dimension from the same blocks
+of its inputs, one call over the joined block gives every device's result at once (as views of it):
+one dispatch instead of one per device, and one large call that BLAS, or the fused-cluster executor,
+spreads over the controller's whole share of the threads, where per-device calls side by side each
+get a slice of it (a data-parallel step on one process of 16 devices, 16 cores: 80 -> 63 ms); `_joins`
+says where that pays. The joined inputs are views where the shards lie one after another in one buffer
+(results of earlier joined calls), else copies. A matrix product that
 contracts the split dimension sums the devices' partial products itself; its result stands for all of
 them (`collectives.LocallyCombined`) in the reduction across devices that follows. Inside shard_map
 (`run_joined_on_devices`) the devices' values are joined along the result's first dimension where one
@@ -27,12 +28,28 @@ from ..arrays.array import Array, read_only
 from ..arrays.collectives import TREE_UP_TO, LocallyCombined, local_groups
 from ..arrays.partition import named_sharding
 from ..core.core import Primitive, ShapedArray, impl_rules, sharding_rules
-from ..runtime import compute_pool
 from ..sharding.mesh import Mesh
 from ..sharding.placement_rules import Spec, elementwise
-from .cpu_executor import BLOCKWISE
+from ..runtime import compute_pool
+from .cpu_executor import BLOCKWISE, CpuExecutor
 
 _TAKEN = (BLOCKWISE - {"broadcast_in_dim"}) | {"dot_general", "fused"}
+SMALL = 1 << 16  # elements of a result whose devices' calls cost more to dispatch than to compute
+
+
+def _joins(primitive: Primitive, elements: int) -> bool:
+    """Whether one call over the joined blocks beats the devices' calls side by side: always with one compute
+    thread (they would run one after the other); else for matmuls (BLAS spreads one over the threads),
+    clusters the executor spreads (`CpuExecutor.min_threads`) and small results (`elements`: of all the
+    devices' results). Large elementwise calls with 2-3 threads run side by side: one would run on one
+    thread."""
+    if primitive.name not in _TAKEN:
+        return False
+    threads = compute_pool.workers()
+    return (threads == 1 or primitive.name == "dot_general" or elements <= SMALL
+            or (primitive.name == "fused" and threads >= CpuExecutor.min_threads))
+
+
 _SAME = -1  # an operand whose shards are the same block on every local device
 
 
@@ -42,8 +59,8 @@ def run_joined(primitive: Primitive, inputs: Sequence[Any], params: dict[str, An
     """The per-device results of `primitive` (global Arrays `inputs`) over the `local` devices of `mesh`, from
     one call over their joined blocks; None where that does not apply (the caller then runs one call per
     device). `summed_over`: the mesh axes the results are summed over next (empty where they are not)."""
-    if (len(local) < 2 or len(out_avals) != 1 or primitive.multiple_results or primitive.name not in _TAKEN
-            or not inputs or not all(isinstance(x, Array) for x in inputs) or compute_pool.workers() > 1):
+    if (len(local) < 2 or len(out_avals) != 1 or primitive.multiple_results
+            or not _joins(primitive, out_avals[0].size) or not inputs or not all(isinstance(x, Array) for x in inputs)):
         return None
     devices = tuple(local)
     splits = [_split(x.sharding, x.shape, devices) for x in inputs]
@@ -81,8 +98,8 @@ def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Se
     """Inside shard_map: each device's result of `primitive` from one call over the devices' values joined along
     the result's first dimension, as views of it; None where that does not apply. `operands[i]`: the devices'
     values (a list, in `devices` order) where `own[i]`, else one value for all of them."""
-    if (len(devices) < 2 or primitive.multiple_results or primitive.name not in _TAKEN or not out_aval.shape
-            or compute_pool.workers() > 1):
+    if (len(devices) < 2 or primitive.multiple_results or not out_aval.shape
+            or not _joins(primitive, out_aval.size * len(devices))):
         return None
     values = [v if mine and not one_buffer(v) else (v[0] if mine else v) for v, mine in zip(operands, own)]
     split = [isinstance(v, list) for v in values]
@@ -153,10 +170,10 @@ def _one_local_group(mesh: Mesh, axes: tuple[str, ...], devices: tuple[Any, ...]
 def run_summed_product(primitive: Primitive, operands: Sequence[Any], params: dict[str, Any]) -> Any:
     """The sum of the devices' matrix products (`operands[i]`: the devices' values of operand i), as one product
     over their values joined along a contracted dimension, standing for all of them (LocallyCombined); None
-    where the product is not one of two per-device operands, its result is small (summed device by device in
-    XLA's order) or not floating-point, or the controller has more than one compute thread."""
+    where the product is not one of two per-device operands, or its result is small (summed device by device
+    in XLA's order) or not floating-point."""
     (lc, rc), (lb, rb) = params["dimension_numbers"]
-    if (len(operands) != 2 or lb or rb or not lc or compute_pool.workers() > 1
+    if (len(operands) != 2 or lb or rb or not lc
             or not all(isinstance(v, list) and not one_buffer(v) for v in operands)):
         return None
     left, right = operands[0][0], operands[1][0]

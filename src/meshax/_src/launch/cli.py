@@ -285,13 +285,14 @@ def _mpi_lines() -> list[str]:
 
 
 def _compute_lines() -> list[str]:
-    from ..runtime import allocator, cpu_budget
+    from ..runtime import allocator, blas_threads, compute_pool, cpu_budget
 
     try:
         compute = cpu_budget.describe()
     except ValueError as error:
         compute = str(error)
-    return [f"compute:     {compute}", f"memory:      {allocator.keep_freed_memory()}"]
+    return [f"compute:     {compute}", f"BLAS idle:   {blas_threads.quiet_idle_threads(compute_pool.blas_controller())}",
+            f"memory:      {allocator.keep_freed_memory()}"]
 
 
 def info() -> int:

@@ -8,7 +8,8 @@ not given to BLAS (OpenBLAS runs concurrent multi-threaded calls one at a time) 
 call splitting its work into single-threaded pieces (`call_parts`, `run_parts`). BLAS is set to the share on
 first use and whenever the share changes (initialize() learns how many controllers share the
 host); the pool and the thread-limit controller are created on first use, so importing meshax
-starts no threads. The first use also keeps freed memory mapped (allocator.py).
+starts no threads. The first use also keeps freed memory mapped (allocator.py) and lets OpenBLAS's idle
+threads sleep at once (blas_threads.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import allocator, cpu_budget
+from . import allocator, blas_threads, cpu_budget
 
 logger = logging.getLogger("meshax")
 
@@ -46,14 +47,15 @@ def _apply(key: tuple[Any, ...]) -> None:
     global _threads, _applied_for
     with _lock:
         threads = cpu_budget.compute_threads()
-        _blas_controller().limit(limits=threads, user_api="blas")  # kept: the limit stays until changed
+        blas = blas_threads.quiet_idle_threads(blas_controller())
+        blas_controller().limit(limits=threads, user_api="blas")  # kept: the limit stays until changed
         _threads, _applied_for = threads, key
     if not logger.handlers and os.environ.get("MESHAX_LOG"):  # a single process that never called initialize()
         from .distributed import _configure_logging
 
         _configure_logging()
     memory = allocator.keep_freed_memory()
-    logger.info("meshax compute threads: %s; memory: %s", cpu_budget.describe(), memory)
+    logger.info("meshax compute threads: %s; BLAS threads: %s; memory: %s", cpu_budget.describe(), blas, memory)
 
 
 def workers() -> int:
@@ -73,7 +75,7 @@ def run_each(calls: Sequence[Callable[[], Any]], *, blas: bool = True) -> list[A
     with _lock:  # one batch at a time: the pool is sized for it, and the BLAS thread limit is process-wide
         if not blas:
             return _side_by_side(calls, side_by_side, 1)
-        with _blas_controller().limit(limits=1, user_api="blas"):
+        with blas_controller().limit(limits=1, user_api="blas"):
             return _side_by_side(calls, side_by_side, per_call)
 
 
@@ -106,7 +108,17 @@ def run_parts(pieces: Sequence[Callable[[], Any]]) -> None:
             future.result()
 
 
-def _blas_controller() -> Any:
+def spread(calls: Sequence[Callable[[], Any]]) -> None:
+    """Run the independent, BLAS-free `calls` (the pieces of one kernel) on this call's threads: the pool's
+    within the controller's share, or, inside a batch of `run_each`, this call's part of it (`run_parts`)."""
+    if not in_batch():
+        run_each(calls, blas=False)
+        return
+    parts = min(call_parts(), len(calls))
+    run_parts([lambda mine=calls[i::parts]: [call() for call in mine] for i in range(parts)])
+
+
+def blas_controller() -> Any:
     global _controller
     if _controller is None:
         from threadpoolctl import ThreadpoolController

@@ -1,0 +1,73 @@
+"""OpenBLAS's idle threads sleep at once (runtime/blas_threads.py): set at import, restarted on the first
+computation where NumPy came first, never over the user's own choice. Measured as the CPU time a process
+burns while it sleeps right after a matmul (a spinning BLAS thread burns a core)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from threadpoolctl import threadpool_info
+
+OPENBLAS = any(lib.get("internal_api") == "openblas" and lib.get("threading_layer") == "pthreads"
+               for lib in threadpool_info())
+
+# NumPy imported first (its OpenBLAS loads with the default wait), then a meshax matmul (the first
+# computation), then a NumPy matmul on 2 BLAS threads and a sleep: the CPU time the process burns meanwhile.
+PROGRAM = """
+import os, time
+import numpy as np
+import meshax, meshax.numpy as jnp
+from threadpoolctl import threadpool_limits
+from meshax._src.runtime import blas_threads
+print("environment:", os.environ.get("OPENBLAS_THREAD_TIMEOUT"))
+(jnp.ones((256, 256)) @ jnp.ones((256, 256))).block_until_ready()
+print("state:", blas_threads._state)
+a = np.ones((1024, 1024), np.float32)
+with threadpool_limits(2, "blas"):
+    a @ a
+    start = time.process_time()
+    time.sleep(0.2)
+    print("idle CPU ms:", (time.process_time() - start) * 1e3)
+"""
+
+
+def run(**env: str) -> dict[str, str]:
+    environment = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_THREAD_TIMEOUT",
+                                                                    "MESHAX_QUIET_BLAS_THREADS")}
+    out = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, timeout=120,
+                         env={**environment, "MESHAX_CPU_THREADS": "2", **env})
+    assert out.returncode == 0, out.stderr
+    return dict(line.split(": ", 1) for line in out.stdout.splitlines())
+
+
+@pytest.mark.skipif(not OPENBLAS, reason="NumPy's BLAS is not OpenBLAS on its own threads")
+def test_numpy_imported_first_still_gets_threads_that_sleep_at_once():
+    quiet = run()
+    assert quiet["environment"] == "4"
+    assert "sleep at once" in quiet["state"] and "restarted" in quiet["state"], quiet
+    assert float(quiet["idle CPU ms"]) < 20, quiet
+
+
+@pytest.mark.skipif(not OPENBLAS or (os.cpu_count() or 1) < 2, reason="needs OpenBLAS and 2 cores")
+def test_without_meshax_the_idle_threads_spin():
+    """The control: the same program with the setting turned off burns CPU while it sleeps."""
+    spinning = run(MESHAX_QUIET_BLAS_THREADS="0")
+    assert spinning["environment"] == "None"
+    assert "default wait (MESHAX_QUIET_BLAS_THREADS=0)" in spinning["state"]
+    assert float(spinning["idle CPU ms"]) > 20, spinning
+
+
+def test_the_users_wait_is_kept():
+    chosen = run(OPENBLAS_THREAD_TIMEOUT="28")
+    assert chosen["environment"] == "28"
+    assert "the user's OPENBLAS_THREAD_TIMEOUT=28" in chosen["state"]
+
+
+def test_meshax_info_says_what_is_in_effect():
+    info = subprocess.run([sys.executable, "-m", "meshax", "info"], capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"})
+    assert info.returncode == 0, info.stderr
+    line = next(line for line in info.stdout.splitlines() if line.startswith("BLAS idle:"))
+    assert "sleep at once" in line or "no OpenBLAS" in line, line
