@@ -1,5 +1,5 @@
 """OpenBLAS's idle threads sleep at once (runtime/blas_threads.py): set at import, restarted on the first
-computation where NumPy came first, never over the user's own choice. Measured as the CPU time a process
+computation with 4 compute threads or more where NumPy came first, never over the user's own choice. Measured as the CPU time a process
 burns while it sleeps right after a matmul (a spinning BLAS thread burns a core)."""
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ import os, time
 import numpy as np
 import meshax, meshax.numpy as jnp
 from threadpoolctl import threadpool_limits
-from meshax._src.runtime import blas_threads
+from meshax._src.runtime import blas_threads, compute_pool
 print("environment:", os.environ.get("OPENBLAS_THREAD_TIMEOUT"))
 (jnp.ones((256, 256)) @ jnp.ones((256, 256))).block_until_ready()
-print("state:", blas_threads._state)
+print("state:", blas_threads.quiet_idle_threads(compute_pool.blas_controller(), compute_pool.workers()))
 a = np.ones((1024, 1024), np.float32)
 with threadpool_limits(2, "blas"):
     a @ a
@@ -33,11 +33,11 @@ with threadpool_limits(2, "blas"):
 """
 
 
-def run(**env: str) -> dict[str, str]:
+def run(threads: int = 4, **env: str) -> dict[str, str]:
     environment = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_THREAD_TIMEOUT",
                                                                     "MESHAX_QUIET_BLAS_THREADS")}
     out = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, timeout=120,
-                         env={**environment, "MESHAX_CPU_THREADS": "2", **env})
+                         env={**environment, "MESHAX_CPU_THREADS": str(threads), **env})
     assert out.returncode == 0, out.stderr
     return dict(line.split(": ", 1) for line in out.stdout.splitlines())
 
@@ -57,6 +57,12 @@ def test_without_meshax_the_idle_threads_spin():
     assert spinning["environment"] == "None"
     assert "default wait (MESHAX_QUIET_BLAS_THREADS=0)" in spinning["state"]
     assert float(spinning["idle CPU ms"]) > 20, spinning
+
+
+@pytest.mark.skipif(not OPENBLAS, reason="NumPy's BLAS is not OpenBLAS on its own threads")
+def test_with_few_compute_threads_numpys_openblas_is_left_alone():
+    few = run(threads=2)
+    assert "default wait (NumPy was imported first; with 2 compute thread(s)" in few["state"], few
 
 
 def test_the_users_wait_is_kept():

@@ -288,11 +288,11 @@ def _compute_lines() -> list[str]:
     from ..runtime import allocator, blas_threads, compute_pool, cpu_budget
 
     try:
-        compute = cpu_budget.describe()
+        compute, threads = cpu_budget.describe(), cpu_budget.compute_threads()
     except ValueError as error:
-        compute = str(error)
-    return [f"compute:     {compute}", f"BLAS idle:   {blas_threads.quiet_idle_threads(compute_pool.blas_controller())}",
-            f"memory:      {allocator.keep_freed_memory()}"]
+        compute, threads = str(error), 1
+    blas = blas_threads.quiet_idle_threads(compute_pool.blas_controller(), threads)
+    return [f"compute:     {compute}", f"BLAS idle:   {blas}", f"memory:      {allocator.keep_freed_memory()}"]
 
 
 def info() -> int:

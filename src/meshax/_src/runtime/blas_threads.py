@@ -11,9 +11,12 @@ step milliseconds.
 
 - `import meshax` sets OPENBLAS_THREAD_TIMEOUT=4 in the environment (`choose_at_import`): an OpenBLAS
   loaded later (NumPy imported after meshax, the launcher's children) starts with it.
-- Where NumPy was imported first, its OpenBLAS already waits long: on the first computation
-  (`quiet_idle_threads`) meshax has it re-read its settings with the short wait (`openblas_read_env`)
-  and restarts its threads (`blas_thread_shutdown_`; they start again on the next multi-threaded call).
+- Where NumPy was imported first, its OpenBLAS already waits long: on the first computation with
+  `CONTENDED_FROM` compute threads or more (`quiet_idle_threads`; from there meshax's pool runs
+  elementwise work beside BLAS's threads) meshax has it re-read its settings with the short wait
+  (`openblas_read_env`) and restarts its threads (`blas_thread_shutdown_`; they start again on the next
+  multi-threaded call). With fewer threads a spinning BLAS thread takes no core meshax uses, and
+  waking a sleeping one cost a 2-core VM's step a few milliseconds.
 Neither is done where the user set OPENBLAS_THREAD_TIMEOUT or MESHAX_QUIET_BLAS_THREADS=0; the restart
 only for OpenBLAS on its own threads (pthreads) with those entry points.
 """
@@ -26,6 +29,7 @@ from typing import Any
 DISABLE_VARIABLE = "MESHAX_QUIET_BLAS_THREADS"
 TIMEOUT_VARIABLE = "OPENBLAS_THREAD_TIMEOUT"
 SHORTEST_TIMEOUT = "4"  # OpenBLAS's smallest: its threads wait 2^4 cycles before they sleep
+CONTENDED_FROM = 4  # compute threads from which meshax's pool runs beside BLAS (cpu_executor's min_threads)
 
 _restart_needed = False  # set at import: NumPy's OpenBLAS was loaded before meshax set the variable
 _state: list[str] = []  # what was done, once decided (a one-element cache)
@@ -40,12 +44,16 @@ def choose_at_import() -> None:
     _restart_needed = "numpy" in sys.modules
 
 
-def quiet_idle_threads(controller: Any) -> str:
-    """On the first call, restart the OpenBLAS libraries that `controller` (a threadpoolctl
-    ThreadpoolController) found with the short wait where they loaded before meshax; returns what is in
-    effect, in words (for `meshax info` and the log)."""
-    if not _state:
-        _state.append(_apply(controller))
+def quiet_idle_threads(controller: Any, threads: int) -> str:
+    """Restart the OpenBLAS libraries that `controller` (a threadpoolctl ThreadpoolController) found with
+    the short wait where they loaded before meshax, once, when the controller's share is `threads` >=
+    CONTENDED_FROM; returns what is in effect, in words (for `meshax info` and the log)."""
+    if _state:
+        return _state[0]
+    if _restart_needed and not _disabled() and threads < CONTENDED_FROM:
+        return (f"OpenBLAS's default wait (NumPy was imported first; with {threads} compute thread(s) nothing "
+                "of meshax's runs beside BLAS's threads)")
+    _state.append(_apply(controller))
     return _state[0]
 
 

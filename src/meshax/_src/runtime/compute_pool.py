@@ -47,7 +47,7 @@ def _apply(key: tuple[Any, ...]) -> None:
     global _threads, _applied_for
     with _lock:
         threads = cpu_budget.compute_threads()
-        blas = blas_threads.quiet_idle_threads(blas_controller())
+        blas = blas_threads.quiet_idle_threads(blas_controller(), threads)
         blas_controller().limit(limits=threads, user_api="blas")  # kept: the limit stays until changed
         _threads, _applied_for = threads, key
     if not logger.handlers and os.environ.get("MESHAX_LOG"):  # a single process that never called initialize()
