@@ -58,21 +58,23 @@ def timed_operations() -> list:
     """Wrap the eager interpreter so that each operation's wall time is recorded, in order of completion, as
     (depth, label, seconds) in the returned list (depth 1: called by the program; 2: by a jitted function's
     program, ...)."""
-    from meshax._src.interpreters import eager
+    from meshax._src.interpreters import eager, shard_map
 
     record: list = []
     depth = [0]
-    process = eager.EagerTrace.process
 
-    def timed(self: Any, primitive: Any, args: Any, params: Any) -> Any:
-        depth[0] += 1
-        start = time.perf_counter()
-        try:
-            return process(self, primitive, args, params)
-        finally:
-            record.append((depth[0], _label(primitive, args, params), time.perf_counter() - start))
-            depth[0] -= 1
-    eager.EagerTrace.process = timed
+    def timing(process: Any) -> Any:
+        def timed(self: Any, primitive: Any, args: Any, params: Any) -> Any:
+            depth[0] += 1
+            start = time.perf_counter()
+            try:
+                return process(self, primitive, args, params)
+            finally:
+                record.append((depth[0], _label(primitive, args, params), time.perf_counter() - start))
+                depth[0] -= 1
+        return timed
+    for trace in (eager.EagerTrace, shard_map.DeviceTrace):  # eager (and jit's programs), shard_map's bodies
+        trace.process = timing(trace.process)
     return record
 
 
@@ -85,8 +87,8 @@ def _label(primitive: Any, args: Any, params: dict) -> str:
 
 
 def print_timeline(record: list, steps: int) -> None:
-    """The operations below the outermost `jit`s, each with its median wall time over the steps."""
-    calls = [r for r in record if not r[1].startswith(("jit ", "pjit "))]
+    """The operations below the outermost `jit`s and `shard_map`s, each with its median wall time over the steps."""
+    calls = [r for r in record if not r[1].startswith(("jit ", "pjit ", "shard_map "))]
     top = min(depth for depth, _, _ in calls)
     record = [(label, seconds) for depth, label, seconds in calls if depth == top]
     per_step = len(record) // steps

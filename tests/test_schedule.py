@@ -221,3 +221,31 @@ def test_adjacent_gathers_are_one_exchange_with_jax_values():
     JP = jax.sharding.PartitionSpec
     theirs = jax.jit(jax.shard_map(f(jax), mesh=jmesh, in_specs=(JP("d"),) * 3, out_specs=(JP("d"),) * 3))(a, b, n)
     assert_same_tree(ours, theirs)
+
+
+def test_grouped_collectives_over_a_one_device_axis_are_their_inputs():
+    """On a mesh axis of size 1 the grouped gathers and sums (tiled and stacked, a psum_scatter too) give JAX's
+    values without copying: the results are views of the inputs."""
+    a = RNG.standard_normal((6, 4)).astype(np.float32)
+    b = RNG.standard_normal((3, 5)).astype(np.float32)
+
+    def f(lib):
+        def body_(a, b):
+            return (lib.lax.all_gather(a, "d", tiled=True), lib.lax.all_gather(b, "d"),
+                    lib.lax.psum(a, "d"), lib.lax.psum_scatter(b, "d", tiled=True),
+                    lib.lax.psum_scatter(b[None], "d"))
+        return body_
+
+    P, JP = meshax.sharding.PartitionSpec, jax.sharding.PartitionSpec
+    specs = dict(in_specs=(P("d"), P("d")), out_specs=(P("d"), P("d"), P("d"), P("d"), P("d")))
+    mapped = meshax.shard_map(f(meshax), mesh=meshax.sharding.Mesh(np.array(meshax.devices()[:1]), ("d",)), **specs)
+    inner = next(eq.params["jaxpr"] for eq in meshax.make_jaxpr(mapped)(a, b).jaxpr.equations
+                 if eq.primitive.name == "shard_map")
+    names = [eq.primitive.name for eq in executable(inner).equations]
+    assert "grouped_gather" in names and "grouped_sum" in names, names
+    ours = meshax.jit(mapped)(a, b)
+    theirs = jax.jit(jax.shard_map(f(jax), mesh=jax.sharding.Mesh(np.array(jax.devices()[:1]), ("d",)),
+                                   in_specs=(JP("d"),) * 2, out_specs=(JP("d"),) * 5))(a, b)
+    assert_same_tree(ours, theirs)
+    gathered, summed = (np.asarray(ours[i].addressable_shards[0].data) for i in (0, 2))
+    assert np.shares_memory(gathered, summed)  # both the input's buffer
