@@ -1,5 +1,6 @@
-"""A controller with one compute thread runs a primitive once over its devices' joined blocks: the same values
-as device by device (NumPy's and JAX's), on every layout, whether the blocks join or not."""
+"""A controller runs a primitive once over its devices' joined blocks where that pays (always with one compute
+thread): the same values as device by device (NumPy's and JAX's), on every layout, whether the blocks join or
+not."""
 from __future__ import annotations
 
 import numpy as np
@@ -253,3 +254,58 @@ def test_a_per_device_row_broadcast_along_the_rows_is_not_joined(joined_device_c
     rows = [np.arange(10, dtype=np.float32)[None, :] * (i + 1) for i in range(4)]
     want = np.concatenate([np.maximum(a[16 * i:16 * i + 16] * r + 1, 0) - r for i, r in enumerate(rows)])
     np.testing.assert_allclose(np.asarray(out), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("where", ["eager", "jit", "shard_map"])
+def test_reductions_along_the_kept_rows_join_and_keep_numpys_bits(joined_calls, joined_device_calls, where):
+    """Sums, maxima and minima of each row (a softmax's), NaNs included, over the joined rows of 4 devices: each
+    row reduced on its own, bit for bit as NumPy; a sum over the split rows is not joined."""
+    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal((64, 3, 33)) * 1e3).astype(np.float32)
+    a[5, 1, 7] = np.nan
+
+    def reduce(x):
+        return jnp.sum(x, axis=(1, 2)), jnp.max(x, axis=-1), jnp.min(x, axis=1, keepdims=True), jnp.sum(x, axis=0)
+
+    if where == "shard_map":
+        P = meshax.P
+        run = meshax.shard_map(reduce, mesh=mesh, in_specs=P("data"), out_specs=(P("data"),) * 4)
+    else:
+        run = meshax.jit(reduce) if where == "jit" else reduce
+    ours = run(meshax.device_put(a, meshax.NamedSharding(mesh, meshax.P("data"))))
+    blocks = np.split(a, 4)
+    for got, want in zip(ours, [np.concatenate([b.sum(axis=(1, 2)) for b in blocks]), a.max(axis=-1),
+                                a.min(axis=1, keepdims=True)]):
+        np.testing.assert_array_equal(np.asarray(got), want)
+    over_rows = np.concatenate([b.sum(axis=0) for b in blocks]) if where == "shard_map" else a.sum(axis=0)
+    np.testing.assert_allclose(np.asarray(ours[3]), over_rows, rtol=1e-5, atol=1e-2)
+    assert {"reduce_sum", "reduce_max", "reduce_min"} <= set(joined_calls + joined_device_calls), \
+        joined_calls + joined_device_calls
+
+
+def test_with_many_compute_threads_matmuls_and_small_results_join_and_large_elementwise_calls_do_not(monkeypatch):
+    """With 2 compute threads: a matmul and a small elementwise result run once over the joined rows, a large
+    elementwise one per device side by side (one call would leave a thread idle)."""
+    monkeypatch.setenv("MESHAX_CPU_THREADS", "2")
+    calls: list[str] = []
+    monkeypatch.setattr("meshax._src.interpreters.eager.run_joined", _counted(process_blocks.run_joined, calls))
+    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
+    rng = np.random.default_rng(6)
+    small, large = rng.standard_normal((64, 16)).astype(np.float32), rng.standard_normal((1024, 512)).astype(np.float32)
+    rows = meshax.NamedSharding(mesh, meshax.P("data"))
+    w = np.ones((16, 8), np.float32)
+    product, doubled = meshax.device_put(small, rows) @ w, meshax.device_put(small, rows) * 2.0
+    np.testing.assert_allclose(np.asarray(product), small @ w, rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(doubled), small * np.float32(2))
+    assert calls == ["dot_general", "mul"], calls
+    np.testing.assert_array_equal(np.asarray(meshax.device_put(large, rows) * 2.0), large * np.float32(2))
+    assert calls == ["dot_general", "mul"], calls
+
+
+def test_a_reduction_over_rows_of_column_blocks_joins_along_the_columns(joined_calls):
+    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
+    a = np.random.default_rng(8).standard_normal((33, 64)).astype(np.float32)
+    x = meshax.device_put(a, meshax.NamedSharding(mesh, meshax.P(None, "data")))
+    np.testing.assert_array_equal(np.asarray(jnp.max(x, axis=0)), a.max(axis=0))
+    assert joined_calls == ["reduce_max"], joined_calls

@@ -33,7 +33,8 @@ from ..sharding.placement_rules import Spec, elementwise
 from ..runtime import compute_pool
 from .cpu_executor import BLOCKWISE, CpuExecutor
 
-_TAKEN = (BLOCKWISE - {"broadcast_in_dim"}) | {"dot_general", "fused"}
+_REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min"})  # each kept row reduced on its own
+_TAKEN = (BLOCKWISE - {"broadcast_in_dim"}) | {"dot_general", "fused"} | _REDUCTIONS
 SMALL = 1 << 16  # elements of a result whose devices' calls cost more to dispatch than to compute
 
 
@@ -76,6 +77,8 @@ def run_joined(primitive: Primitive, inputs: Sequence[Any], params: dict[str, An
         plan = _cluster_plan(params["cluster"], inputs, in_dims, out_dim)
     elif sharding_rules.get(primitive) is elementwise:
         plan = all(d in (_SAME, out_dim) and (d != _SAME or x.ndim == 0) for x, d in zip(inputs, in_dims))
+    elif name in _REDUCTIONS:
+        plan = in_dims[0] != _SAME and out_dim == _kept_dim(in_dims[0], params)
     else:
         plan = False
     intervals = {i for dim, i in splits if dim != _SAME}
@@ -227,7 +230,17 @@ def _device_plan(primitive: Primitive, params: dict[str, Any], values: Sequence[
     if sharding_rules.get(primitive) is elementwise and all(
             np.shape(v[0]) == out_aval.shape if s else n == 0 for v, n, s in zip(values, ndims, split)):
         return [0 if s else _SAME for s in split], 0
+    if primitive.name in _REDUCTIONS and _kept_dim(0, params) == 0:
+        return [0], 0
     return None
+
+
+def _kept_dim(dim: int, params: dict[str, Any]) -> int | None:
+    """Where a reduction's operand dimension `dim` lies in its result; None where it is reduced."""
+    axes = params["axes"]
+    if dim in axes:
+        return None
+    return dim if params.get("keepdims") else dim - sum(a < dim for a in axes)
 
 
 @functools.lru_cache(maxsize=4096)
