@@ -116,3 +116,27 @@ def test_calls_with_a_larger_share_split_into_single_threaded_pieces(monkeypatch
     for got, (lhs, rhs) in zip(results, [pairs[0], pairs[0], pairs[1]]):
         np.testing.assert_allclose(got, lhs @ rhs, rtol=1e-5, atol=1e-5)
     assert set(blas_threads()) == {6}  # the whole share again afterwards
+
+
+def test_a_clusters_blocks_run_on_at_most_the_executors_threads(monkeypatch):
+    """With a share of 16 threads a large cluster is cut into blocks run as at most CpuExecutor.max_threads
+    calls side by side (more threads wait on the GIL longer than they save), with NumPy's values."""
+    import numpy as np
+
+    import meshax
+    import meshax.numpy as jnp
+    from meshax._src.interpreters.cpu_executor import CpuExecutor
+
+    monkeypatch.setenv("MESHAX_CPU_THREADS", "16")
+    batches: list[int] = []
+    run_each = device_pool.run_each
+
+    def recording(calls, *, blas=True):
+        batches.append(len(calls))
+        return run_each(calls, blas=blas)
+
+    monkeypatch.setattr(device_pool, "run_each", recording)
+    h = np.random.default_rng(0).standard_normal((2048, 256)).astype(np.float32)
+    out = meshax.jit(lambda x: jnp.where(x > 0, x, 0.0) * 2.0)(h)
+    np.testing.assert_array_equal(np.asarray(out), np.where(h > 0, h, np.float32(0)) * np.float32(2))
+    assert max(batches) == CpuExecutor.max_threads, batches  # the cluster's blocks

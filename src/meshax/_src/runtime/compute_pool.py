@@ -108,14 +108,16 @@ def run_parts(pieces: Sequence[Callable[[], Any]]) -> None:
             future.result()
 
 
-def spread(calls: Sequence[Callable[[], Any]]) -> None:
-    """Run the independent, BLAS-free `calls` (the pieces of one kernel) on this call's threads: the pool's
-    within the controller's share, or, inside a batch of `run_each`, this call's part of it (`run_parts`)."""
-    if not in_batch():
-        run_each(calls, blas=False)
-        return
-    parts = min(call_parts(), len(calls))
-    run_parts([lambda mine=calls[i::parts]: [call() for call in mine] for i in range(parts)])
+def spread(calls: Sequence[Callable[[], Any]], threads: int) -> None:
+    """Run the independent, BLAS-free `calls` (the pieces of one kernel) on at most `threads` threads: the
+    pool's within the controller's share, or, inside a batch of `run_each`, this call's part of it
+    (`run_parts`)."""
+    parts = max(1, min(threads, len(calls), call_parts() if in_batch() else threads))
+    groups = [lambda mine=calls[i::parts]: [call() for call in mine] for i in range(parts)]
+    if in_batch():
+        run_parts(groups)
+    else:
+        run_each(groups, blas=False)
 
 
 def blas_controller() -> Any:
