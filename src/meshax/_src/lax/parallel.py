@@ -12,8 +12,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..runtime import buffers
+from ..runtime import devices as device_table
 from .. import numpy as jnp
-from ..arrays.collectives import allreduce_devices, allreduce_devices_many, gather_devices, group_index, permute_devices
+from ..arrays.collectives import (allreduce_devices, allreduce_devices_many, gather_devices, group_index, local_groups,
+                                  permute_devices)
 from ..core.core import (Primitive, ShapedArray, abstract_eval, abstract_eval_rules, axis_size, manual_axes, pvary_p,
                     vma_checked, vma_rules)
 from ..interpreters.ad import deflinear, defzero, jvp_rules, transpose_rules
@@ -316,6 +318,19 @@ def _as_results(trace: DeviceTrace, xs: Sequence[Any], avals: Sequence[ShapedArr
             for x, aval in zip(xs, avals)]
 
 
+def _gathered_here(trace: DeviceTrace, xs: Sequence[Any], avals: Sequence[ShapedArray], parts: tuple,
+                   groups: Sequence[Any]) -> list[Any]:
+    """The grouped gather where every group lies in this process: each operand's members joined straight into
+    the result (no packing for an exchange), one result per group shared by its devices."""
+    outs: list[dict] = [{} for _ in xs]
+    for group in groups:
+        for out, x, aval, (axis, tiled) in zip(outs, xs, avals, parts):
+            pieces = [np.asarray(x.payload[m], aval.dtype) for m in group.members]
+            value = (np.concatenate if tiled else np.stack)(pieces, axis=axis, out=buffers.empty(aval.shape, aval.dtype))
+            out.update({d: value for d in group.local})
+    return [trace.new(aval, out) for aval, out in zip(avals, outs)]
+
+
 def _grouped_gather_eval(*xs: ShapedArray, axes: tuple[str, ...], parts: tuple) -> list[ShapedArray]:
     """`parts[i]`: the (axis, tiled) of the all_gather of `xs[i]`."""
     return [abstract_eval(all_gather_p, [x], {"axes": axes, "axis": axis, "tiled": tiled})[0]
@@ -329,6 +344,9 @@ def _grouped_gather_device(trace: DeviceTrace, *xs: Any, axes: tuple[str, ...], 
     avals = _grouped_gather_eval(*(x.aval for x in xs), axes=axes, parts=parts)
     if _alone(trace, axes):
         return _as_results(trace, xs, avals)
+    groups = local_groups(trace.mesh, axes, device_table.process_index(), by_axes=True)
+    if all(group.processes == (device_table.process_index(),) for group in groups):
+        return _gathered_here(trace, xs, avals, parts, groups)
     sizes = [int(np.prod(x.aval.shape)) for x in xs]
     bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
     dtype = avals[0].dtype
