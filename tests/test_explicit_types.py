@@ -208,3 +208,15 @@ def test_cond_branches_of_different_shardings_are_refused_as_jax(jitted):
         return message.split("\n")[0], next(line for line in message.split("\n") if line.startswith("The output"))
 
     assert program(meshax, AxisType) == program(jax, JAxisType)
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_an_operation_run_inside_auto_axes_is_typed_afresh_outside_it(jitted):
+    """Eager operations remember their plan per inputs' types: a transpose run with the axes typed Auto (inside
+    auto_axes) must not lend its Auto layout to the same transpose outside, where the axes are Explicit."""
+    mesh = meshax.make_mesh((4, 2), ("X", "Y"), axis_types=(AxisType.Explicit,) * 2)
+    with meshax.set_mesh(mesh):
+        a = meshax.device_put(np.arange(32, dtype=np.float32).reshape(8, 4), meshax.P("X", "Y"))
+        inside = meshax.sharding.auto_axes(lambda t: t.T, out_sharding=meshax.P("Y", "X"))
+        (meshax.jit(inside) if jitted else inside)(a)
+        assert tuple(a.T.sharding.spec) == _run("jax", "transpose", False)[3] == ("Y", "X")

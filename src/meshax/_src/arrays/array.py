@@ -16,6 +16,7 @@ import numpy as np
 from ..runtime import devices as device_table
 from ..runtime.devices import Device
 from ..sharding.explicit_types import array_aval
+from ..sharding.mesh import retyping
 from ..sharding.shardings import Box, Sharding, SingleDeviceSharding, unique_boxes
 from ..core.dtypes import issubdtype
 from .formats import Format, row_major
@@ -78,6 +79,10 @@ class Array:
 
     @property
     def aval(self) -> Any:
+        """The Array's type, remembered where the mesh's own axis types are in force (auto_axes/explicit_axes
+        retype them: there it is made afresh)."""
+        if retyping():
+            return array_aval(self._shape, self._dtype, self.weak_type, self._sharding)
         aval = self._aval
         if aval is None or aval.weak_type != self.weak_type:
             aval = self._aval = array_aval(self._shape, self._dtype, self.weak_type, self._sharding)

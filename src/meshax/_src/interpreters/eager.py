@@ -21,7 +21,7 @@ from ..arrays.array import Array, read_only
 from ..arrays.collectives import allreduce_devices
 from ..core.core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, check_not_escaped, impl_rules,
                     set_eager_trace, sharding_rules)
-from ..sharding.mesh import Mesh
+from ..sharding.mesh import Mesh, retyping
 from ..sharding.explicit_types import explicit_names, target_spec
 from ..arrays.partial_sums import as_plain, as_unreduced
 from ..arrays.partition import SINGLE_AXIS, as_named, choose_mesh, current_specs, place, sharding_for, spec_of, to_partition_spec
@@ -111,8 +111,9 @@ MAX_PLANS = 8192
 
 
 def _plan_key(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> tuple | None:
-    """What an operation's typing, mesh and layout depend on: its parameters and each input's sharding, type and
-    commitment (None for a traced input; a parameter depending on the mesh in use is not planned ahead)."""
+    """What an operation's typing, mesh and layout depend on: its parameters, each input's sharding, type and
+    commitment, and the axis types in force (auto_axes/explicit_axes); None for a traced input (a parameter
+    depending on the mesh in use is not planned ahead)."""
     if params.get("out_sharding") is not None or params.get("sharding") is not None:
         return None  # typed against the mesh in use
     signature = []
@@ -123,7 +124,7 @@ def _plan_key(primitive: Primitive, args: Sequence[Any], params: dict[str, Any])
             return None
         else:
             signature.append((type(arg), aval_of(arg)))
-    return primitive, tuple(params.items()), tuple(signature)
+    return primitive, tuple(params.items()), tuple(signature), retyping()
 
 
 class HeldReduction:

@@ -287,6 +287,11 @@ class retyped_axes:
         _retyped.types = self.previous
 
 
+def retyping() -> frozenset:
+    """The axis types that auto_axes/explicit_axes put in force here, as (axis name, type) pairs."""
+    return frozenset(_retyped.types.items())
+
+
 def explicit_names(mesh: Any) -> frozenset:
     """The mesh axes that are Explicit here (the mesh's own types, as retyped by auto_axes/explicit_axes)."""
     if not isinstance(mesh, Mesh):
