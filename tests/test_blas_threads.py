@@ -1,6 +1,7 @@
 """OpenBLAS's idle threads sleep at once (runtime/blas_threads.py): set at import, restarted on the first
-computation with 2 compute threads or more where NumPy came first, never over the user's own choice. Measured as the CPU time a process
-burns while it sleeps right after a matmul (a spinning BLAS thread burns a core)."""
+computation with 2 compute threads or more where NumPy came first, never over the user's own choice.
+Measured as the CPU time a process burns while it sleeps right after a matmul (a spinning BLAS thread
+burns a core)."""
 from __future__ import annotations
 
 import os

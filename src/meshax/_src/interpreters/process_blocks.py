@@ -7,14 +7,15 @@ one dispatch instead of one per device, and one large call that BLAS, or the fus
 spreads over the controller's whole share of the threads, where per-device calls side by side each
 get a slice of it (a data-parallel step on one process of 16 devices, 16 cores: 80 -> 63 ms); `_joins`
 says where that pays. The joined inputs are views where the shards lie one after another in one buffer
-(results of earlier joined calls), else copies. A matrix product that
-contracts the split dimension sums the devices' partial products itself; its result stands for all of
-them (`collectives.LocallyCombined`) in the reduction across devices that follows. Inside shard_map
+(results of earlier joined calls), else copies. A matrix product that contracts the split dimension
+sums the devices' partial products itself; its result stands for all of them
+(`collectives.LocallyCombined`) in the reduction across devices that follows. Inside shard_map
 (`run_joined_on_devices`) the devices' values are joined along the result's first dimension where one
 call's result, cut into equal blocks, is each device's.
 
-Taken: matrix products (`dot_general`), fused clusters and the elementwise primitives whose results do
-not depend on the size of the block (cpu_executor.BLOCKWISE; not transcendentals).
+Taken: matrix products (`dot_general`), fused clusters, the elementwise primitives whose results do not
+depend on the size of the block (cpu_executor.BLOCKWISE; not transcendentals) and sums, maxima and minima
+that keep the joined dimension (each of its rows reduced on its own, as in a device's block).
 """
 from __future__ import annotations
 
@@ -28,9 +29,9 @@ from ..arrays.array import Array, read_only
 from ..arrays.collectives import TREE_UP_TO, LocallyCombined, local_groups
 from ..arrays.partition import named_sharding
 from ..core.core import Primitive, ShapedArray, impl_rules, sharding_rules
+from ..runtime import compute_pool
 from ..sharding.mesh import Mesh
 from ..sharding.placement_rules import Spec, elementwise
-from ..runtime import compute_pool
 from .cpu_executor import BLOCKWISE, CpuExecutor
 
 _REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min"})  # each kept row reduced on its own

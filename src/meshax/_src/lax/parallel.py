@@ -326,7 +326,8 @@ def _gathered_here(trace: DeviceTrace, xs: Sequence[Any], avals: Sequence[Shaped
     for group in groups:
         for out, x, aval, (axis, tiled) in zip(outs, xs, avals, parts):
             pieces = [np.asarray(x.payload[m], aval.dtype) for m in group.members]
-            value = (np.concatenate if tiled else np.stack)(pieces, axis=axis, out=buffers.empty(aval.shape, aval.dtype))
+            join = np.concatenate if tiled else np.stack
+            value = join(pieces, axis=axis, out=buffers.empty(aval.shape, aval.dtype))
             out.update({d: value for d in group.local})
     return [trace.new(aval, out) for aval, out in zip(avals, outs)]
 
