@@ -63,18 +63,23 @@ def timed_operations() -> list:
     record: list = []
     depth = [0]
 
-    def timing(process: Any) -> Any:
+    def timing(process: Any, prefix: str = "") -> Any:
         def timed(self: Any, primitive: Any, args: Any, params: Any) -> Any:
             depth[0] += 1
             start = time.perf_counter()
+            result = None
             try:
-                return process(self, primitive, args, params)
+                result = process(self, primitive, args, params)
+                return result
             finally:
-                record.append((depth[0], _label(primitive, args, params), time.perf_counter() - start))
+                if not prefix or result is not None:  # a product not run as one is timed by `process`
+                    record.append((depth[0], prefix + _label(primitive, args, params), time.perf_counter() - start))
                 depth[0] -= 1
         return timed
     for trace in (eager.EagerTrace, shard_map.DeviceTrace):  # eager (and jit's programs), shard_map's bodies
         trace.process = timing(trace.process)
+    # products summed next over the process's devices, run as one (process_blocks.run_summed_product)
+    shard_map.DeviceTrace.summed_product = timing(shard_map.DeviceTrace.summed_product, "summed ")
     return record
 
 
@@ -89,7 +94,7 @@ def _label(primitive: Any, args: Any, params: dict) -> str:
 def print_timeline(record: list, steps: int) -> None:
     """The operations below the outermost `jit`s and `shard_map`s, each with its median wall time over the steps."""
     calls = [r for r in record if not r[1].startswith(("jit ", "pjit ", "shard_map "))]
-    top = min(depth for depth, _, _ in calls)
+    top = min(depth for depth, label, _ in calls if not label.startswith("summed "))
     record = [(label, seconds) for depth, label, seconds in calls if depth == top]
     per_step = len(record) // steps
     total = sum(seconds for _, seconds in record) / steps

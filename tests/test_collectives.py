@@ -100,6 +100,20 @@ def test_psum_scatter(shape, names, order, axes, tiled):
 
 
 @pytest.mark.parametrize("shape,names,order,axes", CASES, ids=IDS)
+@pytest.mark.parametrize("tiled", [False, True])
+def test_psum_scatter_along_a_later_dimension(shape, names, order, axes, tiled):
+    n = group_size(shape, names, axes)
+    value = np.random.default_rng(4).standard_normal((int(np.prod(shape)), 3, 2 * n)).astype(np.float32)
+    if not tiled:
+        value = value[..., :n].copy()  # an untiled scatter's dimension is the group's size
+    spec = spec_over_all(names)
+    ours, theirs = both(lambda x: meshax.lax.psum_scatter(x, axes, scatter_dimension=2, tiled=tiled),
+                        lambda x: jax.lax.psum_scatter(x, axes, scatter_dimension=2, tiled=tiled),
+                        shape, names, order, spec, spec, value)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,names,order,axes", CASES, ids=IDS)
 def test_ppermute(shape, names, order, axes):
     n = group_size(shape, names, axes)
     rng = random.Random(n)

@@ -258,12 +258,12 @@ def _scatter_device(trace: DeviceTrace, x: Any, *, axes: tuple[str, ...], dimens
 
 def _scattered(trace: DeviceTrace, axes: tuple[str, ...], aval: ShapedArray, totals: dict, dimension: int,
                tiled: bool) -> dict:
-    """Each device's block of `dimension` of its group's total."""
+    """Each device's block of `dimension` of its group's total (a view of it)."""
     block = aval.shape[dimension] // axis_size(axes, "psum_scatter")
     out = {}
     for device, total in totals.items():
         start = group_index(trace.mesh, axes, device) * block
-        piece = np.take(total, np.arange(start, start + block), axis=dimension)
+        piece = np.asarray(total)[(slice(None),) * dimension + (slice(start, start + block),)]
         out[device] = piece if tiled else np.squeeze(piece, dimension)
     return out
 
