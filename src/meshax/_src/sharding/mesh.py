@@ -288,8 +288,13 @@ class retyped_axes:
 
 
 def retyping() -> frozenset:
-    """The axis types that auto_axes/explicit_axes put in force here, as (axis name, type) pairs."""
-    return frozenset(_retyped.types.items())
+    """The axis types that auto_axes/explicit_axes put in force here, as (axis name, type) pairs (empty, the
+    common case, without building a set)."""
+    types = _retyped.types
+    return frozenset(types.items()) if types else _NOT_RETYPED
+
+
+_NOT_RETYPED: frozenset = frozenset()
 
 
 def explicit_names(mesh: Any) -> frozenset:
