@@ -307,13 +307,13 @@ def _grouped_device(trace: DeviceTrace, *xs: Any, axes: tuple[str, ...], parts: 
 
 
 def _alone(trace: DeviceTrace, axes: tuple[str, ...]) -> bool:
-    """Whether every group over `axes` is one device (a mesh axis of size 1): a collective over it is its input."""
+    """Whether every group over `axes` is one device (a mesh axis of size 1): a sum over it is its input."""
     return all(trace.mesh.axis_size(a) == 1 for a in axes)
 
 
 def _as_results(trace: DeviceTrace, xs: Sequence[Any], avals: Sequence[ShapedArray]) -> list[Any]:
-    """Each device's operands as the results of a collective over groups of one device: the same buffers, viewed
-    in the results' shapes (an untiled gather or scatter adds or drops an axis of size 1)."""
+    """Each device's operands as the results of a sum over groups of one device: the same buffers, viewed in the
+    results' shapes (an untiled scatter drops an axis of size 1)."""
     return [trace.new(aval, {d: np.asarray(v, aval.dtype).reshape(aval.shape) for d, v in x.payload.items()})
             for x, aval in zip(xs, avals)]
 
@@ -321,13 +321,17 @@ def _as_results(trace: DeviceTrace, xs: Sequence[Any], avals: Sequence[ShapedArr
 def _gathered_here(trace: DeviceTrace, xs: Sequence[Any], avals: Sequence[ShapedArray], parts: tuple,
                    groups: Sequence[Any]) -> list[Any]:
     """The grouped gather where every group lies in this process: each operand's members joined straight into
-    the result (no packing for an exchange), one result per group shared by its devices."""
+    the result (no packing for an exchange), one result per group shared by its devices; a group of one
+    device (a mesh axis of size 1) gives its value itself, viewed in the result's shape."""
     outs: list[dict] = [{} for _ in xs]
     for group in groups:
         for out, x, aval, (axis, tiled) in zip(outs, xs, avals, parts):
             pieces = [np.asarray(x.payload[m], aval.dtype) for m in group.members]
-            join = np.concatenate if tiled else np.stack
-            value = join(pieces, axis=axis, out=buffers.empty(aval.shape, aval.dtype))
+            if len(pieces) == 1:
+                value = pieces[0].reshape(aval.shape)
+            else:
+                join = np.concatenate if tiled else np.stack
+                value = join(pieces, axis=axis, out=buffers.empty(aval.shape, aval.dtype))
             out.update({d: value for d in group.local})
     return [trace.new(aval, out) for aval, out in zip(avals, outs)]
 
@@ -343,10 +347,9 @@ def _grouped_gather_device(trace: DeviceTrace, *xs: Any, axes: tuple[str, ...], 
     joined as its all_gather joins them."""
     xs = tuple(trace.lift(x) for x in xs)
     avals = _grouped_gather_eval(*(x.aval for x in xs), axes=axes, parts=parts)
-    if _alone(trace, axes):
-        return _as_results(trace, xs, avals)
-    groups = local_groups(trace.mesh, axes, device_table.process_index(), by_axes=True)
-    if all(group.processes == (device_table.process_index(),) for group in groups):
+    here = device_table.process_index()
+    groups = local_groups(trace.mesh, axes, here, by_axes=True)
+    if all(group.processes == (here,) for group in groups):
         return _gathered_here(trace, xs, avals, parts, groups)
     sizes = [int(np.prod(x.aval.shape)) for x in xs]
     bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
