@@ -304,3 +304,25 @@ def test_resharding_a_scalar_keeps_array_buffers():
         y = meshax.device_put(x, target)
         assert all(isinstance(b, np.ndarray) for b in y.local_buffers().values())
         assert np.asarray(y) == 1.5 and np.asarray(y).shape == ()
+
+
+@pytest.mark.parametrize("spec,target", [(P("a"), None), (P(None, "a"), None), (P("a", "b"), None),
+                                         (P("a"), P(None, "a")), (P(None, "a"), P("a"))])
+def test_a_process_shards_are_views_of_one_buffer_where_they_tile_a_block(spec, target):
+    """device_put (from the host) and a resharding (to `target`) lay the process's shards out as views of one
+    buffer, so that a call over the joined blocks reads them without a copy (process_blocks._join)."""
+    from meshax._src.interpreters.process_blocks import _join
+
+    mesh = meshax.make_mesh((4, 2), ("a", "b"))
+    x = np.arange(8 * 6, dtype=np.float32).reshape(8, 6)
+    y = meshax.device_put(x, NamedSharding(mesh, spec))
+    if target is not None:
+        y = meshax.device_put(y, NamedSharding(mesh, target))
+    buffers = list({id(b): b for b in y.local_buffers().values()}.values())
+    roots = {id(b.base if b.base is not None else b) for b in buffers}
+    assert len(roots) == 1 and len(buffers) > 1
+    np.testing.assert_array_equal(np.asarray(y), x)
+    rows = [b for d, b in y.local_buffers().items() if d in mesh.devices[:, 0]]
+    if (target or spec) == P("a"):
+        joined = _join(rows, 0)
+        assert np.shares_memory(joined, rows[0]) and (joined == x).all()

@@ -26,14 +26,15 @@ N = 40_000  # elements: above the executor's threshold, so that clusters really 
 assert N >= fusion.EXECUTORS["cpu"].min_elements
 
 
-@pytest.fixture(autouse=True, params=["numexpr", "blocks"])
+@pytest.fixture(autouse=True, params=["numexpr", "blocks", "whole"])
 def path(request, monkeypatch):
-    """Each test twice: clusters through numexpr (whatever the number of cores; it pays from `min_threads`
-    on), and through NumPy on small blocks of rows over two threads."""
+    """Each test three times: clusters through numexpr (whatever the number of cores; it pays from `min_threads`
+    on), through NumPy on small blocks of rows over two threads, and through NumPy on the whole arrays (one
+    thread), results written into the buffers of intermediates no longer read."""
     executor = fusion.EXECUTORS["cpu"]
     monkeypatch.setattr(executor.numexpr, "min_threads", 1 if request.param == "numexpr" else 10 ** 6)
     monkeypatch.setattr(device_pool, "call_threads", lambda: 2)
-    monkeypatch.setattr(executor, "min_threads", 2)
+    monkeypatch.setattr(executor, "min_threads", 10 ** 6 if request.param == "whole" else 2)
     monkeypatch.setattr(executor, "block_elements", 3000)  # many blocks, the last one shorter
     return request.param
 
@@ -202,6 +203,43 @@ def test_transcendentals_are_not_fused():
     assert_bitwise_equal(fused, expected)
 
 
+def test_whole_array_clusters_write_into_intermediates_no_longer_read(path, monkeypatch):
+    """relu, its derivative's select and an SGD update each write a result into a dead intermediate's buffer
+    (never into one still read: `a` below is read twice, and `a + a` reads it as both operands)."""
+    if path != "whole":
+        pytest.skip("the whole-array path only")
+    reused = []
+    original = cpu_executor._free_buffer
+    monkeypatch.setattr(cpu_executor, "_free_buffer", lambda *a: (lambda b: reused.append(b is not None) or b)(
+        original(*a)))
+    h, g = edge_array(np.float32, 0).reshape(200, 200), edge_array(np.float32, 1).reshape(200, 200)
+    b = edge_array(np.float32, 1)[:200]
+
+    def chains(h, b, g):
+        a = h * 2.0 + b
+        twice = (a + a) * (a - 1.0)
+        return (mnp.maximum(h + b, 0.0), mnp.where(h + b > 0, g, 0.0), h - 0.01 * g, twice - a * 3.0,
+                lax.select(a > g, a * g, a - g))
+
+    fused, expected, count = fused_and_reference(chains, h, b, g)
+    assert count >= 5 and sum(reused) >= 6
+    assert_bitwise_equal(fused, expected)
+
+
+def test_an_intermediate_still_read_through_a_view_is_not_overwritten():
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+
+    def program(x):
+        a = x * 2.0
+        view = lax.reshape(lax.reshape(a, (12,)), (3, 4))  # NumPy's reshapes: views of a's buffer
+        return (a + 1.0) * view  # a is read for the last time by a + 1.0; its buffer is still read through view
+
+    jaxpr = meshax.make_jaxpr(program)(x).jaxpr
+    assert "reshape" in [eq.primitive.name for eq in jaxpr.equations]
+    result = cpu_executor.run_unfused(jaxpr, [x], x.shape, cpu_executor._last_reads(jaxpr))
+    np.testing.assert_array_equal(result, (2 * x + 1) * (2 * x))
+
+
 def test_small_arrays_take_the_numpy_path(monkeypatch):
     calls = []
     executor = fusion.EXECUTORS["cpu"]
@@ -338,7 +376,7 @@ def test_each_path_is_taken(path, monkeypatch):
         monkeypatch.setattr(owner, name, (lambda n, f: lambda *a: taken.append(n) or f(*a))(name, original))
     x = edge_array(np.float32, 0).reshape(400, 100)
     fused, expected, _ = fused_and_reference(lambda a: a * 2.0 + 1.0, x)
-    assert taken == ["run" if path == "numexpr" else "_run_in_blocks"]
+    assert taken == {"numexpr": ["run"], "blocks": ["_run_in_blocks"], "whole": []}[path]
     assert_bitwise_equal(fused, expected)
 
 

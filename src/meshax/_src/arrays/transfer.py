@@ -9,6 +9,7 @@ between two processes are matched in plan order on a dedicated communicator.
 from __future__ import annotations
 
 import functools
+import math
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -74,7 +75,7 @@ def reshard(array: Array, target: Sharding) -> Array:
     if target != array.sharding and (_unreduced(array.sharding) or _unreduced(target)):
         return partial_sum_rules["reshard"](array, target)
     if target == array.sharding:  # no data moves; the result has the sharding as asked (P('a', None), not P('a'))
-        return array if array.committed and repr(target) == repr(array.sharding) else _committed(array, target)
+        return array if array.committed and _same_form(target, array.sharding) else _committed(array, target)
     if not array.committed:
         return from_host(np.asarray(array), target, array.weak_type)
     _check_target(array.shape, target)
@@ -86,6 +87,16 @@ def reshard(array: Array, target: Sharding) -> Array:
     _exchange(pieces, here, sources, filled, shared, array.dtype, participants(array.shape, array.sharding, target),
               entry)
     return _array_from_boxes(array.shape, array.dtype, target, filled, array.weak_type)
+
+
+def _same_form(a: Sharding, b: Sharding) -> bool:
+    """Whether two equal shardings are also written alike (P('a', None) is not P('a'))."""
+    if a is b:
+        return True
+    if type(a) is NamedSharding and type(b) is NamedSharding:
+        return (a.mesh == b.mesh and tuple(a.spec) == tuple(b.spec) and a.spec.unreduced == b.spec.unreduced
+                and a.spec.reduced == b.spec.reduced and a.memory_kind == b.memory_kind)
+    return repr(a) == repr(b)
 
 
 def _unreduced(sharding: Sharding) -> frozenset:
@@ -114,8 +125,8 @@ def _local_targets(target: Sharding, shape: tuple[int, ...], here: int, dtype: n
         if len(mine) == 1 and mine[0].sender == here and mine[0].box == box:
             boxes[box] = sources[mine[0].source][relative(box, mine[0].source)]
             shared.add(box)
-        else:
-            boxes[box] = np.empty(box_shape(box), dtype)
+    fresh = {box for device, box in target.device_boxes(shape).items() if device.process_index == here} - shared
+    boxes.update(local_buffers(fresh, dtype))
     return boxes, shared
 
 
@@ -232,6 +243,24 @@ def p2p_comm() -> Any:
     return comm
 
 
+def local_buffers(boxes: set[Box], dtype: np.dtype, value: np.ndarray | None = None) -> dict[Box, np.ndarray]:
+    """A buffer for each of this process's distinct `boxes`, copied from the whole `value` (else uninitialized):
+    where the boxes tile the box around them (a process's devices' consecutive blocks of rows), views of one
+    buffer for it, which a call over the process's joined blocks reads without copying (process_blocks.py)."""
+    if len(boxes) > 1 and all(box for box in boxes):
+        around = tuple((min(b[d][0] for b in boxes), max(b[d][1] for b in boxes)) for d in range(len(next(iter(boxes)))))
+        if sum(math.prod(box_shape(b)) for b in boxes) == math.prod(box_shape(around)):  # sharding boxes are disjoint
+            whole = np.array(value[_slices(around)], copy=True) if value is not None else np.empty(box_shape(around), dtype)
+            return {box: whole[relative(box, around)] for box in boxes}
+    if value is None:
+        return {box: np.empty(box_shape(box), dtype) for box in boxes}
+    return {box: np.array(value[_slices(box)], copy=True) for box in boxes}
+
+
+def _slices(box: Box) -> tuple[slice, ...]:
+    return tuple(slice(start, stop) for start, stop in box)
+
+
 def _array_from_boxes(shape: tuple[int, ...], dtype: np.dtype, sharding: Sharding,
                       filled: dict[Box, np.ndarray], weak_type: bool) -> Array:
     here = device_table.process_index()
@@ -253,8 +282,7 @@ def from_host(value: np.ndarray, sharding: Sharding, weak_type: bool = False, co
     _check_target(value.shape, sharding)
     here = device_table.process_index()
     local = {box for device, box in sharding.device_boxes(value.shape).items() if device.process_index == here}
-    filled = {box: np.array(value[tuple(slice(a, b) for a, b in box)], copy=True) for box in local}
-    result = _array_from_boxes(value.shape, value.dtype, sharding, filled, weak_type)
+    result = _array_from_boxes(value.shape, value.dtype, sharding, local_buffers(local, value.dtype, value), weak_type)
     result.committed = committed
     return result
 

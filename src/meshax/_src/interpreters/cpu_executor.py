@@ -75,20 +75,37 @@ class CpuExecutor:
             return self.numexpr.run(plan.numexpr, inputs, out_shape, cluster.out_aval.dtype)
         threads = min(device_pool.call_threads(), self.max_threads)
         if threads < self.min_threads or plan.row_axes is None or len(out_shape) == 0 or out_shape[0] < 2:
-            return run_unfused(cluster.jaxpr, inputs, out_shape)
+            return run_unfused(cluster.jaxpr, inputs, out_shape, plan.last_reads)
         return _run_in_blocks(cluster, plan.row_axes, inputs, out_shape, threads, self.block_elements)
 
     def compile(self, cluster: Jaxpr) -> "_Plan":
-        """How `cluster` can run: its numexpr program (or None), and along which axis of each input the output's
-        rows lie (None: the cluster cannot be split into blocks of rows)."""
+        """How `cluster` can run: its numexpr program (or None), along which axis of each input the output's
+        rows lie (None: the cluster cannot be split into blocks of rows), and where its intermediates are read
+        for the last time."""
         supported = all(self.numexpr.supports(eq) for eq in cluster.equations)
-        return _Plan(self.numexpr.compile(cluster) if supported else None, _row_axes(cluster))
+        return _Plan(self.numexpr.compile(cluster) if supported else None, _row_axes(cluster), _last_reads(cluster))
 
 
 class _Plan:
-    def __init__(self, numexpr: Any, row_axes: list[int | None] | None) -> None:
+    def __init__(self, numexpr: Any, row_axes: list[int | None] | None, last_reads: list[list[int]]) -> None:
         self.numexpr = numexpr
         self.row_axes = row_axes  # per input: its axis along the output's first axis (None: it broadcasts)
+        self.last_reads = last_reads  # per equation: the intermediates it reads for the last time
+
+
+def _last_reads(cluster: Jaxpr) -> list[list[int]]:
+    """Per equation of `cluster`, the ids of the values computed inside it that no later equation reads (nor
+    the cluster's output): their buffers are free from then on."""
+    made = {eq.outputs[0].id for eq in cluster.equations} - {v.id for v in cluster.outvars if isinstance(v, Var)}
+    last: dict[int, int] = {}
+    for position, eq in enumerate(cluster.equations):
+        for x in eq.inputs:
+            if isinstance(x, Var) and x.id in made:
+                last[x.id] = position
+    reads: list[list[int]] = [[] for _ in cluster.equations]
+    for var_id, position in last.items():
+        reads[position].append(var_id)
+    return reads
 
 
 def _row_axes(cluster: Jaxpr) -> list[int | None] | None:
@@ -156,13 +173,52 @@ def _run_in_tiles(cluster: Any, inputs: Sequence[np.ndarray], out_shape: tuple[i
     return out
 
 
-def run_unfused(jaxpr: Jaxpr, inputs: Sequence[np.ndarray], out_shape: tuple[int, ...]) -> np.ndarray:
-    """A cluster as the NumPy calls it stands for (every value of a cluster has the output's shape)."""
+def run_unfused(jaxpr: Jaxpr, inputs: Sequence[np.ndarray], out_shape: tuple[int, ...],
+                last_reads: Sequence[Sequence[int]] | None = None) -> np.ndarray:
+    """A cluster as the NumPy calls it stands for (every value of a cluster has the output's shape). With
+    `last_reads` (`_last_reads`), an equation whose implementation takes an output buffer (`impl.into`: a plain
+    NumPy function, select) writes its
+    result into the buffer of an intermediate no longer read, where one of its shape and type is free: the same
+    values, less memory traffic (a 2-core step's relu and SGD updates: 1.05 -> 0.6 ms a cluster)."""
     env: dict[int, Any] = {v.id: x for v, x in zip(jaxpr.invars, inputs)}
-    for eq in jaxpr.equations:
+    free: list[np.ndarray] = []  # buffers this call made whose values nobody reads any more
+    for position, eq in enumerate(jaxpr.equations):
         args = [np.asarray(x.value, dtype=x.aval.dtype) if isinstance(x, Literal) else env[x.id] for x in eq.inputs]
         extra = {"local_shapes": [out_shape]} if eq.primitive.needs_local_shape else {}
-        value = np.asarray(impl_rules[eq.primitive](*args, **eq.params, **extra))
+        impl = impl_rules[eq.primitive]
         dtype = eq.outputs[0].aval.dtype
+        done = last_reads[position] if last_reads is not None else ()
+        dying = [b for b in (env.pop(i) for i in done) if _owned(b, env)]  # read for the last time here
+        into = _free_buffer(eq, impl, args, dying, free, dtype, out_shape) if last_reads is not None else None
+        value = np.asarray(impl(*args, **eq.params, **extra) if into is None else impl.into(*args, out=into))
         env[eq.outputs[0].id] = value if value.dtype == dtype else value.astype(dtype)
+        free.extend(b for b in dying if b is not into and not np.may_share_memory(b, value))
     return env[jaxpr.outvars[0].id]
+
+
+def _owned(buffer: np.ndarray, env: dict[int, Any]) -> bool:
+    """Whether `buffer` (a value computed in the cluster, no longer read) may be overwritten: it owns its memory
+    and no value still read shares it."""
+    return (buffer.flags.owndata and buffer.flags.writeable and buffer.flags.c_contiguous
+            and not any(np.may_share_memory(buffer, other) for other in env.values()))
+
+
+def _free_buffer(eq: Equation, impl: Any, args: list[np.ndarray], dying: list[np.ndarray], free: list[np.ndarray],
+                 dtype: np.dtype, out_shape: tuple[int, ...]) -> np.ndarray | None:
+    """A buffer of the result's shape and type that `eq`'s result may be written into: for a NumPy function whose
+    operands all have the result's type, an operand read for the last time here (`dying`; elementwise, each
+    element is read before it is written) or one from `free` (then taken from it); for a select, which
+    writes its mask before reading its operands, only one from `free`."""
+    if getattr(impl, "into", None) is None:
+        return None
+    if eq.primitive.name == "select":
+        candidates = free
+    elif all(a.dtype == dtype for a in args):
+        candidates = dying + free
+    else:
+        return None
+    for buffer in candidates:
+        if buffer.shape == out_shape and buffer.dtype == dtype:
+            free[:] = [f for f in free if f is not buffer]
+            return buffer
+    return None

@@ -16,7 +16,6 @@ import numpy as np
 
 from ..config import config
 from ..core.jaxpr import Jaxpr
-from ..runtime import devices as device_table
 from ..arrays.array import Array, read_only
 from ..arrays.collectives import allreduce_devices
 from ..core.core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, check_not_escaped, impl_rules,
@@ -246,8 +245,7 @@ def run_locally(primitive: Primitive, inputs: list[Array], params: dict[str, Any
     """The implementation on each local device's shards, once per distinct set of input buffers, or once over
     their joined blocks where that gives the same (process_blocks.py); `summed_over`: the mesh axes its results
     are summed over next."""
-    here = device_table.process_index()
-    local = [d for d in mesh.flat_devices if d.process_index == here]
+    local = mesh.local_device_tuple()
     if len(local) > 1:
         joined = run_joined(primitive, inputs, params, mesh, local, out_avals, out_specs, summed_over)
         if joined is not None:
@@ -277,12 +275,21 @@ def run_locally(primitive: Primitive, inputs: list[Array], params: dict[str, Any
 
 
 def _local_shapes(mesh: Mesh, avals: list[ShapedArray], specs: list[Spec]) -> dict:
-    shapes: dict = {}
-    for aval, spec in zip(avals, specs):
-        boxes = NamedSharding(mesh, to_partition_spec(spec)).device_boxes(aval.shape)
+    """Per local device, the shapes of its blocks of the outputs (memoized where the specs are hashable)."""
+    try:
+        return _local_shapes_of(mesh, tuple(a.shape for a in avals), tuple(map(tuple, specs)))
+    except TypeError:  # a spec entry built of lists
+        return _local_shapes_of.__wrapped__(mesh, [a.shape for a in avals], specs)
+
+
+@functools.lru_cache(maxsize=4096)
+def _local_shapes_of(mesh: Mesh, shapes: Sequence[tuple[int, ...]], specs: Sequence[Spec]) -> dict:
+    blocks: dict = {}
+    for shape, spec in zip(shapes, specs):
+        boxes = NamedSharding(mesh, to_partition_spec(spec)).device_boxes(shape)
         for device, box in boxes.items():
-            shapes.setdefault(device, []).append(tuple(b - a for a, b in box))
-    return shapes
+            blocks.setdefault(device, []).append(tuple(b - a for a, b in box))
+    return blocks
 
 
 def _make_output(aval: ShapedArray, sharding: Sharding, buffers: dict, committed: bool) -> Array:

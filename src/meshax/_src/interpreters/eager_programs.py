@@ -7,11 +7,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..arrays.collectives import allreduce_devices_many
-from ..arrays.partition import choose_mesh, current_specs
-from ..core.core import aval_of
 from ..core.jaxpr import Jaxpr, Literal, Var, eval_jaxpr
 from .eager import HeldReduction, bind_holding
-from .fusion import Cluster, cluster_layout, executable, fused_p
+from .fusion import ClusterDoesNotCompose, executable, fused_p
 
 
 def run_eagerly(jaxpr: Jaxpr, args: Sequence[Any]) -> list[Any]:
@@ -45,8 +43,11 @@ def run_eagerly(jaxpr: Jaxpr, args: Sequence[Any]) -> list[Any]:
         if held and any(isinstance(x, Var) and x.id in held for x in eq.inputs):
             reduce_held()
         inputs = [read(x) for x in eq.inputs]
-        if eq.primitive is fused_p and not composes(eq.params["cluster"], inputs):
-            outs = [eval_jaxpr(eq.params["cluster"].jaxpr, (), inputs)[0]]
+        if eq.primitive is fused_p:
+            try:  # planned (its layout found) before anything runs or moves; a plan is kept for the next call
+                outs = [fused_p.bind(*inputs, **eq.params)]
+            except ClusterDoesNotCompose:
+                outs = [eval_jaxpr(eq.params["cluster"].jaxpr, (), inputs)[0]]
         elif not eq.primitive.multiple_results and eq.primitive.name in _HELD:
             out = bind_holding(eq.primitive, *inputs, **eq.params)
             if isinstance(out, HeldReduction):
@@ -68,8 +69,3 @@ def run_eagerly(jaxpr: Jaxpr, args: Sequence[Any]) -> list[Any]:
 _HELD = frozenset({"dot_general", "reduce_sum", "reduce_max", "reduce_min"})  # may sum (max, min) over devices
 MAX_HELD_BYTES = 64 << 20  # held results are reduced at once when they come to more than this (their partials)
 
-
-def composes(cluster: Cluster, inputs: Sequence[Any]) -> bool:
-    mesh = choose_mesh(inputs)
-    specs = current_specs(inputs, mesh)
-    return cluster_layout(specs, [aval_of(x) for x in inputs], mesh_shape=dict(mesh.shape), cluster=cluster) is not None

@@ -184,10 +184,15 @@ def _composed_layout(specs: Sequence[Spec], mesh_shape: dict[str, int], cluster:
     return None
 
 
+class ClusterDoesNotCompose(ValueError):
+    """A cluster's equations' sharding rules do not compose for its inputs' layouts (run_eagerly then binds the
+    equations one by one)."""
+
+
 def _fused_sharding_rule(specs: Sequence[Spec], avals: Sequence[ShapedArray], **params: Any) -> Layout:
     layout = cluster_layout(specs, avals, **params)
-    if layout is None:  # run_eagerly binds the equations one by one instead; never reached through it
-        raise ValueError("fused: the cluster's sharding rules do not compose for these inputs")
+    if layout is None:
+        raise ClusterDoesNotCompose("fused: the cluster's sharding rules do not compose for these inputs")
     return layout
 
 

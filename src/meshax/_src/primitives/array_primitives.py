@@ -60,7 +60,14 @@ def _plain(function: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     def impl(*xs: np.ndarray, **_: Any) -> np.ndarray:
         return function(*xs)
 
+    if function in _SAME_TYPE_UFUNCS:  # whose out= an executor may give (cpu_executor.py)
+        impl.into = function
     return impl
+
+
+# NumPy functions whose result has their operands' type (given one type) and that take out=
+_SAME_TYPE_UFUNCS = frozenset({np.add, np.subtract, np.multiply, np.maximum, np.minimum, np.negative, np.square,
+                               np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert})
 
 
 # ---- elementwise --------------------------------------------------------------------------------------------

@@ -11,10 +11,11 @@ import numpy as np
 from ..runtime import compute_pool as device_pool
 
 
-def select(pred: Any, on_true: Any, on_false: Any) -> np.ndarray:
+def select(pred: Any, on_true: Any, on_false: Any, out: np.ndarray | None = None) -> np.ndarray:
     """np.where(pred, on_true, on_false), without branches for large arrays: the chosen bit patterns are blended
     with a mask (all ones where pred holds). np.where branches per element, which costs a misprediction on
-    half the elements of a random mask (~10x slower); the bits are the same."""
+    half the elements of a random mask (~10x slower); the bits are the same. `out`: a C-ordered array of the
+    result's shape and type that the blend may be written into (else a new one is)."""
     pred, on_true, on_false = np.asarray(pred), np.asarray(on_true), np.asarray(on_false)
     dtype = on_true.dtype
     shape = np.broadcast_shapes(pred.shape, on_true.shape, on_false.shape)
@@ -22,7 +23,10 @@ def select(pred: Any, on_true: Any, on_false: Any) -> np.ndarray:
             dtype.hasobject or math.prod(shape) < BLEND_MIN_ELEMENTS):
         return np.where(pred, on_true, on_false)
     bits = np.dtype(f"u{dtype.itemsize}")
-    mask = np.negative(pred.view(np.uint8), dtype=bits)  # 0 or all ones
+    if out is not None and out.shape == shape and out.dtype == dtype and out.flags.c_contiguous and pred.shape == shape:
+        mask = np.negative(pred.view(np.uint8), dtype=bits, out=out.view(bits))  # 0 or all ones
+    else:
+        mask = np.negative(pred.view(np.uint8), dtype=bits)
     if mask.shape != shape:
         mask = np.broadcast_to(mask, shape).copy()  # the result's buffer too
     t, f = on_true.view(bits), on_false.view(bits)
@@ -35,6 +39,7 @@ def select(pred: Any, on_true: Any, on_false: Any) -> np.ndarray:
     return out.view(dtype)
 
 
+select.into = select  # takes out= (cpu_executor.py)
 BLEND_MIN_ELEMENTS = 4096  # below this, np.where's own cost is smaller than the blend's passes
 
 

@@ -116,6 +116,9 @@ class ProcessGroup:
         if plan is None:
             plan = self._plan_reduction(shape, dtype, op, checking)
         check, raw, flat = plan.check, None, None
+        if (callable(source) and not plan.small and self._reducer is not None
+                and (plan.size + (check.length if check else 0)) * dtype.itemsize >= SHARED_MEMORY_FROM):
+            return self._allreduce_in_window(plan, shape, dtype, op, source, checking)
         if plan.small:  # the data and the check in one buffer of the one checked size; zeros between them
             raw = bytearray(CHECKED_BYTES)  # zeros; struct writes the check into a bytearray faster than into NumPy
             send = result = np.frombuffer(raw, dtype, plan.size)
@@ -163,6 +166,25 @@ class ProcessGroup:
             except mpi_module().Exception as error:  # e.g. a message truncated: the members' sizes differ
                 self._desync(activity, f"MPI failed: {str(error).splitlines()[0]}")
         return result
+
+    def _allreduce_in_window(self, plan: "_Reduction", shape: tuple[int, ...], dtype: np.dtype, op: str,
+                             fill: Callable[[np.ndarray], None], checking: bool) -> np.ndarray:
+        """`_allreduce` of a large array made by `fill` among processes of one machine: filled straight into this
+        member's slot of the shared window (shared_reduce.py; no copy in), the check after the data."""
+        check = plan.check
+        with communicating(plan.what, self.ranks, plan.entry) as activity:
+            if checking and check is None:
+                self._agree(activity)
+            try:
+                flat = self._reducer.own_slot(plan.size + (check.length if check else 0), dtype)
+                fill(flat[:plan.size].reshape(shape))
+                expected = check.write(flat, activity.chain) if check is not None else None
+                flat = self._reducer.reduce_slots(buffers.empty(flat.shape, dtype), _NUMPY_OPS[op])  # NaN propagates
+            except mpi_module().Exception as error:
+                self._desync(activity, f"MPI failed: {str(error).splitlines()[0]}")
+            if expected is not None and not check.agrees(flat, expected):
+                self._desync(activity, "the members' histories differ")
+        return flat[:plan.size].reshape(shape)
 
     def _plan_reduction(self, shape: tuple[int, ...], dtype: np.dtype, op: str, checking: bool) -> "_Reduction":
         """Work out, once per shape, dtype, op and checking, what every such reduction needs."""

@@ -31,15 +31,24 @@ class SharedMemoryReducer:
 
     def allreduce(self, send: np.ndarray, out: np.ndarray, combine: Callable[..., np.ndarray]) -> np.ndarray:
         """`out` (flat, like `send`) becomes the elementwise `combine` of every member's flat `send`."""
-        if send.nbytes > self._capacity:
-            self._grow(send.nbytes)
+        self.own_slot(send.size, send.dtype)[...] = send
+        return self.reduce_slots(out, combine)
+
+    def own_slot(self, count: int, dtype: np.dtype) -> np.ndarray:
+        """This member's slot as `count` elements of `dtype`, for the caller to fill before `reduce_slots` (saves
+        the copy in; collective, as the window may grow: every member asks for the same size at the same call)."""
+        if count * dtype.itemsize > self._capacity:
+            self._grow(count * dtype.itemsize)
+        return self._slot(self.rank, dtype, count)
+
+    def reduce_slots(self, out: np.ndarray, combine: Callable[..., np.ndarray]) -> np.ndarray:
+        """`out` (flat) becomes the elementwise `combine` of every member's filled slot (of out's size and type)."""
         assert self._memory is not None
-        n = send.size
-        slots = [self._slot(p, send.dtype, n) for p in range(self.size)]
-        result = self._slot(self.size, send.dtype, n)
-        slots[self.rank][...] = send
+        n, dtype = out.size, out.dtype
+        slots = [self._slot(p, dtype, n) for p in range(self.size)]
+        result = self._slot(self.size, dtype, n)
         self.comm.Barrier()
-        lo, hi = self._share(n, self.rank, send.dtype.itemsize), self._share(n, self.rank + 1, send.dtype.itemsize)
+        lo, hi = self._share(n, self.rank, dtype.itemsize), self._share(n, self.rank + 1, dtype.itemsize)
         combine(slots[0][lo:hi], slots[1][lo:hi], out=result[lo:hi])
         for slot in slots[2:]:
             combine(result[lo:hi], slot[lo:hi], out=result[lo:hi])

@@ -94,8 +94,15 @@ class Mesh:
 
     @property
     def local_devices(self) -> list[Device]:
+        return list(self.local_device_tuple())
+
+    def local_device_tuple(self) -> tuple[Device, ...]:
+        """This process's devices of the mesh, in mesh order (kept: every eager operation asks)."""
         here = device_table.process_index()
-        return [d for d in self._flat if d.process_index == here]
+        cached = self.__dict__.get("_local")
+        if cached is None or cached[0] != here:
+            cached = self._local = (here, tuple(d for d in self._flat if d.process_index == here))
+        return cached[1]
 
     @property
     def is_multi_process(self) -> bool:
