@@ -77,7 +77,7 @@ def test_a_stopped_process_is_named_while_the_others_wait_and_blames_itself_when
     heartbeat timeout the others stop naming it; resumed, it does not blame process 0 for its own silence."""
     address = f"localhost:{free_port()}"
     env = child_env(2, MESHAX_STILL_WAITING_SECONDS="10")  # the first line comes after a survey found it silent
-    procs = [start([PYTHON, WAIT_THEN_DIE, address, str(i), "4", "barrier", "3", "40"], env) for i in range(4)]
+    procs = [start([PYTHON, WAIT_THEN_DIE, address, str(i), "4", "barrier", "3", "25"], env) for i in range(4)]
     try:
         for proc in procs:
             wait_for_line(proc, "READY", timeout=60)
@@ -91,7 +91,7 @@ def test_a_stopped_process_is_named_while_the_others_wait_and_blames_itself_when
     finally:
         for proc in procs:
             kill_group(proc)
-    assert elapsed < 100  # heartbeat_timeout_seconds=40
+    assert elapsed < 85  # heartbeat_timeout_seconds=25
     for result in results:
         assert result.returncode != 0
         waiting = [line for line in result.stderr.splitlines() if "still waiting" in line]

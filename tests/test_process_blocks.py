@@ -309,3 +309,31 @@ def test_a_reduction_over_rows_of_column_blocks_joins_along_the_columns(joined_c
     x = meshax.device_put(a, meshax.NamedSharding(mesh, meshax.P(None, "data")))
     np.testing.assert_array_equal(np.asarray(jnp.max(x, axis=0)), a.max(axis=0))
     assert joined_calls == ["reduce_max"], joined_calls
+
+
+def test_shard_map_stacks_scalars_reductions_over_rows_and_small_transcendentals_with_numpys_bits(
+        joined_device_calls):
+    """A device's loss (a sum over its rows, then scalar arithmetic), its bias gradients (sums and maxima over its
+    rows) and small transcendentals, on 4 devices: one call over the devices' values stacked (or joined), each
+    device's values bit for bit those of NumPy on its block alone."""
+    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
+    rng = np.random.default_rng(7)
+    a = (rng.standard_normal((64, 33)) * 10.0 ** rng.integers(-3, 4, (64, 33))).astype(np.float32)
+    a[3, 4] = np.nan
+    P = meshax.P
+
+    def body(x):
+        loss = jnp.sum(x)
+        return (-loss / 3.0 * 2.0)[None], jnp.sum(x, axis=0)[None], jnp.max(x, axis=0)[None], jnp.exp(x), \
+            jnp.log(jnp.abs(x) + 1.0)
+
+    ours = meshax.jit(meshax.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=(P("data"),) * 5))(
+        meshax.device_put(a, meshax.NamedSharding(mesh, P("data"))))
+    blocks = np.split(a, 4)
+    f32 = np.float32
+    wants = [np.stack([-b.sum() / f32(3) * f32(2) for b in blocks]), np.stack([b.sum(axis=0) for b in blocks]),
+             np.stack([b.max(axis=0) for b in blocks]), np.exp(a.astype(np.float64)).astype(f32),
+             np.log((np.abs(a) + f32(1)).astype(np.float64)).astype(f32)]
+    for got, want in zip(ours, wants):
+        np.testing.assert_array_equal(np.asarray(got), want)
+    assert {"reduce_sum", "reduce_max", "fused", "exp", "log"} <= set(joined_device_calls), joined_device_calls

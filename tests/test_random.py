@@ -502,3 +502,58 @@ def test_shard_map_per_device_keys(sharded):
                                        out_specs=(PartitionSpec("x"), PartitionSpec("x")))(km)
     assert_same(folded, expected["fold_in_11"])
     assert_same(uniform, expected["uniform_3"])
+
+
+def _nearest_float32(exact: "Fraction") -> np.float32:
+    """The float32 nearest to a rational (ties to even), by comparing the candidates around it exactly."""
+    from fractions import Fraction
+
+    guess = np.float32(float(exact)) if abs(exact) < 2 ** 128 else np.float32(np.inf if exact > 0 else -np.inf)
+    candidates = [np.nextafter(guess, np.float32(-np.inf)), guess, np.nextafter(guess, np.float32(np.inf))]
+    finite = [c for c in candidates if np.isfinite(c)]
+    return min(finite, key=lambda c: (abs(Fraction(float(c)) - exact), int(c.view(np.uint32)) & 1))
+
+
+def test_fused_multiply_add_rounds_once_even_where_the_float64_sum_is_a_float32_halfway_point():
+    """random_bits' float32 fma (used by erf_inv, as XLA contracts a * b + c) equals the exactly rounded value:
+    crafted sums that float64 rounds onto a float32 halfway point (where rounding twice goes wrong), float32's
+    subnormal range, and random values."""
+    from fractions import Fraction
+
+    from meshax._src.primitives.random_bits import _fma_impl
+
+    rng = np.random.default_rng(11)
+    n = 400
+    scale = rng.choice(np.array([1, 2, 4, 0.5, -1], np.float32), n)
+    halfway = (np.full(n, 2.0 ** -12 * (1 + 2.0 ** -23), np.float32) * scale,
+               np.full(n, -2.0 ** -12 * (1 - 2.0 ** -23), np.float32), np.full(n, 1 + 2.0 ** -23, np.float32) * scale)
+    subnormal_halfway = (np.full(n, 2.0 ** -75 * (1 + 2.0 ** -23), np.float32) * np.abs(scale),
+                         np.full(n, -2.0 ** -75 * (1 - 2.0 ** -23), np.float32),
+                         np.full(n, 2.0 ** -140 + 2.0 ** -149, np.float32) * np.abs(scale))  # float32 subnormals
+    tiny = tuple((rng.standard_normal(n) * s).astype(np.float32) for s in (1e-20, 1e-20, 1e-39))
+    plain = tuple(rng.standard_normal(n).astype(np.float32) for _ in range(3))
+    for a, b, c in (halfway, subnormal_halfway, tiny, plain):
+        ours = _fma_impl(a, b, c)
+        exact = [_nearest_float32(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))) for x, y, z in
+                 zip(a, b, c)]
+        np.testing.assert_array_equal(ours.view(np.uint32), np.array(exact, np.float32).view(np.uint32))
+    for crafted in (halfway, subnormal_halfway):  # they do round twice wrong without the fix
+        naive = (crafted[0].astype(np.float64) * crafted[1] + crafted[2]).astype(np.float32)
+        assert (naive != _fma_impl(*crafted)).any()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_large_arrays_are_made_in_blocks_with_the_values_of_one_pass(dtype, monkeypatch):
+    """Threefry, the fused multiply-add and erf_inv run on blocks of rows of a large array (over this call's
+    threads): bits, uniform and normal equal those of one pass over the whole array, and JAX's uniform."""
+    from meshax._src.primitives import random_bits
+
+    key, jkey = keys(3)
+    shape = (700, 301)  # several blocks, the last one shorter
+    blocked = [np.asarray(f(key, shape, dtype)) for f in (mr.uniform, mr.normal)] + [np.asarray(mr.bits(key, shape))]
+    monkeypatch.setattr(random_bits, "BLOCK_ELEMENTS", 10 ** 9)
+    whole = [np.asarray(f(key, shape, dtype)) for f in (mr.uniform, mr.normal)] + [np.asarray(mr.bits(key, shape))]
+    for a, b in zip(blocked, whole):
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+    if dtype == np.float32 and _JAX_FUSES_FMA:
+        assert_same(blocked[0], jax.random.uniform(jkey, shape, dtype))

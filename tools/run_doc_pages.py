@@ -33,6 +33,7 @@ import re
 import subprocess
 import sys
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -287,8 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     for page in pages_in(args.paths):
         if not cells_of(page):
             continue  # prose only
-        theirs = _run_in_child(page, "jax", args.timeout, args.devices)
-        ours = _run_in_child(page, "meshax", args.timeout, args.devices)
+        with ThreadPoolExecutor(2) as pool:  # both libraries' runs of the page at once, each its own process
+            theirs_run = pool.submit(_run_in_child, page, "jax", args.timeout, args.devices)
+            ours, theirs = _run_in_child(page, "meshax", args.timeout, args.devices), theirs_run.result()
         cells = cells_of(page)
         verdicts, explicit = compare(ours, theirs, cells=cells), []
         if any(v not in ("same", "listed") for v in verdicts):  # which of those match with today's default?

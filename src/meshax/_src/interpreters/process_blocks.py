@@ -14,8 +14,12 @@ sums the devices' partial products itself; its result stands for all of them
 call's result, cut into equal blocks, is each device's.
 
 Taken: matrix products (`dot_general`), fused clusters, the elementwise primitives whose results do not
-depend on the size of the block (cpu_executor.BLOCKWISE; not transcendentals) and sums, maxima and minima
-that keep the joined dimension (each of its rows reduced on its own, as in a device's block).
+depend on the size of the block (cpu_executor.BLOCKWISE; transcendentals only while the joined block is
+small enough to be computed element by element, `meshax_precise_transcendentals`) and sums, maxima and
+minima that keep the joined dimension (each of its rows reduced on its own, as in a device's block).
+Inside shard_map, the devices' values of one shape may also be stacked along a new first dimension
+(`_run_stacked`): scalars (a device's loss), and reductions over a device's rows (a bias's gradient),
+which NumPy computes for each C-ordered block of the stack as for the block alone.
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..arrays.array import Array, read_only
+from ..config import config
 from ..arrays.collectives import TREE_UP_TO, LocallyCombined, local_groups
 from ..arrays.partition import named_sharding
 from ..core.core import Primitive, ShapedArray, impl_rules, sharding_rules
@@ -40,12 +45,13 @@ SMALL = 1 << 16  # elements of a result whose devices' calls cost more to dispat
 
 
 def _joins(primitive: Primitive, elements: int) -> bool:
-    """Whether one call over the joined blocks beats the devices' calls side by side: always with one compute
-    thread (they would run one after the other); else for matmuls (BLAS spreads one over the threads),
-    clusters the executor spreads (`CpuExecutor.min_threads`) and small results (`elements`: of all the
-    devices' results). Large elementwise calls with 2-3 threads run side by side: one would run on one
-    thread."""
-    if primitive.name not in _TAKEN:
+    """Whether one call over the joined blocks gives each device's values and beats the devices' calls side by
+    side: always with one compute thread (they would run one after the other); else for matmuls (BLAS
+    spreads one over the threads), clusters the executor spreads (`CpuExecutor.min_threads`) and small
+    results (`elements`: of all the devices' results). Large elementwise calls with 2-3 threads run side by
+    side: one would run on one thread."""
+    if primitive.name not in _TAKEN and not (getattr(impl_rules.get(primitive), "precise", False)
+                                              and elements <= config.read("meshax_precise_transcendentals")):
         return False
     threads = compute_pool.workers()
     return (threads == 1 or primitive.name == "dot_general" or elements <= SMALL
@@ -102,16 +108,15 @@ def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Se
     """Inside shard_map: each device's result of `primitive` from one call over the devices' values joined along
     the result's first dimension, as views of it; None where that does not apply. `operands[i]`: the devices'
     values (a list, in `devices` order) where `own[i]`, else one value for all of them."""
-    if (len(devices) < 2 or primitive.multiple_results or not out_aval.shape
-            or not _joins(primitive, out_aval.size * len(devices))):
+    if len(devices) < 2 or primitive.multiple_results or not _joins(primitive, out_aval.size * len(devices)):
         return None
     values = [v if mine and not one_buffer(v) else (v[0] if mine else v) for v, mine in zip(operands, own)]
     split = [isinstance(v, list) for v in values]
     if not any(split):
         return None
-    dims = _device_plan(primitive, params, values, split, out_aval)
+    dims = _device_plan(primitive, params, values, split, out_aval) if out_aval.shape else None
     if dims is None:
-        return None
+        return _run_stacked(primitive, params, values, split, out_aval)
     in_dims, out_dim = dims
     buffers = [_join(v, d) if d != _SAME else v for v, d in zip(values, in_dims)]
     count = len(devices)
@@ -121,6 +126,33 @@ def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Se
     result = np.asarray(impl_rules[primitive](*buffers, **params))
     size = out_aval.shape[out_dim]
     return _cut(result, out_dim, [(i * size, (i + 1) * size) for i in range(count)])
+
+
+def _run_stacked(primitive: Primitive, params: dict[str, Any], values: Sequence[Any], split: Sequence[bool],
+                 out_aval: ShapedArray) -> list[np.ndarray] | None:
+    """Each device's result of `primitive` from one call over the devices' values (`values[i]`: a list where
+    `split[i]`) stacked along a new first dimension: elementwise primitives and clusters without broadcasts
+    whose split operands have the result's shape, and reductions of C-ordered values (NumPy reduces each
+    block of the stack in the same order as the block alone); None where that does not apply."""
+    stacks = [v for v, s in zip(values, split) if s]
+    if not all(isinstance(x, np.ndarray) and x.shape == stack[0].shape for stack in stacks for x in stack):
+        return None
+    count = len(stacks[0])
+    if primitive.name in _REDUCTIONS:
+        if len(values) != 1 or not all(x.flags.c_contiguous for x in stacks[0]):
+            return None
+        params = {**params, "axes": tuple(a + 1 for a in params["axes"])}
+    elif primitive.name == "fused" or sharding_rules.get(primitive) is elementwise:
+        inside = params["cluster"].jaxpr.equations if primitive.name == "fused" else ()
+        if any(stack[0].shape != out_aval.shape for stack in stacks) or any(
+                eq.primitive.needs_local_shape for eq in inside):
+            return None
+        if primitive.needs_local_shape:
+            params = {**params, "local_shapes": [(count,) + out_aval.shape]}
+    else:
+        return None
+    result = np.asarray(impl_rules[primitive](*[np.stack(v) if s else v for v, s in zip(values, split)], **params))
+    return [result[i, ...] for i in range(count)]
 
 
 def _cut(result: np.ndarray, dim: int, intervals: Sequence[tuple[int, int]]) -> list[np.ndarray]:

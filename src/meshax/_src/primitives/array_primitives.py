@@ -53,6 +53,7 @@ def _precise(function: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.n
             return function(x.astype(np.float64)).astype(x.dtype)
         return function(x)
 
+    impl.precise = True  # each element computed alone up to the limit: arrays that small may be joined
     return impl
 
 

@@ -3,12 +3,14 @@
 polynomial, as XLA evaluates it)."""
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..core.core import ShapedArray, define_primitive
+from ..runtime import compute_pool as device_pool
 from ..sharding import placement_rules as rules
 
 _U32 = np.dtype(np.uint32)
@@ -21,6 +23,36 @@ def _elementwise_rule(n_out: int):
         return rules.Layout(layout.in_specs, [layout.out_specs[0]] * n_out)
 
     return rule
+
+
+def _in_blocks(impl: Any) -> Any:
+    """`impl`, an elementwise kernel of NumPy passes, run on blocks of rows of its broadcast operands (the same
+    values) spread over this call's threads: each block's temporaries stay in cache, where whole-array ones of
+    a large array cost fresh pages on every pass (random.normal of 8192 x 8192 on a 2-core host: 16.8 -> 4.8 s)."""
+
+    def blocked(*operands: Any) -> Any:
+        arrays = np.broadcast_arrays(*(np.asarray(a) for a in operands))
+        shape = arrays[0].shape
+        row = math.prod(shape[1:])
+        if math.prod(shape) <= BLOCK_ELEMENTS or shape[0] < 2 or row == 0:
+            return impl(*operands)
+        sample = impl(*(a[:1] for a in arrays))
+        results = [np.empty(shape, s.dtype) for s in (sample if isinstance(sample, list) else [sample])]
+        rows = max(1, BLOCK_ELEMENTS // row)
+
+        def block(start: int) -> None:
+            values = impl(*(a[start:start + rows] for a in arrays))
+            for out, value in zip(results, values if isinstance(values, list) else [values]):
+                out[start:start + rows] = value
+
+        device_pool.spread([functools.partial(block, start) for start in range(0, shape[0], rows)],
+                           device_pool.call_threads())
+        return results if isinstance(sample, list) else results[0]
+
+    return blocked
+
+
+BLOCK_ELEMENTS = 1 << 16  # elements of a block: its float64 temporaries (512 KiB each) stay in cache
 
 
 # Threefry-2x32, 20 rounds (Salmon et al. 2011, "Parallel random numbers: as easy as 1, 2, 3").
@@ -53,7 +85,7 @@ def _threefry_aval(*avals: ShapedArray, **_: Any) -> list[ShapedArray]:
     return [ShapedArray(shape, _U32), ShapedArray(shape, _U32)]
 
 
-threefry2x32_p = define_primitive("threefry2x32", _threefry_impl, _threefry_aval, _elementwise_rule(2),
+threefry2x32_p = define_primitive("threefry2x32", _in_blocks(_threefry_impl), _threefry_aval, _elementwise_rule(2),
                            multiple_results=True)
 
 
@@ -71,13 +103,25 @@ def _fma_impl(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
         p = a.astype(np.float64) * b.astype(np.float64)
         c64 = c.astype(np.float64)
-        s = p + c64
-        bc = s - p
-        err = (p - (s - bc)) + (c64 - bc)
-        inexact = (err != 0) & ((s.view(np.int64) & 1) == 0) & np.isfinite(s)
-        if np.any(inexact):
-            s = np.where(inexact, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+        s = np.asarray(p + c64)
+        # Only a float64 sum that lies exactly halfway between two float32 values (or in float32's subnormal range,
+        # where the halfway bit sits higher) can round differently from the exact sum: those few are redone.
+        bits = s.view(np.int64)
+        suspect = np.flatnonzero(((bits & _BELOW_F32) == _F32_HALFWAY) | ((bits & _EXPONENT) < _F32_NORMAL))
+        if suspect.size:
+            where = np.unravel_index(suspect, s.shape)
+            ps, cs, ss = np.broadcast_to(p, s.shape)[where], np.broadcast_to(c64, s.shape)[where], s[where]
+            bc = ss - ps
+            err = (ps - (ss - bc)) + (cs - bc)
+            inexact = (err != 0) & ((ss.view(np.int64) & 1) == 0) & np.isfinite(ss)
+            s[where] = np.where(inexact, np.nextafter(ss, np.where(err > 0, np.inf, -np.inf)), ss)  # round to odd
         return np.asarray(s.astype(np.float32))
+
+
+_BELOW_F32 = (1 << 29) - 1  # the float64 mantissa bits below a (normal) float32's last bit
+_F32_HALFWAY = 1 << 28
+_EXPONENT = 0x7FF << 52
+_F32_NORMAL = (1023 - 125) << 52  # float64 exponent bits of 2**-125: below it, float32 subnormals are near
 
 
 def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -102,7 +146,7 @@ def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         return np.asarray(s + (t + e))
 
 
-fma_p = define_primitive("fma", _fma_impl, lambda a, b, c, **_: ShapedArray(
+fma_p = define_primitive("fma", _in_blocks(_fma_impl), lambda a, b, c, **_: ShapedArray(
     rules.broadcast_shapes(a.shape, b.shape, c.shape), a.dtype), rules.elementwise)
 
 
@@ -142,5 +186,5 @@ def _erf_inv_impl(x: np.ndarray) -> np.ndarray:
     return _erf_inv_f32(x.astype(np.float32)).astype(x.dtype)
 
 
-erf_inv_p = define_primitive("erf_inv", _erf_inv_impl, lambda x, **_: ShapedArray(x.shape, x.dtype, x.weak_type),
+erf_inv_p = define_primitive("erf_inv", _in_blocks(_erf_inv_impl), lambda x, **_: ShapedArray(x.shape, x.dtype, x.weak_type),
                       rules.elementwise)
