@@ -9,6 +9,8 @@ jax.vmap of the single-key functions.
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -504,10 +506,8 @@ def test_shard_map_per_device_keys(sharded):
     assert_same(uniform, expected["uniform_3"])
 
 
-def _nearest_float32(exact: "Fraction") -> np.float32:
+def _nearest_float32(exact: Fraction) -> np.float32:
     """The float32 nearest to a rational (ties to even), by comparing the candidates around it exactly."""
-    from fractions import Fraction
-
     guess = np.float32(float(exact)) if abs(exact) < 2 ** 128 else np.float32(np.inf if exact > 0 else -np.inf)
     candidates = [np.nextafter(guess, np.float32(-np.inf)), guess, np.nextafter(guess, np.float32(np.inf))]
     finite = [c for c in candidates if np.isfinite(c)]
@@ -518,8 +518,6 @@ def test_fused_multiply_add_rounds_once_even_where_the_float64_sum_is_a_float32_
     """random_bits' float32 fma (used by erf_inv, as XLA contracts a * b + c) equals the exactly rounded value:
     crafted sums that float64 rounds onto a float32 halfway point (where rounding twice goes wrong), float32's
     subnormal range, and random values."""
-    from fractions import Fraction
-
     from meshax._src.primitives.random_bits import _fma_impl
 
     rng = np.random.default_rng(11)
