@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -151,8 +152,10 @@ def _run_stacked(primitive: Primitive, params: dict[str, Any], values: Sequence[
             params = {**params, "local_shapes": [(count,) + out_aval.shape]}
     else:
         return None
-    result = np.asarray(impl_rules[primitive](*[np.stack(v) if s else v for v, s in zip(values, split)], **params))
-    return [result[i, ...] for i in range(count)]
+    wholes = [_whole(v, _STACKED) if s else v for v, s in zip(values, split)]
+    operands = [np.stack(v) if s and w is None else w for v, s, w in zip(values, split, wholes)]
+    result = np.asarray(impl_rules[primitive](*operands, **params))
+    return _views_of(result, _STACKED, [result[i, ...] for i in range(count)])
 
 
 def _cut(result: np.ndarray, dim: int, intervals: Sequence[tuple[int, int]]) -> list[np.ndarray]:
@@ -163,7 +166,33 @@ def _cut(result: np.ndarray, dim: int, intervals: Sequence[tuple[int, int]]) -> 
     for lo, hi in intervals:
         cut[dim] = slice(lo - start, hi - start)
         views.append(result[tuple(cut)])
+    return _views_of(result, dim, views)
+
+
+_STACKED = -1  # `_views_of`'s cut of a result stacked along a new first dimension (its views: result[i, ...])
+_cuts: dict[int, tuple[Any, int, list[Any]]] = {}  # id(result) -> (weak result, how cut, weak views), while alive
+
+
+def _views_of(result: np.ndarray, how: int, views: list[np.ndarray]) -> list[np.ndarray]:
+    """`views` of `result` (cut along dimension `how`, or `_STACKED`), made read-only and remembered, so that
+    joining exactly these views again (`_whole`) gives `result` at once, without reading where each one lies."""
+    for view in views:
+        view.flags.writeable = False
+    if views and all(v.base is result for v in views):
+        key = id(result)
+        _cuts[key] = (weakref.ref(result, lambda _, key=key: _cuts.pop(key, None)), how,
+                      [weakref.ref(v) for v in views])
     return views
+
+
+def _whole(buffers: Sequence[np.ndarray], how: int) -> np.ndarray | None:
+    """The result that `buffers` are, in order, the views of (as `_views_of` cut it along `how`), if they are."""
+    base = buffers[0].base
+    entry = _cuts.get(id(base)) if base is not None else None
+    if (entry is None or entry[0]() is not base or entry[1] != how or len(entry[2]) != len(buffers)
+            or not all(ref() is b for ref, b in zip(entry[2], buffers))):
+        return None
+    return base
 
 
 def summed_products(program: Any, mesh: Mesh, devices: tuple[Any, ...]) -> frozenset[int]:
@@ -346,6 +375,9 @@ def _cluster_plan(cluster: Any, inputs: Sequence[Any], in_dims: Sequence[int], o
 def _join(buffers: list[np.ndarray], dim: int) -> np.ndarray:
     """The devices' consecutive blocks as one array: a view where they lie one after another in one buffer (the
     views of an earlier joined result: then that result itself, read-only), else a copy."""
+    whole = _whole(buffers, dim)
+    if whole is not None:
+        return read_only(whole)
     first = buffers[0]
     root = _root(first)
     start = expected = first.__array_interface__["data"][0]
