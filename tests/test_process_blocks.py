@@ -322,18 +322,23 @@ def test_shard_map_stacks_scalars_reductions_over_rows_and_small_transcendentals
     a[3, 4] = np.nan
     P = meshax.P
 
-    def body(x):
+    large = rng.standard_normal((4 * 128, 200)).astype(np.float32)  # too large to stack by copying
+
+    def body(x, y):
         loss = jnp.sum(x)
         return (-loss / 3.0 * 2.0)[None], jnp.sum(x, axis=0)[None], jnp.max(x, axis=0)[None], jnp.exp(x), \
-            jnp.log(jnp.abs(x) + 1.0)
+            jnp.log(jnp.abs(x) + 1.0), jnp.sum(x * 2.0 + 1.0, axis=0)[None], jnp.sum(y, axis=0)[None]
 
-    ours = meshax.jit(meshax.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=(P("data"),) * 5))(
-        meshax.device_put(a, meshax.NamedSharding(mesh, P("data"))))
+    ours = meshax.jit(meshax.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=(P("data"),) * 7))(
+        meshax.device_put(a, meshax.NamedSharding(mesh, P("data"))),
+        meshax.device_put(large, meshax.NamedSharding(mesh, P("data"))))
     blocks = np.split(a, 4)
     f32 = np.float32
     wants = [np.stack([-b.sum() / f32(3) * f32(2) for b in blocks]), np.stack([b.sum(axis=0) for b in blocks]),
              np.stack([b.max(axis=0) for b in blocks]), np.exp(a.astype(np.float64)).astype(f32),
-             np.log((np.abs(a) + f32(1)).astype(np.float64)).astype(f32)]
+             np.log((np.abs(a) + f32(1)).astype(np.float64)).astype(f32),
+             np.stack([(b * f32(2) + f32(1)).sum(axis=0) for b in blocks]),  # a reshape of the joined rows
+             np.stack([b.sum(axis=0) for b in np.split(large, 4)])]
     for got, want in zip(ours, wants):
         np.testing.assert_array_equal(np.asarray(got), want)
     assert {"reduce_sum", "reduce_max", "fused", "exp", "log"} <= set(joined_device_calls), joined_device_calls

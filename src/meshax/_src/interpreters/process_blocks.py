@@ -152,10 +152,24 @@ def _run_stacked(primitive: Primitive, params: dict[str, Any], values: Sequence[
             params = {**params, "local_shapes": [(count,) + out_aval.shape]}
     else:
         return None
-    wholes = [_whole(v, _STACKED) if s else v for v, s in zip(values, split)]
-    operands = [np.stack(v) if s and w is None else w for v, s, w in zip(values, split, wholes)]
+    operands = [_stacked(v) if s else v for v, s in zip(values, split)]
+    if any(x is None for x in operands):
+        return None
     result = np.asarray(impl_rules[primitive](*operands, **params))
     return _views_of(result, _STACKED, [result[i, ...] for i in range(count)])
+
+
+def _stacked(values: list[np.ndarray]) -> np.ndarray | None:
+    """The devices' `values` (of one shape) stacked along a new first dimension: without a copy where they are a
+    result's views in order (stacked, or cut into equal C-ordered blocks of rows: then a reshape of it, laid out
+    as the stack), a copy where they are small; None where a copy would cost more than the devices' calls."""
+    whole = _whole(values, _STACKED)
+    if whole is not None:
+        return whole
+    whole = _whole(values, 0)
+    if whole is not None and whole.flags.c_contiguous and whole.shape[0] == len(values) * values[0].shape[0]:
+        return whole.reshape((len(values),) + values[0].shape)
+    return np.stack(values) if len(values) * values[0].size <= SMALL else None
 
 
 def _cut(result: np.ndarray, dim: int, intervals: Sequence[tuple[int, int]]) -> list[np.ndarray]:
