@@ -284,12 +284,24 @@ def test_reductions_along_the_kept_rows_join_and_keep_numpys_bits(joined_calls, 
         joined_calls + joined_device_calls
 
 
-def test_with_many_compute_threads_matmuls_and_small_results_join_and_large_elementwise_calls_do_not(monkeypatch):
+def test_with_many_compute_threads_large_elementwise_calls_run_side_by_side_into_one_buffer(monkeypatch):
     """With 2 compute threads: a matmul and a small elementwise result run once over the joined rows, a large
-    elementwise one per device side by side (one call would leave a thread idle)."""
+    elementwise one (a cluster, or not) per device side by side (one call would leave a thread idle), each
+    writing its block of one buffer, which the next joined call reads without a copy."""
     monkeypatch.setenv("MESHAX_CPU_THREADS", "2")
     calls: list[str] = []
     monkeypatch.setattr("meshax._src.interpreters.eager.run_joined", _counted(process_blocks.run_joined, calls))
+    side_by_side: list[str] = []
+    monkeypatch.setattr(process_blocks, "_side_by_side", _counted(process_blocks._side_by_side, side_by_side))
+    copied: list[tuple] = []  # joins of blocks that had to be copied
+
+    def join(buffers, dim, _join=process_blocks._join):
+        joined = _join(buffers, dim)
+        if not np.shares_memory(joined, buffers[0]):
+            copied.append(joined.shape)
+        return joined
+
+    monkeypatch.setattr(process_blocks, "_join", join)
     mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
     rng = np.random.default_rng(6)
     small, large = rng.standard_normal((64, 16)).astype(np.float32), rng.standard_normal((1024, 512)).astype(np.float32)
@@ -298,9 +310,15 @@ def test_with_many_compute_threads_matmuls_and_small_results_join_and_large_elem
     product, doubled = meshax.device_put(small, rows) @ w, meshax.device_put(small, rows) * 2.0
     np.testing.assert_allclose(np.asarray(product), small @ w, rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(doubled), small * np.float32(2))
-    assert calls == ["dot_general", "mul"], calls
-    np.testing.assert_array_equal(np.asarray(meshax.device_put(large, rows) * 2.0), large * np.float32(2))
-    assert calls == ["dot_general", "mul"], calls
+    assert calls == ["dot_general", "mul"] and not side_by_side, calls
+    placed = meshax.device_put(large, rows)
+    doubled = placed * 2.0
+    np.testing.assert_array_equal(np.asarray(doubled), large * np.float32(2))
+    assert side_by_side == ["mul"], side_by_side
+    step = meshax.jit(lambda x, w: meshax.nn.relu(x * 2.0 + 1.0) @ w)
+    w = rng.standard_normal((512, 8)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(step(placed, w)), np.maximum(large * 2 + 1, 0) @ w, rtol=1e-4, atol=1e-4)
+    assert side_by_side[0] == "mul" and "fused" in side_by_side and not copied, (side_by_side, copied)
 
 
 def test_a_reduction_over_rows_of_column_blocks_joins_along_the_columns(joined_calls):

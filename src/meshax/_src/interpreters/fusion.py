@@ -142,8 +142,9 @@ def _leaves(members: list[Equation]) -> list[Var]:
 # ---- the fused primitive ----------------------------------------------------------------------------------
 
 
-def _fused_impl(*inputs: np.ndarray, cluster: Cluster, local_shapes: list[tuple[int, ...]]) -> np.ndarray:
-    return cluster.executor.execute(cluster, inputs, tuple(local_shapes[0]))
+def _fused_impl(*inputs: np.ndarray, cluster: Cluster, local_shapes: list[tuple[int, ...]],
+                out: np.ndarray | None = None) -> np.ndarray:
+    return cluster.executor.execute(cluster, inputs, tuple(local_shapes[0]), out)
 
 
 def cluster_layout(specs: Sequence[Spec], avals: Sequence[ShapedArray], *, mesh_shape: dict[str, int],

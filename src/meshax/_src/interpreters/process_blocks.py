@@ -38,25 +38,57 @@ from ..core.core import Primitive, ShapedArray, impl_rules, sharding_rules
 from ..runtime import compute_pool
 from ..sharding.mesh import Mesh
 from ..sharding.placement_rules import Spec, elementwise
-from .cpu_executor import BLOCKWISE, CpuExecutor
+from .cpu_executor import BLOCKWISE, CpuExecutor, written
 
 _REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min"})  # each kept row reduced on its own
 _TAKEN = (BLOCKWISE - {"broadcast_in_dim"}) | {"dot_general", "fused"} | _REDUCTIONS
 SMALL = 1 << 16  # elements of a result whose devices' calls cost more to dispatch than to compute
 
 
-def _joins(primitive: Primitive, elements: int) -> bool:
-    """Whether one call over the joined blocks gives each device's values and beats the devices' calls side by
-    side: always with one compute thread (they would run one after the other); else for matmuls (BLAS
-    spreads one over the threads), clusters the executor spreads (`CpuExecutor.min_threads`) and small
-    results (`elements`: of all the devices' results). Large elementwise calls with 2-3 threads run side by
-    side: one would run on one thread."""
+ONE_CALL, SIDE_BY_SIDE = "one call", "side by side"
+
+
+def _join_mode(primitive: Primitive, elements: int) -> str | None:
+    """How the devices' blocks run as one (None: they do not): `ONE_CALL` over the joined blocks where that
+    gives each device's values and beats the devices' calls side by side: always with one compute thread
+    (they would run one after the other); else for matmuls (BLAS spreads one over the threads), clusters the
+    executor spreads (`CpuExecutor.min_threads`) and small results (`elements`: of all the devices' results).
+    Large elementwise calls with several threads run `SIDE_BY_SIDE`, one per device, but write into one
+    buffer, so that the joined calls after them (a matmul of the activations) read it without a copy."""
     if primitive.name not in _TAKEN and not (getattr(impl_rules.get(primitive), "precise", False)
                                               and elements <= config.read("meshax_precise_transcendentals")):
-        return False
+        return None
     threads = compute_pool.workers()
-    return (threads == 1 or primitive.name == "dot_general" or elements <= SMALL
-            or (primitive.name == "fused" and threads >= CpuExecutor.min_threads))
+    if (threads == 1 or primitive.name == "dot_general" or elements <= SMALL
+            or (primitive.name == "fused" and threads >= CpuExecutor.min_threads)):
+        return ONE_CALL
+    return SIDE_BY_SIDE
+
+
+def _side_by_side(primitive: Primitive, operands: list[list[Any]], params: dict[str, Any], dtype: np.dtype,
+                  block_shapes: list[tuple[int, ...]]) -> list[np.ndarray]:
+    """Each device's result (`operands[i]`: device i's operands) computed by its own call, side by side on the
+    controller's threads, written into consecutive blocks of rows of one buffer (the read-only views returned,
+    `_views_of`)."""
+    whole = np.empty((sum(shape[0] for shape in block_shapes),) + block_shapes[0][1:], dtype)
+    bounds = np.cumsum([0] + [shape[0] for shape in block_shapes])
+    outs = [whole[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
+    calls = [functools.partial(_call_into, primitive, args, params, out) for args, out in zip(operands, outs)]
+    compute_pool.run_each(calls, blas=False)
+    return _views_of(whole, 0, outs)
+
+
+def _call_into(primitive: Primitive, args: Sequence[Any], params: dict[str, Any], out: np.ndarray) -> None:
+    impl = impl_rules[primitive]
+    if primitive.needs_local_shape:
+        params = {**params, "local_shapes": [out.shape]}
+    if primitive.name == "fused":
+        impl(*args, **params, out=out)
+    elif getattr(impl, "into", None) is not None and (
+            primitive.name == "select" or all(np.asarray(a).dtype == out.dtype for a in args)):
+        written(np.asarray(impl.into(*args, out=out)), out)
+    else:
+        written(np.asarray(impl(*args, **params)), out)
 
 
 _SAME = -1  # an operand whose shards are the same block on every local device
@@ -68,8 +100,9 @@ def run_joined(primitive: Primitive, inputs: Sequence[Any], params: dict[str, An
     """The per-device results of `primitive` (global Arrays `inputs`) over the `local` devices of `mesh`, from
     one call over their joined blocks; None where that does not apply (the caller then runs one call per
     device). `summed_over`: the mesh axes the results are summed over next (empty where they are not)."""
-    if (len(local) < 2 or len(out_avals) != 1 or primitive.multiple_results
-            or not _joins(primitive, out_avals[0].size) or not inputs or not all(isinstance(x, Array) for x in inputs)):
+    mode = _join_mode(primitive, out_avals[0].size) if len(out_avals) == 1 else None
+    if (len(local) < 2 or mode is None or primitive.multiple_results or not inputs
+            or not all(isinstance(x, Array) for x in inputs)):
         return None
     devices = tuple(local)
     splits = [_split(x.sharding, x.shape, devices) for x in inputs]
@@ -92,6 +125,12 @@ def run_joined(primitive: Primitive, inputs: Sequence[Any], params: dict[str, An
     intervals = {i for dim, i in splits if dim != _SAME}
     if not plan or len(intervals) != 1 or (out_dim != _SAME and intervals != {out_intervals}):
         return None  # the split operands' blocks must line up with each other and with the result's
+    if mode == SIDE_BY_SIDE:
+        if out_dim != 0:
+            return None
+        blocks = [_block_shape(out_avals[0].shape, 0, [i]) for i in out_intervals]
+        operands = [[x.local_buffers()[d] for x in inputs] for d in local]
+        return [dict(zip(local, _side_by_side(primitive, operands, params, out_avals[0].dtype, blocks)))]
     buffers = [_join([x.local_buffers()[d] for d in local], dim) if dim != _SAME else x.local_buffers()[local[0]]
                for x, dim in zip(inputs, in_dims)]
     if primitive.needs_local_shape:
@@ -109,13 +148,19 @@ def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Se
     """Inside shard_map: each device's result of `primitive` from one call over the devices' values joined along
     the result's first dimension, as views of it; None where that does not apply. `operands[i]`: the devices'
     values (a list, in `devices` order) where `own[i]`, else one value for all of them."""
-    if len(devices) < 2 or primitive.multiple_results or not _joins(primitive, out_aval.size * len(devices)):
+    mode = _join_mode(primitive, out_aval.size * len(devices))
+    if len(devices) < 2 or primitive.multiple_results or mode is None:
         return None
     values = [v if mine and not one_buffer(v) else (v[0] if mine else v) for v, mine in zip(operands, own)]
     split = [isinstance(v, list) for v in values]
     if not any(split):
         return None
     dims = _device_plan(primitive, params, values, split, out_aval) if out_aval.shape else None
+    if mode == SIDE_BY_SIDE:
+        if dims is None or dims[1] != 0:
+            return None
+        each = [[v[i] if s else v for v, s in zip(values, split)] for i in range(len(devices))]
+        return _side_by_side(primitive, each, params, out_aval.dtype, [out_aval.shape] * len(devices))
     if dims is None:
         return _run_stacked(primitive, params, values, split, out_aval)
     in_dims, out_dim = dims
