@@ -248,9 +248,11 @@ def local_buffers(boxes: set[Box], dtype: np.dtype, value: np.ndarray | None = N
     where the boxes tile the box around them (a process's devices' consecutive blocks of rows), views of one
     buffer for it, which a call over the process's joined blocks reads without copying (process_blocks.py)."""
     if len(boxes) > 1 and all(box for box in boxes):
-        around = tuple((min(b[d][0] for b in boxes), max(b[d][1] for b in boxes)) for d in range(len(next(iter(boxes)))))
+        ndim = len(next(iter(boxes)))
+        around = tuple((min(b[d][0] for b in boxes), max(b[d][1] for b in boxes)) for d in range(ndim))
         if sum(math.prod(box_shape(b)) for b in boxes) == math.prod(box_shape(around)):  # sharding boxes are disjoint
-            whole = np.array(value[_slices(around)], copy=True) if value is not None else np.empty(box_shape(around), dtype)
+            whole = (np.array(value[_slices(around)], copy=True) if value is not None
+                     else np.empty(box_shape(around), dtype))
             return {box: whole[relative(box, around)] for box in boxes}
     if value is None:
         return {box: np.empty(box_shape(box), dtype) for box in boxes}

@@ -189,15 +189,13 @@ def _run_in_tiles(cluster: Any, inputs: Sequence[np.ndarray], out_shape: tuple[i
 def run_unfused(jaxpr: Jaxpr, inputs: Sequence[np.ndarray], out_shape: tuple[int, ...],
                 last_reads: Sequence[Sequence[int]] | None = None, out: np.ndarray | None = None) -> np.ndarray:
     """A cluster as the NumPy calls it stands for (every value of a cluster has the output's shape). With
-    `last_reads` (`_last_reads`), an equation whose implementation takes an output buffer (`impl.into`: a plain
-    NumPy function, select) writes its
-    result into the buffer of an intermediate no longer read, where one of its shape and type is free: the same
-    values, less memory traffic (a 2-core step's relu and SGD updates: 1.05 -> 0.6 ms a cluster). The last
-    equation writes into `out` where one is given (copied there where its implementation takes none)."""
+    `last_reads` (`_last_reads`), an equation whose implementation takes an output buffer (`impl.into`: a
+    plain NumPy function, select) writes its result into the buffer of an intermediate no longer read, where
+    one of its shape and type is free: the same values, less memory traffic (a 2-core step's relu and SGD
+    updates: 1.05 -> 0.6 ms a cluster). The last equation writes into `out` where one is given (copied there
+    where its implementation takes none)."""
     env: dict[int, Any] = {v.id: x for v, x in zip(jaxpr.invars, inputs)}
     free: list[np.ndarray] = []  # buffers this call made whose values nobody reads any more
-    if out is not None:
-        last_reads = last_reads if last_reads is not None else [()] * len(jaxpr.equations)
     for position, eq in enumerate(jaxpr.equations):
         args = [np.asarray(x.value, dtype=x.aval.dtype) if isinstance(x, Literal) else env[x.id] for x in eq.inputs]
         extra = {"local_shapes": [out_shape]} if eq.primitive.needs_local_shape else {}

@@ -68,4 +68,3 @@ def run_eagerly(jaxpr: Jaxpr, args: Sequence[Any]) -> list[Any]:
 
 _HELD = frozenset({"dot_general", "reduce_sum", "reduce_max", "reduce_min"})  # may sum (max, min) over devices
 MAX_HELD_BYTES = 64 << 20  # held results are reduced at once when they come to more than this (their partials)
-

@@ -5,9 +5,11 @@ rows of data parallelism) and the primitive computes each block of that dimensio
 of its inputs, one call over the joined block gives every device's result at once (as views of it):
 one dispatch instead of one per device, and one large call that BLAS, or the fused-cluster executor,
 spreads over the controller's whole share of the threads, where per-device calls side by side each
-get a slice of it (a data-parallel step on one process of 16 devices, 16 cores: 82 -> 63 ms); `_joins`
-says where that pays. The joined inputs are views where the shards lie one after another in one buffer
-(results of earlier joined calls), else copies. A matrix product that contracts the split dimension
+get a slice of it (a data-parallel step on one process of 16 devices, 16 cores: 82 -> 63 ms); `_join_mode`
+says where that pays. Where it does not (large elementwise calls with several threads), the devices'
+calls run side by side but write their blocks into one buffer. The joined inputs are views where the
+shards lie one after another in one buffer (results of earlier calls, remembered: `_views_of`), else
+copies. A matrix product that contracts the split dimension
 sums the devices' partial products itself; its result stands for all of them
 (`collectives.LocallyCombined`) in the reduction across devices that follows. Inside shard_map
 (`run_joined_on_devices`) the devices' values are joined along the result's first dimension where one
