@@ -78,4 +78,4 @@ def test_large_elementwise_operations_of_several_devices_run_side_by_side(monkey
     elif where == "jit":
         step = meshax.jit(step)
     np.testing.assert_array_equal(np.asarray(step(x)), np.where(host > 0, host * 2.0, host - 1.0))
-    assert (2, False if where != "jit" else True) in batches, batches  # jit: one fused cluster per device
+    assert (2, False) in batches, batches  # jit: one fused cluster per device (BLAS-free: no BLAS limit set)
