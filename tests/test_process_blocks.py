@@ -360,3 +360,23 @@ def test_shard_map_stacks_scalars_reductions_over_rows_and_small_transcendentals
     for got, want in zip(ours, wants):
         np.testing.assert_array_equal(np.asarray(got), want)
     assert {"reduce_sum", "reduce_max", "fused", "exp", "log"} <= set(joined_device_calls), joined_device_calls
+
+
+def test_a_small_replicated_value_read_row_by_row_is_repeated_for_each_device(joined_device_calls):
+    """A value every device holds alike, of a device's rows (the mean's cotangent, the same on every device), in a
+    cluster with the devices' own rows (their labels' one-hot): one call over the joined rows, the shared value
+    repeated for each device."""
+    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
+    rng = np.random.default_rng(8)
+    labels = rng.integers(0, 10, 64)
+    c = rng.standard_normal((16, 1)).astype(np.float32)  # one device's rows
+    P = meshax.P
+
+    def body(labels, c):
+        return meshax.nn.one_hot(labels, 10) * (c * 2.0)  # split (16, 1) labels, one (16, 1) value: not stackable
+
+    out = meshax.jit(meshax.shard_map(body, mesh=mesh, in_specs=(P("data"), P()), out_specs=P("data")))(
+        meshax.device_put(labels, meshax.NamedSharding(mesh, P("data"))), c)
+    want = np.concatenate([np.eye(10, dtype=np.float32)[b] * (c * np.float32(2)) for b in np.split(labels, 4)])
+    np.testing.assert_array_equal(np.asarray(out), want)
+    assert "fused" in joined_device_calls, joined_device_calls

@@ -166,8 +166,8 @@ def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Se
     if dims is None:
         return _run_stacked(primitive, params, values, split, out_aval)
     in_dims, out_dim = dims
-    buffers = [_join(v, d) if d != _SAME else v for v, d in zip(values, in_dims)]
     count = len(devices)
+    buffers = [v if d == _SAME else _join(v if s else [v] * count, d) for v, s, d in zip(values, split, in_dims)]
     if primitive.needs_local_shape:
         shape = out_aval.shape
         params = {**params, "local_shapes": [shape[:out_dim] + (shape[out_dim] * count,) + shape[out_dim + 1:]]}
@@ -344,12 +344,17 @@ def _device_plan(primitive: Primitive, params: dict[str, Any], values: Sequence[
         if row_axes is None:
             return None
         rows = out_aval.shape[0]
+        dims = []
         for v, s, axis in zip(values, split, row_axes):
             if s and (axis is None or np.shape(v[0])[axis] != rows):
                 return None  # a split operand must give each row of the result its own row
             if not s and axis is not None and np.shape(v)[axis] != 1:
-                return None
-        return [axis if s else _SAME for s, axis in zip(split, row_axes)], 0
+                if np.shape(v)[axis] != rows or np.size(v) * len(values[split.index(True)]) > SMALL:
+                    return None
+                dims.append(axis)  # one small value every device reads row by row: repeated for each
+            else:
+                dims.append(axis if s else _SAME)
+        return dims, 0
     if sharding_rules.get(primitive) is elementwise and all(
             np.shape(v[0]) == out_aval.shape if s else n == 0 for v, n, s in zip(values, ndims, split)):
         return [0 if s else _SAME for s in split], 0
