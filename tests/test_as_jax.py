@@ -89,6 +89,40 @@ def test_module_mode_and_import_hook_in_code(tmp_path: Path):
     assert ok(plain).strip() == "0.10.2 meshax.numpy"
 
 
+def test_the_alias_reaches_every_python_process_the_program_starts(tmp_path: Path):
+    """pytest's -n workers, a subprocess and a spawned multiprocessing worker answer `import jax` with meshax; a
+    sitecustomize of the user's own still runs; an interpreter that cannot import meshax starts as usual."""
+    (tmp_path / "test_workers.py").write_text("import jax\n\ndef test_jax_is_meshax():\n"
+                                              "    assert jax.numpy.__name__ == 'meshax.numpy'\n")
+    (tmp_path / "site_of_mine").mkdir()
+    (tmp_path / "site_of_mine" / "sitecustomize.py").write_text("import sys\nsys.mine_ran = 1\n")  # this process
+    env = child_env(2, PYTHONPATH=str(tmp_path / "site_of_mine"))
+    workers = subprocess.run([PYTHON, "-m", "meshax.as_jax", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+                              "test_workers.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert "1 passed" in workers.stdout, workers.stdout[-3000:] + workers.stderr[-3000:]
+    (tmp_path / "program.py").write_text(textwrap.dedent("""
+        import multiprocessing, os, subprocess, sys
+        def name(queue):
+            import jax
+            queue.put(jax.numpy.__name__)
+        if __name__ == "__main__":
+            child = subprocess.run([sys.executable, "-c", "import sys, jax; print(jax.numpy.__name__, "
+                                    "getattr(sys, 'mine_ran', 0))"], capture_output=True, text=True, check=True)
+            context = multiprocessing.get_context("spawn")
+            queue = context.Queue()
+            worker = context.Process(target=name, args=(queue,))
+            worker.start()
+            print(child.stdout.strip(), queue.get(timeout=60))
+            worker.join(60)
+    """))
+    out = ok(subprocess.run([PYTHON, "-m", "meshax.as_jax", "program.py"], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=TIMEOUT))
+    assert out.split() == ["meshax.numpy", "1", "meshax.numpy"], out
+    bare = subprocess.run([PYTHON, "-I", "-S", "-c", "print('started')"], env=dict(env, MESHAX_AS_JAX="1"),
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert bare.stdout.strip() == "started", bare.stderr
+
+
 def test_real_jax_already_imported_is_refused():
     result = subprocess.run([PYTHON, "-c", "import jax; import meshax.as_jax"], env=child_env(1),
                             capture_output=True, text=True, timeout=TIMEOUT)

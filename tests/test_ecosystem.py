@@ -81,7 +81,7 @@ OPTAX_TEST_MODULES = [
 ]
 # The family that loops 10000 jitted steps per case (minutes under meshax); MESHAX_OPTAX_FULL=1 runs it too.
 SLOW = "not test_optimization"
-FAST_FLOOR = 880  # passing tests without it (README: "optax's own tests")
+FAST_FLOOR = 895  # passing tests without it (README: "optax's own tests": 899, the rest compare XLA's HLO text)
 FULL_FLOOR = 1000  # passing tests of the full run (JAX passes 1039)
 
 

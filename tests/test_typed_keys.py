@@ -156,3 +156,23 @@ def test_stack_concatenate_and_asarray_of_typed_keys(mode: str) -> None:
     check_case(case, (DATA,), mode, rtol=0, atol=0)
     k = meshax.random.key(0)
     assert mnp.asarray(k) is k and isinstance(meshax.device_put(k), type(k))
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_where_and_astype_on_key_arrays_as_jax(mode):
+    """jnp.where picks whole keys (optax's MultiSteps keeps a key in its inner state this way), astype to the key
+    dtype is the identity and to another dtype the error JAX raises."""
+
+    def pick(lib, np_, condition, seed_a, seed_b):
+        a, b = lib.random.split(lib.random.key(seed_a), 3), lib.random.split(lib.random.key(seed_b), 3)
+        chosen = np_.astype(np_.where(condition, a, b), a.dtype)
+        return lib.random.key_data(chosen), lib.random.key_data(np_.where(condition[0], a[0], b[0]))
+
+    condition = np.array([True, False, True])
+    ours_fn = (lambda c: pick(meshax, mnp, c, 0, 1))
+    ours = meshax.jit(ours_fn)(condition) if mode == "jit" else ours_fn(condition)
+    theirs = pick(jax, jjnp, condition, 0, 1)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    with pytest.raises(ValueError, match="Cannot convert_element_type from key<fry> to float32"):
+        mnp.astype(meshax.random.key(0), np.float32)

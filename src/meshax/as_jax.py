@@ -12,7 +12,9 @@ As a program, it runs a script, a module or a command under the alias, like `pyt
     python -m meshax.as_jax -c "import jax; print(jax.devices())"
 
 This works under any launcher (`mpiexec -n 4 python -m meshax.as_jax train.py`, `srun python -m
-meshax.as_jax train.py`); `meshax launch --as-jax -n 4 train.py` does the same for local jobs.
+meshax.as_jax train.py`); `meshax launch --as-jax -n 4 train.py` does the same for local jobs. Run as a program,
+it also carries the alias into every Python process the program starts (pytest's `-n` workers, multiprocessing's
+spawned workers): MESHAX_AS_JAX=1 and a sitecustomize on PYTHONPATH that installs it there.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ _USAGE = "usage: python -m meshax.as_jax (script.py | -m module | -c command) [a
 def main(argv: list[str] | None = None) -> int:
     """Run `argv` (a script path, `-m module` or `-c command`, then its arguments) as `__main__`."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _carry_to_child_processes()
     if not argv or argv[0] in ("-h", "--help"):
         print(_USAGE, file=sys.stderr if not argv else sys.stdout)
         return 2 if not argv else 0
@@ -56,6 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     sys.path[0] = os.path.dirname(os.path.abspath(script))  # as `python script.py` sets it
     runpy.run_path(script, run_name="__main__")
     return 0
+
+
+def _carry_to_child_processes() -> None:
+    """Python processes started from here install the alias at start-up too (alias_site/sitecustomize.py)."""
+    site = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_src", "compat", "alias_site")
+    os.environ["MESHAX_AS_JAX"] = "1"
+    path = os.environ.get("PYTHONPATH")
+    if not path or path.split(os.pathsep)[0] != site:
+        os.environ["PYTHONPATH"] = site + (os.pathsep + path if path else "")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..primitives import array_primitives as P
+from ..arrays.key_arrays import KeyArray
 from ..arrays.placement import device_put
 from ..core.core import Tracer, aval_of
 from .promotion import ArrayLike, _as_array, _cast, _dtype, _lift, _promote, _promote_inexact, _weak
@@ -161,7 +162,14 @@ def positive(x: ArrayLike) -> Any:
 
 
 def _where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Any:
-    """`where` with both `x` and `y` (searching's `where` adds the one-argument form, which is nonzero)."""
+    """`where` with both `x` and `y` (searching's `where` adds the one-argument form, which is nonzero); between
+    typed key arrays, key by key (each key's words chosen together)."""
+    if isinstance(x, KeyArray) or isinstance(y, KeyArray):
+        if not (isinstance(x, KeyArray) and isinstance(y, KeyArray)):
+            raise TypeError(f"where: a key array and a {type(y if isinstance(x, KeyArray) else x).__name__} cannot "
+                            "be combined; pass key arrays as both x and y.")
+        condition = _as_array(astype(condition, np.bool_))
+        return KeyArray(_where(condition.reshape(condition.shape + (1,)), x._data, y._data))
     x, y = _promote(x, y)
     return P.select.bind(astype(condition, np.bool_), x, y)
 
@@ -188,6 +196,11 @@ def clip(a: ArrayLike, a_min: ArrayLike = None, a_max: ArrayLike = None, *, min:
 
 
 def astype(x: ArrayLike, dtype: Any, copy: bool = False, device: Any = None) -> Any:
+    if isinstance(x, KeyArray):  # typed keys convert to their own dtype only, as in JAX
+        if dtype != x.dtype:
+            raise ValueError(f"Cannot convert_element_type from {x.dtype} to {np.dtype(dtype)}: a key array converts "
+                             "to its own dtype only; random.key_data(keys) gives its uint32 words.")
+        return x if device is None else device_put(x, device)
     result = _cast(_as_array(x), _dtype(dtype))
     return result if device is None else device_put(result, device)
 
