@@ -203,7 +203,7 @@ def run_unfused(jaxpr: Jaxpr, inputs: Sequence[np.ndarray], out_shape: tuple[int
         dtype = eq.outputs[0].aval.dtype
         done = last_reads[position] if last_reads is not None else ()
         dying = [b for b in (env.pop(i) for i in done) if _owned(b, env)]  # read for the last time here
-        if out is not None and position == len(jaxpr.equations) - 1 and _takes_out(eq, impl, args, dtype):
+        if out is not None and position == len(jaxpr.equations) - 1 and takes_out(eq.primitive.name, impl, args, dtype):
             into = out
         else:
             into = _free_buffer(eq, impl, args, dying, free, dtype, out_shape) if last_reads is not None else None
@@ -220,10 +220,11 @@ def _owned(buffer: np.ndarray, env: dict[int, Any]) -> bool:
             and not any(np.may_share_memory(buffer, other) for other in env.values()))
 
 
-def _takes_out(eq: Equation, impl: Any, args: list[np.ndarray], dtype: np.dtype) -> bool:
-    """Whether `eq`'s implementation can write its result into a given buffer that none of its operands uses."""
+def takes_out(name: str, impl: Any, args: Sequence[Any], dtype: np.dtype) -> bool:
+    """Whether primitive `name`'s implementation can write its result (of `dtype`) into a given buffer that none of
+    its operands `args` uses (`impl.into`)."""
     return getattr(impl, "into", None) is not None and (
-        eq.primitive.name == "select" or all(a.dtype == dtype for a in args))
+        name == "select" or all(np.asarray(a).dtype == dtype for a in args))
 
 
 def _free_buffer(eq: Equation, impl: Any, args: list[np.ndarray], dying: list[np.ndarray], free: list[np.ndarray],
@@ -232,7 +233,7 @@ def _free_buffer(eq: Equation, impl: Any, args: list[np.ndarray], dying: list[np
     operands all have the result's type, an operand read for the last time here (`dying`; elementwise, each
     element is read before it is written) or one from `free` (then taken from it); for a select, which
     writes its mask before reading its operands, only one from `free`."""
-    if not _takes_out(eq, impl, args, dtype):
+    if not takes_out(eq.primitive.name, impl, args, dtype):
         return None
     candidates = free if eq.primitive.name == "select" else dying + free
     for buffer in candidates:

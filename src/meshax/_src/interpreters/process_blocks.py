@@ -40,7 +40,7 @@ from ..core.core import Primitive, ShapedArray, impl_rules, sharding_rules
 from ..runtime import compute_pool
 from ..sharding.mesh import Mesh
 from ..sharding.placement_rules import Spec, elementwise
-from .cpu_executor import BLOCKWISE, CpuExecutor, written
+from .cpu_executor import BLOCKWISE, CpuExecutor, takes_out, written
 
 _REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min"})  # each kept row reduced on its own
 _TAKEN = (BLOCKWISE - {"broadcast_in_dim"}) | {"dot_general", "fused"} | _REDUCTIONS
@@ -86,8 +86,7 @@ def _call_into(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]
         params = {**params, "local_shapes": [out.shape]}
     if primitive.name == "fused":
         impl(*args, **params, out=out)
-    elif getattr(impl, "into", None) is not None and (
-            primitive.name == "select" or all(np.asarray(a).dtype == out.dtype for a in args)):
+    elif takes_out(primitive.name, impl, args, out.dtype):
         written(np.asarray(impl.into(*args, out=out)), out)
     else:
         written(np.asarray(impl(*args, **params)), out)

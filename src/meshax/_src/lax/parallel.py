@@ -299,23 +299,9 @@ def _grouped_eval(*xs: ShapedArray, axes: tuple[str, ...], parts: tuple) -> list
 def _grouped_device(trace: DeviceTrace, *xs: Any, axes: tuple[str, ...], parts: tuple) -> list[Any]:
     xs = tuple(trace.lift(x) for x in xs)
     avals = _grouped_eval(*(x.aval for x in xs), axes=axes, parts=parts)
-    if _alone(trace, axes):
-        return _as_results(trace, xs, avals)
     totals = allreduce_devices_many(trace.mesh, axes, [x.payload for x in xs], "sum")
     return [trace.new(aval, total if part is None else _scattered(trace, axes, x.aval, total, *part))
             for x, part, aval, total in zip(xs, parts, avals, totals)]
-
-
-def _alone(trace: DeviceTrace, axes: tuple[str, ...]) -> bool:
-    """Whether every group over `axes` is one device (a mesh axis of size 1): a sum over it is its input."""
-    return all(trace.mesh.axis_size(a) == 1 for a in axes)
-
-
-def _as_results(trace: DeviceTrace, xs: Sequence[Any], avals: Sequence[ShapedArray]) -> list[Any]:
-    """Each device's operands as the results of a sum over groups of one device: the same buffers, viewed in the
-    results' shapes (an untiled scatter drops an axis of size 1)."""
-    return [trace.new(aval, {d: np.asarray(v, aval.dtype).reshape(aval.shape) for d, v in x.payload.items()})
-            for x, aval in zip(xs, avals)]
 
 
 def _gathered_here(trace: DeviceTrace, xs: Sequence[Any], avals: Sequence[ShapedArray], parts: tuple,

@@ -36,18 +36,19 @@ def _in_blocks(impl: Any) -> Any:
         row = math.prod(shape[1:])
         if math.prod(shape) <= BLOCK_ELEMENTS or shape[0] < 2 or row == 0:
             return impl(*operands)
-        sample = impl(*(a[:1] for a in arrays))
-        results = [np.empty(shape, s.dtype) for s in (sample if isinstance(sample, list) else [sample])]
         rows = max(1, BLOCK_ELEMENTS // row)
+        first = impl(*(a[:rows] for a in arrays))  # its types are the results' types
+        results = [np.empty(shape, v.dtype) for v in (first if isinstance(first, list) else [first])]
 
-        def block(start: int) -> None:
-            values = impl(*(a[start:start + rows] for a in arrays))
+        def block(start: int, values: Any = None) -> None:
+            values = impl(*(a[start:start + rows] for a in arrays)) if values is None else values
             for out, value in zip(results, values if isinstance(values, list) else [values]):
                 out[start:start + rows] = value
 
-        device_pool.spread([functools.partial(block, start) for start in range(0, shape[0], rows)],
+        block(0, first)
+        device_pool.spread([functools.partial(block, start) for start in range(rows, shape[0], rows)],
                            device_pool.call_threads())
-        return results if isinstance(sample, list) else results[0]
+        return results if isinstance(first, list) else results[0]
 
     return blocked
 
