@@ -27,7 +27,7 @@ from ..arrays.partition import SINGLE_AXIS, as_named, choose_mesh, current_specs
 from ..sharding.placement_rules import Spec, fit
 from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding
 from ..arrays.transfer import reshard
-from .numpy_eval import structured_rules, try_primitive
+from .numpy_eval import learn, structured_rules, try_primitive
 from .process_blocks import run_joined
 from .shard_map import run_device_calls
 from .staging import inline_rules
@@ -52,7 +52,10 @@ class EagerTrace(Trace):
                 return fast
         rule = eager_rules.get(primitive) or inline_rules.get(primitive)
         if rule is not None:
-            return rule(*args, **params)
+            outputs = rule(*args, **params)
+            if primitive in structured_rules:
+                learn(primitive, args, params, outputs)
+            return outputs
         key = _plan_key(primitive, args, params)
         try:
             plan = _plans.get(key)

@@ -5,8 +5,11 @@ eager interpreter's work per operation (choosing a mesh, the sharding rule, plac
 wrapping outputs) buys nothing: the program is evaluated by calling each primitive's NumPy
 implementation directly, and only the final results become Arrays. The values are the same
 as the eager path's (the same implementations, the same dtype of every intermediate).
-Programs with primitives this cannot run (collectives, shard_map, resharding) take the
-ordinary path.
+Inputs on a one-device mesh (NamedSharding) take it too once the eager path has run the
+same call (primitive, parameters, inputs' shapes, types and shardings): its results'
+shardings are remembered (`learn`) and given to the fast path's results (a 1x1 training
+step's dispatch: 2.2 -> 0.8 ms). Programs with primitives this cannot run (collectives,
+shard_map, resharding) take the ordinary path.
 """
 from __future__ import annotations
 
@@ -30,13 +33,55 @@ def one_device(args: Sequence[Any]) -> Any:
     device = None
     for arg in args:
         if isinstance(arg, Array):
-            sharding = arg.sharding
-            if not isinstance(sharding, SingleDeviceSharding) or (device is not None and sharding.device != device):
+            devices = arg.sharding.device_set
+            if len(devices) != 1 or (device is not None and device not in devices):
                 return None
-            device = sharding.device
+            device = next(iter(devices))
     if device is None or device.process_index != device_table.process_index():
         return None
     return device
+
+
+def _call_key(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> tuple | None:
+    """What the shardings of a call's results depend on: the primitive, its parameters, and each input's type and
+    sharding (None where a parameter cannot be a key)."""
+    key = (primitive, tuple((name, _by_identity(value)) for name, value in params.items()),
+           tuple((a.shape, a.dtype, a.weak_type, a.sharding, a.committed) if isinstance(a, Array) else
+                 (type(a), aval_of(a)) for a in args))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _by_identity(value: Any) -> Any:
+    """A parameter as part of a key: jaxprs (not hashable) by identity."""
+    if isinstance(value, Jaxpr):
+        return ("jaxpr", id(value))
+    return tuple(map(_by_identity, value)) if isinstance(value, tuple) else value
+
+
+# call key -> each result's (sharding, committed), and the call's parameters (their jaxprs kept alive, so that
+# their ids in the key stay theirs)
+_learned: dict[tuple, tuple[list[tuple[Any, bool]], dict[str, Any]]] = {}
+MAX_LEARNED = 1024
+
+
+def learn(primitive: Primitive, args: Sequence[Any], params: dict[str, Any], outputs: Any) -> None:
+    """Remember the shardings of the results the eager path gave for a call whose inputs share one device that
+    is not a SingleDeviceSharding (the next such call takes the fast path)."""
+    device = one_device(args)
+    if device is None or all(isinstance(a.sharding, SingleDeviceSharding) for a in args if isinstance(a, Array)):
+        return
+    outs = outputs if primitive.multiple_results else [outputs]
+    if not all(isinstance(o, Array) and o.sharding.device_set == {device} for o in outs):
+        return
+    key = _call_key(primitive, args, params)
+    if key is not None:
+        if len(_learned) >= MAX_LEARNED:
+            _learned.clear()
+        _learned[key] = ([(o.sharding, o.committed) for o in outs], params)
 
 
 def _jaxprs(params: dict[str, Any]) -> list[Jaxpr]:
@@ -59,7 +104,8 @@ def supported(jaxpr: Jaxpr) -> bool:
 def host(value: Any) -> np.ndarray:
     """An input as the NumPy value an implementation receives (a host scalar in its JAX dtype)."""
     if isinstance(value, Array):
-        return value.local_buffers()[value.sharding.device]
+        (buffer,) = value.local_buffers().values()
+        return buffer
     return np.asarray(value, dtype=aval_of(value).dtype)
 
 
@@ -90,19 +136,29 @@ def run(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[np.nda
     return [read(v) for v in jaxpr.outvars]
 
 
-def as_arrays(values: Sequence[np.ndarray], avals: Sequence[Any], device: Any, committed: bool) -> list[Array]:
-    sharding = SingleDeviceSharding(device)
+def as_arrays(values: Sequence[np.ndarray], avals: Sequence[Any], device: Any,
+              placements: Sequence[tuple[Any, bool]]) -> list[Array]:
+    """The results as Arrays on `device`, each with its (sharding, committed)."""
     return [Array(a.shape, a.dtype, sharding, {device: read_only(np.asarray(v, a.dtype))}, a.weak_type, committed)
-            for v, a in zip(values, avals)]
+            for v, a, (sharding, committed) in zip(values, avals, placements)]
 
 
 def try_primitive(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
-    """A call-like primitive (jit, a loop...) run through NumPy when its inputs share one device; else None."""
+    """A call-like primitive (jit, a loop...) run through NumPy when its inputs share one device (on a one-device
+    mesh: once the eager path has taught the results' shardings); else None."""
     device = one_device(args)
     if device is None or not all(supported(j) for j in _jaxprs(params)):
         return None
-    values = structured_rules[primitive](run, *[host(a) for a in args], **params)
     avals = abstract_eval(primitive, [aval_of(a) for a in args], params)
-    committed = any(isinstance(a, Array) and a.committed for a in args)
-    outs = as_arrays(values, avals, device, committed)
+    if all(isinstance(a.sharding, SingleDeviceSharding) for a in args if isinstance(a, Array)):
+        committed = any(isinstance(a, Array) and a.committed for a in args)
+        placements = [(SingleDeviceSharding(device), committed)] * len(avals)
+    else:
+        key = _call_key(primitive, args, params)
+        found = _learned.get(key) if key is not None else None
+        if found is None:
+            return None
+        placements = found[0]
+    values = structured_rules[primitive](run, *[host(a) for a in args], **params)
+    outs = as_arrays(values, avals, device, placements)
     return outs if primitive.multiple_results else outs[0]

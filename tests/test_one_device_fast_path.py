@@ -1,0 +1,65 @@
+"""Programs on a one-device mesh run as plain NumPy calls once the eager path has shown their results' shardings
+(numpy_eval.learn): each result must be what the eager path gives (values, shape, dtype, weak type, sharding,
+committed), under jit and in loops."""
+import numpy as np
+import pytest
+
+import meshax
+import meshax.numpy as jnp
+from meshax import lax
+from meshax._src.interpreters import numpy_eval
+from meshax.sharding import NamedSharding, PartitionSpec as P
+
+MESH = meshax.make_mesh((1,), ("data",))
+
+
+def on_mesh(value, spec):
+    return meshax.device_put(np.asarray(value), NamedSharding(MESH, spec))
+
+
+def scan_sum(x, w):
+    def body(carry, row):
+        return carry + row @ w, carry.sum()
+    return lax.scan(body, jnp.zeros(w.shape[1], x.dtype), x)
+
+
+PROGRAMS = {
+    "matmul, reduction, transpose": lambda x, w: (x @ w, (x * 2).sum(), x.T),
+    "scalars and a mask": lambda x, w: (x[0, 0] + 1, x.sum(), x > 0),
+    "scan": scan_sum,
+    "cond": lambda x, w: lax.cond(x.sum() > 0, lambda: x @ w, lambda: -(x @ w)),
+    "integer result": lambda x, w: (jnp.argmax(x, axis=1), x.astype(np.int32) // 3),
+}
+
+
+def describe(result):
+    return [(np.asarray(r).tobytes(), r.shape, r.dtype, r.weak_type, r.sharding, r.committed)
+            for r in meshax.tree_util.tree_leaves(result)]
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_second_call_is_fast_and_the_same(name, monkeypatch):
+    rng = np.random.default_rng(0)
+    x = on_mesh(rng.standard_normal((4, 3)).astype(np.float32), P("data"))
+    w = on_mesh(rng.standard_normal((3, 2)).astype(np.float32), P())
+    program = meshax.jit(PROGRAMS[name])
+    first = program(x, w)  # the eager path, which teaches the results' shardings
+    runs = []
+    original = numpy_eval.run
+    monkeypatch.setattr(numpy_eval, "run", lambda *a: runs.append(1) or original(*a))
+    second = program(x, w)
+    assert runs, "the second call did not take the NumPy path"
+    assert describe(second) == describe(first)
+    for got, want in zip(meshax.tree_util.tree_leaves(second), meshax.tree_util.tree_leaves(first)):
+        assert isinstance(got.sharding, NamedSharding) == isinstance(want.sharding, NamedSharding)
+
+
+def test_other_shardings_are_learned_apart():
+    """The same program called with an input sharded otherwise gets that call's shardings, not the first's."""
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    program = meshax.jit(lambda a: a * 2)
+    rows, cols = on_mesh(x, P("data")), on_mesh(x, P(None, "data"))
+    for _ in range(2):
+        assert program(rows).sharding.spec == P("data")
+        assert program(cols).sharding.spec == P(None, "data")
+        assert program(meshax.device_put(x)).sharding == meshax.device_put(x).sharding
