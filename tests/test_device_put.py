@@ -310,8 +310,8 @@ def test_resharding_a_scalar_keeps_array_buffers():
                                          (P("a"), P(None, "a")), (P(None, "a"), P("a"))])
 def test_a_process_shards_are_views_of_one_buffer_where_they_tile_a_block(spec, target):
     """device_put (from the host) and a resharding (to `target`) lay the process's shards out as views of one
-    buffer, so that a call over the joined blocks reads them without a copy (process_blocks._join)."""
-    from meshax._src.interpreters.process_blocks import _join
+    buffer, so that a call over the joined blocks reads them without a copy (process_blocks.join_blocks)."""
+    from meshax._src.interpreters.process_blocks import join_blocks
 
     mesh = meshax.make_mesh((4, 2), ("a", "b"))
     x = np.arange(8 * 6, dtype=np.float32).reshape(8, 6)
@@ -324,5 +324,5 @@ def test_a_process_shards_are_views_of_one_buffer_where_they_tile_a_block(spec, 
     np.testing.assert_array_equal(np.asarray(y), x)
     rows = [b for d, b in y.local_buffers().items() if d in mesh.devices[:, 0]]
     if (target or spec) == P("a"):
-        joined = _join(rows, 0)
+        joined = join_blocks(rows, 0)
         assert np.shares_memory(joined, rows[0]) and (joined == x).all()

@@ -295,13 +295,13 @@ def test_with_many_compute_threads_large_elementwise_calls_run_side_by_side_into
     monkeypatch.setattr(process_blocks, "_side_by_side", _counted(process_blocks._side_by_side, side_by_side))
     copied: list[tuple] = []  # joins of blocks that had to be copied
 
-    def join(buffers, dim, _join=process_blocks._join):
+    def join(buffers, dim, _join=process_blocks.join_blocks):
         joined = _join(buffers, dim)
         if not np.shares_memory(joined, buffers[0]):
             copied.append(joined.shape)
         return joined
 
-    monkeypatch.setattr(process_blocks, "_join", join)
+    monkeypatch.setattr(process_blocks, "join_blocks", join)
     mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
     rng = np.random.default_rng(6)
     small, large = rng.standard_normal((64, 16)).astype(np.float32), rng.standard_normal((1024, 512)).astype(np.float32)
@@ -380,3 +380,30 @@ def test_a_small_replicated_value_read_row_by_row_is_repeated_for_each_device(jo
     want = np.concatenate([np.eye(10, dtype=np.float32)[b] * (c * np.float32(2)) for b in np.split(labels, 4)])
     np.testing.assert_array_equal(np.asarray(out), want)
     assert "fused" in joined_device_calls, joined_device_calls
+
+
+def test_gather_of_rows_lying_in_one_buffer_is_a_view_of_it(monkeypatch):
+    """An all_gather of a weight sharded by rows over the process's devices (FSDP) whose shards are consecutive rows
+    of one buffer (as device_put lays them out) gives that buffer itself, read-only; the values are the
+    weight's, and those of shards laid out apart are too."""
+    from meshax._src.lax import parallel
+    from meshax.sharding import NamedSharding, PartitionSpec as P
+    mesh = meshax.make_mesh((len(meshax.devices()),), ("data",))
+    assert mesh.size > 1
+    w = np.arange(4 * mesh.size * 6, dtype=np.float32).reshape(4 * mesh.size, 6)
+    gathered = []
+    monkeypatch.setattr(parallel, "join_blocks", lambda pieces, axis: gathered.append(
+        process_blocks.join_blocks(pieces, axis)) or gathered[-1])
+
+    def body(shard, other):  # two gathers: grouped into one (schedule.py)
+        return lax.all_gather(shard, "data", tiled=True) * 2, lax.all_gather(other, "data", tiled=True)
+
+    step = meshax.jit(meshax.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=P(), check_vma=False))
+    sharded = meshax.device_put(w, NamedSharding(mesh, P("data")))
+    doubled, same = step(sharded, sharded)
+    np.testing.assert_array_equal(np.asarray(doubled), w * 2)
+    np.testing.assert_array_equal(np.asarray(same), w)
+    assert len(gathered) == 2 and not gathered[0].flags.writeable
+    assert np.shares_memory(gathered[0], np.asarray(sharded.addressable_shards[0].data))
+    pieces = [np.full((4, 6), i, np.float32) for i in range(mesh.size)]  # buffers of their own: joined by a copy
+    np.testing.assert_array_equal(process_blocks.join_blocks(pieces, 0), np.concatenate(pieces))

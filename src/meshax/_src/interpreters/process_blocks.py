@@ -132,7 +132,7 @@ def run_joined(primitive: Primitive, inputs: Sequence[Any], params: dict[str, An
         blocks = [_block_shape(out_avals[0].shape, 0, [i]) for i in out_intervals]
         operands = [[x.local_buffers()[d] for x in inputs] for d in local]
         return [dict(zip(local, _side_by_side(primitive, operands, params, out_avals[0].dtype, blocks)))]
-    buffers = [_join([x.local_buffers()[d] for d in local], dim) if dim != _SAME else x.local_buffers()[local[0]]
+    buffers = [join_blocks([x.local_buffers()[d] for d in local], dim) if dim != _SAME else x.local_buffers()[local[0]]
                for x, dim in zip(inputs, in_dims)]
     if primitive.needs_local_shape:
         shape = out_avals[0].shape if out_dim == _SAME else _block_shape(out_avals[0].shape, out_dim, out_intervals)
@@ -166,7 +166,7 @@ def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Se
         return _run_stacked(primitive, params, values, split, out_aval)
     in_dims, out_dim = dims
     count = len(devices)
-    buffers = [v if d == _SAME else _join(v if s else [v] * count, d) for v, s, d in zip(values, split, in_dims)]
+    buffers = [v if d == _SAME else join_blocks(v if s else [v] * count, d) for v, s, d in zip(values, split, in_dims)]
     if primitive.needs_local_shape:
         shape = out_aval.shape
         params = {**params, "local_shapes": [shape[:out_dim] + (shape[out_dim] * count,) + shape[out_dim + 1:]]}
@@ -306,7 +306,7 @@ def run_summed_product(primitive: Primitive, operands: Sequence[Any], params: di
         math.prod(n for d, n in enumerate(right.shape) if d not in rc)
     if not _summed_in_blas(np.result_type(left, right), elements):
         return None
-    lhs, rhs = _join(operands[0], lc[0]), _join(operands[1], rc[0])
+    lhs, rhs = join_blocks(operands[0], lc[0]), join_blocks(operands[1], rc[0])
     return LocallyCombined(np.asarray(impl_rules[primitive](lhs, rhs, **params)))
 
 
@@ -437,7 +437,7 @@ def _cluster_plan(cluster: Any, inputs: Sequence[Any], in_dims: Sequence[int], o
     return True
 
 
-def _join(buffers: list[np.ndarray], dim: int) -> np.ndarray:
+def join_blocks(buffers: list[np.ndarray], dim: int) -> np.ndarray:
     """The devices' consecutive blocks as one array: a view where they lie one after another in one buffer (the
     views of an earlier joined result: then that result itself, read-only), else a copy."""
     whole = _whole(buffers, dim)

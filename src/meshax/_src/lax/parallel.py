@@ -20,6 +20,7 @@ from ..core.core import (Primitive, ShapedArray, abstract_eval, abstract_eval_ru
                     vma_checked, vma_rules)
 from ..interpreters.ad import deflinear, defzero, jvp_rules, transpose_rules
 from ..interpreters import schedule
+from ..interpreters.process_blocks import join_blocks
 from ..interpreters.shard_map import DeviceTrace, device_rules
 from ..tree.tree_util import tree_map
 from .unreduced_casts import PCAST_TARGETS, pcast_leaf, psum_of_unreduced
@@ -307,17 +308,19 @@ def _grouped_device(trace: DeviceTrace, *xs: Any, axes: tuple[str, ...], parts: 
 def _gathered_here(trace: DeviceTrace, xs: Sequence[Any], avals: Sequence[ShapedArray], parts: tuple,
                    groups: Sequence[Any]) -> list[Any]:
     """The grouped gather where every group lies in this process: each operand's members joined straight into
-    the result (no packing for an exchange), one result per group shared by its devices; a group of one
-    device (a mesh axis of size 1) gives its value itself, viewed in the result's shape."""
+    the result (no packing for an exchange; a view where they lie one after another in one buffer), one result
+    per group shared by its devices; a group of one device (a mesh axis of size 1) gives its value itself,
+    viewed in the result's shape."""
     outs: list[dict] = [{} for _ in xs]
     for group in groups:
         for out, x, aval, (axis, tiled) in zip(outs, xs, avals, parts):
             pieces = [np.asarray(x.payload[m], aval.dtype) for m in group.members]
             if len(pieces) == 1:
                 value = pieces[0].reshape(aval.shape)
+            elif tiled:  # a view where the pieces lie one after another in one buffer (a sharded weight's rows)
+                value = join_blocks(pieces, axis)
             else:
-                join = np.concatenate if tiled else np.stack
-                value = join(pieces, axis=axis, out=buffers.empty(aval.shape, aval.dtype))
+                value = np.stack(pieces, axis=axis, out=buffers.empty(aval.shape, aval.dtype))
             out.update({d: value for d in group.local})
     return [trace.new(aval, out) for aval, out in zip(avals, outs)]
 
