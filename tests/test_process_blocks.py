@@ -407,3 +407,26 @@ def test_gather_of_rows_lying_in_one_buffer_is_a_view_of_it(monkeypatch):
     assert np.shares_memory(gathered[0], np.asarray(sharded.addressable_shards[0].data))
     pieces = [np.full((4, 6), i, np.float32) for i in range(mesh.size)]  # buffers of their own: joined by a copy
     np.testing.assert_array_equal(process_blocks.join_blocks(pieces, 0), np.concatenate(pieces))
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_products_of_two_per_device_operands_run_stacked_with_each_devices_bits(monkeypatch, threads):
+    """x.T @ g on each device (a weight's gradient before its sum over the devices) as one stacked call: each
+    device's product bit for bit NumPy's product of that device's blocks."""
+    monkeypatch.setenv("MESHAX_CPU_THREADS", threads)
+    stacked = []
+    monkeypatch.setattr("meshax._src.interpreters.process_blocks._run_stacked",
+                        _counted(process_blocks._run_stacked, stacked))
+    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4 * 32, 300)).astype(np.float32)
+    g = rng.standard_normal((4 * 32, 10)).astype(np.float32)
+    P = meshax.P
+    rows = meshax.NamedSharding(mesh, P("data"))
+    body = meshax.shard_map(lambda a, b: (jnp.maximum(a, 0.0).T @ b)[None], mesh=mesh,
+                            in_specs=(P("data"), P("data")), out_specs=P("data"))
+    out = np.asarray(meshax.jit(body)(meshax.device_put(x, rows), meshax.device_put(g, rows)))
+    for i in range(4):
+        block = slice(32 * i, 32 * (i + 1))
+        assert out[i].tobytes() == (np.maximum(x[block], 0).T @ g[block]).tobytes(), i
+    assert "dot_general" in stacked, stacked
