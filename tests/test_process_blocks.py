@@ -430,3 +430,23 @@ def test_products_of_two_per_device_operands_run_stacked_with_each_devices_bits(
         block = slice(32 * i, 32 * (i + 1))
         assert out[i].tobytes() == (np.maximum(x[block], 0).T @ g[block]).tobytes(), i
     assert "dot_general" in stacked, stacked
+
+
+def test_joined_values_are_the_devices_blocks_of_one_result():
+    """A joined call's per-device values: read-only views of the result, cut into equal blocks along a dimension
+    (or stacked); the result is found again only for the same devices in the same order, cut the same way."""
+    from meshax._src.interpreters.device_values import STACKED, joined_values, whole_of
+    devices = tuple(meshax.devices()[:4])
+    result = np.arange(8 * 8, dtype=np.float32).reshape(8, 8)
+    blocks = {0: lambda i: result[2 * i:2 * i + 2], 1: lambda i: result[:, 2 * i:2 * i + 2]}
+    for how, block in blocks.items():
+        values = joined_values(result, how, devices)
+        assert list(values) == list(devices)
+        for i, d in enumerate(devices):
+            np.testing.assert_array_equal(values[d], block(i))
+            assert not values[d].flags.writeable and np.shares_memory(values[d], result)
+        assert whole_of(values, devices, how) is values.whole
+        assert whole_of(values, devices, 1 - how) is None and whole_of(values, devices[::-1], how) is None
+        assert whole_of(dict(values), devices, how) is None  # a plain dict of the same views: not known whole
+    stacked = joined_values(np.arange(24.0).reshape(4, 6), STACKED, devices)
+    np.testing.assert_array_equal(stacked[devices[2]], np.arange(12.0, 18.0))

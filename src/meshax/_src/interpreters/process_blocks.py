@@ -41,6 +41,7 @@ from ..runtime import compute_pool
 from ..sharding.mesh import Mesh
 from ..sharding.placement_rules import Spec, elementwise
 from .cpu_executor import BLOCKWISE, CpuExecutor, takes_out, written
+from .device_values import STACKED, JoinedValues, joined_values, whole_of
 
 _REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min"})  # each kept row reduced on its own
 _TAKEN = (BLOCKWISE - {"broadcast_in_dim"}) | {"dot_general", "fused"} | _REDUCTIONS
@@ -68,16 +69,15 @@ def _join_mode(primitive: Primitive, elements: int) -> str | None:
 
 
 def _side_by_side(primitive: Primitive, operands: list[list[Any]], params: dict[str, Any], dtype: np.dtype,
-                  block_shapes: list[tuple[int, ...]]) -> list[np.ndarray]:
+                  block_shapes: list[tuple[int, ...]]) -> tuple[np.ndarray, list[np.ndarray]]:
     """Each device's result (`operands[i]`: device i's operands) computed by its own call, side by side on the
-    controller's threads, written into consecutive blocks of rows of one buffer (the read-only views returned,
-    `_views_of`)."""
+    controller's threads, written into consecutive blocks of rows of one buffer: (that buffer, the blocks)."""
     whole = np.empty((sum(shape[0] for shape in block_shapes),) + block_shapes[0][1:], dtype)
     bounds = np.cumsum([0] + [shape[0] for shape in block_shapes])
     outs = [whole[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
     calls = [functools.partial(_call_into, primitive, args, params, out) for args, out in zip(operands, outs)]
     compute_pool.run_each(calls, blas=False)
-    return _views_of(whole, 0, outs)
+    return whole, outs
 
 
 def _call_into(primitive: Primitive, args: Sequence[Any], params: dict[str, Any], out: np.ndarray) -> None:
@@ -131,7 +131,8 @@ def run_joined(primitive: Primitive, inputs: Sequence[Any], params: dict[str, An
             return None
         blocks = [_block_shape(out_avals[0].shape, 0, [i]) for i in out_intervals]
         operands = [[x.local_buffers()[d] for x in inputs] for d in local]
-        return [dict(zip(local, _side_by_side(primitive, operands, params, out_avals[0].dtype, blocks)))]
+        whole, views = _side_by_side(primitive, operands, params, out_avals[0].dtype, blocks)
+        return [dict(zip(local, _views_of(whole, 0, views)))]
     buffers = [join_blocks([x.local_buffers()[d] for d in local], dim) if dim != _SAME else x.local_buffers()[local[0]]
                for x, dim in zip(inputs, in_dims)]
     if primitive.needs_local_shape:
@@ -145,14 +146,14 @@ def run_joined(primitive: Primitive, inputs: Sequence[Any], params: dict[str, An
 
 
 def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Sequence[bool], params: dict[str, Any],
-                          out_aval: ShapedArray, devices: Sequence[Any]) -> list[np.ndarray] | None:
+                          out_aval: ShapedArray, devices: tuple[Any, ...]) -> JoinedValues | None:
     """Inside shard_map: each device's result of `primitive` from one call over the devices' values joined along
-    the result's first dimension, as views of it; None where that does not apply. `operands[i]`: the devices'
-    values (a list, in `devices` order) where `own[i]`, else one value for all of them."""
+    the result's first dimension (or stacked), as views of it; None where that does not apply. `operands[i]`:
+    the devices' values (device -> array) where `own[i]`, else one value for all of them."""
     mode = _join_mode(primitive, out_aval.size * len(devices))
     if len(devices) < 2 or primitive.multiple_results or mode is None:
         return None
-    values = [v if mine and not one_buffer(v) else (v[0] if mine else v) for v, mine in zip(operands, own)]
+    values, joined = _per_device(operands, own, devices)
     split = [isinstance(v, list) for v in values]
     if not any(split):
         return None
@@ -161,29 +162,52 @@ def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Se
         if dims is None or dims[1] != 0:
             return None
         each = [[v[i] if s else v for v, s in zip(values, split)] for i in range(len(devices))]
-        return _side_by_side(primitive, each, params, out_aval.dtype, [out_aval.shape] * len(devices))
+        whole, _ = _side_by_side(primitive, each, params, out_aval.dtype, [out_aval.shape] * len(devices))
+        return joined_values(whole, 0, devices)
     if dims is None:
-        return _run_stacked(primitive, params, values, split, out_aval)
+        return _run_stacked(primitive, params, values, joined, split, out_aval, devices)
     in_dims, out_dim = dims
     count = len(devices)
-    buffers = [v if d == _SAME else join_blocks(v if s else [v] * count, d) for v, s, d in zip(values, split, in_dims)]
+    buffers = [v if d == _SAME else _joined(v if s else [v] * count, whole_of(j, devices, d), d)
+               for v, j, s, d in zip(values, joined, split, in_dims)]
     if primitive.needs_local_shape:
         shape = out_aval.shape
         params = {**params, "local_shapes": [shape[:out_dim] + (shape[out_dim] * count,) + shape[out_dim + 1:]]}
-    result = np.asarray(impl_rules[primitive](*buffers, **params))
-    size = out_aval.shape[out_dim]
-    return _cut(result, out_dim, [(i * size, (i + 1) * size) for i in range(count)])
+    return joined_values(np.asarray(impl_rules[primitive](*buffers, **params)), out_dim, devices)
 
 
-def _run_stacked(primitive: Primitive, params: dict[str, Any], values: Sequence[Any], split: Sequence[bool],
-                 out_aval: ShapedArray) -> list[np.ndarray] | None:
+def _per_device(operands: Sequence[Any], own: Sequence[bool], devices: tuple[Any, ...]) -> tuple[list[Any], list[Any]]:
+    """Each operand as the call sees it: the list of the devices' arrays, or one array where every device holds the
+    same buffer (or it is not the trace's own); and beside it the operand's JoinedValues, if it is one."""
+    values: list[Any] = []
+    joined: list[Any] = []
+    for v, mine in zip(operands, own):
+        if not mine:
+            values.append(v)
+            joined.append(None)
+        elif isinstance(v, JoinedValues) and (v.devices is devices or v.devices == devices):
+            values.append(list(v.values()))
+            joined.append(v)
+        else:
+            each = [v[d] for d in devices]
+            values.append(each[0] if one_buffer(each) else each)
+            joined.append(None)
+    return values, joined
+
+
+def _joined(buffers: list[np.ndarray], whole: np.ndarray | None, dim: int) -> np.ndarray:
+    return whole if whole is not None else join_blocks(buffers, dim)
+
+
+def _run_stacked(primitive: Primitive, params: dict[str, Any], values: Sequence[Any], joined: Sequence[Any],
+                 split: Sequence[bool], out_aval: ShapedArray, devices: tuple[Any, ...]) -> JoinedValues | None:
     """Each device's result of `primitive` from one call over the devices' values (`values[i]`: a list where
-    `split[i]`) stacked along a new first dimension: elementwise primitives and clusters without broadcasts
-    whose split operands have the result's shape, reductions of C-ordered values (NumPy reduces each
-    block of the stack in the same order as the block alone), and matrix products of two per-device operands
-    (a weight's gradient before its sum over the devices: np.matmul makes each device's BLAS call in turn, as
-    that device's own call would; 16 devices: one call instead of 16 side by side); None where that does not
-    apply."""
+    `split[i]`; `joined[i]`: its JoinedValues, if any) stacked along a new first dimension: elementwise
+    primitives and clusters without broadcasts whose split operands have the result's shape, reductions of
+    C-ordered values (NumPy reduces each block of the stack in the same order as the block alone), and matrix
+    products of two per-device operands (a weight's gradient before its sum over the devices: np.matmul makes
+    each device's BLAS call in turn, as that device's own call would; 16 devices: one call instead of 16 side
+    by side); None where that does not apply."""
     stacks = [v for v, s in zip(values, split) if s]
     if not all(isinstance(x, np.ndarray) and x.shape == stack[0].shape for stack in stacks for x in stack):
         return None
@@ -206,21 +230,22 @@ def _run_stacked(primitive: Primitive, params: dict[str, Any], values: Sequence[
         params = {**params, "dimension_numbers": ((tuple(d + 1 for d in lc), tuple(d + 1 for d in rc)), ((0,), (0,)))}
     else:
         return None
-    operands = [_stacked(v) if s else v for v, s in zip(values, split)]
+    operands = [_stacked(v, j, devices) if s else v for v, j, s in zip(values, joined, split)]
     if any(x is None for x in operands):
         return None
-    result = np.asarray(impl_rules[primitive](*operands, **params))
-    return _views_of(result, _STACKED, [result[i, ...] for i in range(count)])
+    return joined_values(np.asarray(impl_rules[primitive](*operands, **params)), STACKED, devices)
 
 
-def _stacked(values: list[np.ndarray]) -> np.ndarray | None:
+def _stacked(values: list[np.ndarray], joined: Any, devices: tuple[Any, ...]) -> np.ndarray | None:
     """The devices' `values` (of one shape) stacked along a new first dimension: without a copy where they are a
     result's views in order (stacked, or cut into equal C-ordered blocks of rows: then a reshape of it, laid out
     as the stack), a copy where they are small; None where a copy would cost more than the devices' calls."""
-    whole = _whole(values, _STACKED)
+    whole = whole_of(joined, devices, STACKED)
     if whole is not None:
         return whole
-    whole = _whole(values, 0)
+    whole = whole_of(joined, devices, 0)
+    if whole is None:
+        whole = _whole(values, 0)
     if whole is not None and whole.flags.c_contiguous and whole.shape[0] == len(values) * values[0].shape[0]:
         return whole.reshape((len(values),) + values[0].shape)
     return np.stack(values) if len(values) * values[0].size <= SMALL else None
@@ -237,13 +262,12 @@ def _cut(result: np.ndarray, dim: int, intervals: Sequence[tuple[int, int]]) -> 
     return _views_of(result, dim, views)
 
 
-_STACKED = -1  # `_views_of`'s cut of a result stacked along a new first dimension (its views: result[i, ...])
 _cuts: dict[int, tuple[Any, int, list[Any]]] = {}  # id(result) -> (weak result, how cut, weak views), while alive
 
 
 def _views_of(result: np.ndarray, how: int, views: list[np.ndarray]) -> list[np.ndarray]:
-    """`views` of `result` (cut along dimension `how`, or `_STACKED`), made read-only and remembered, so that
-    joining exactly these views again (`_whole`) gives `result` at once, without reading where each one lies."""
+    """`views` of `result` (a process's Array blocks, cut along dimension `how`), made read-only and remembered, so
+    that joining exactly these views again (`_whole`) gives `result` at once, without reading where each lies."""
     for view in views:
         view.flags.writeable = False
     if views and all(v.base is result for v in views):
@@ -300,21 +324,25 @@ def _one_local_group(mesh: Mesh, axes: tuple[str, ...], devices: tuple[Any, ...]
     return len(groups) == 1 and set(groups[0].local) == set(devices)
 
 
-def run_summed_product(primitive: Primitive, operands: Sequence[Any], params: dict[str, Any]) -> Any:
-    """The sum of the devices' matrix products (`operands[i]`: the devices' values of operand i), as one product
-    over their values joined along a contracted dimension, standing for all of them (LocallyCombined); None
-    where the product is not one of two per-device operands, or its result is small (summed device by device
-    in XLA's order) or not floating-point."""
+def run_summed_product(primitive: Primitive, operands: Sequence[Any], params: dict[str, Any],
+                       devices: tuple[Any, ...]) -> Any:
+    """The sum of the devices' matrix products (`operands[i]`: the devices' values of operand i, device -> array),
+    as one product over their values joined along a contracted dimension, standing for all of them
+    (LocallyCombined); None where the product is not one of two per-device operands, or its result is small
+    (summed device by device in XLA's order) or not floating-point."""
     (lc, rc), (lb, rb) = params["dimension_numbers"]
-    if (len(operands) != 2 or lb or rb or not lc
-            or not all(isinstance(v, list) and not one_buffer(v) for v in operands)):
+    if len(operands) != 2 or lb or rb or not lc:
         return None
-    left, right = operands[0][0], operands[1][0]
+    values, joined = _per_device(operands, [True, True], devices)
+    if not all(isinstance(v, list) for v in values):
+        return None
+    left, right = values[0][0], values[1][0]
     elements = math.prod(n for d, n in enumerate(left.shape) if d not in lc) * \
         math.prod(n for d, n in enumerate(right.shape) if d not in rc)
     if not _summed_in_blas(np.result_type(left, right), elements):
         return None
-    lhs, rhs = join_blocks(operands[0], lc[0]), join_blocks(operands[1], rc[0])
+    lhs = _joined(values[0], whole_of(joined[0], devices, lc[0]), lc[0])
+    rhs = _joined(values[1], whole_of(joined[1], devices, rc[0]), rc[0])
     return LocallyCombined(np.asarray(impl_rules[primitive](lhs, rhs, **params)))
 
 

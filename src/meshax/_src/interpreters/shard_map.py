@@ -57,15 +57,15 @@ class DeviceTrace(Trace):
                      np.asarray(a, aval_of(a).dtype) if isinstance(a, (bool, int, float, complex)) else a
                      for a, mine in zip(args, own)]  # Python scalars (a jaxpr's literals) as NumPy values
         out_avals = abstract_eval(primitive, [aval_of(a) for a in args], params)
-        operands = [[a.payload[d] for d in self.devices] if mine else c for a, mine, c in zip(args, own, constants)]
         if len(out_avals) == 1 and len(self.devices) > 1:
+            operands = [a.payload if mine else c for a, mine, c in zip(args, own, constants)]
             joined = run_joined_on_devices(primitive, operands, own, params, out_avals[0], self.devices)
             if joined is not None:
-                return self.new(out_avals[0], dict(zip(self.devices, joined)))
+                return self.new(out_avals[0], joined)
         extra = {"local_shapes": [a.shape for a in out_avals]} if primitive.needs_local_shape else {}
         impl = impl_rules[primitive]
         results: list[dict] = [dict() for _ in out_avals]
-        if all(one_buffer(values) for values, mine in zip(operands, own) if mine):
+        if all(one_buffer([a.payload[d] for d in self.devices]) for a, mine in zip(args, own) if mine):
             # every device holds the same buffers (a replicated value's update): computed once, shared as replicas are
             first = self.devices[0]
             value = impl(*[a.payload[first] if mine else c for a, mine, c in zip(args, own, constants)],
@@ -86,7 +86,7 @@ class DeviceTrace(Trace):
         (process_blocks.run_summed_product); None where it does not apply."""
         if not all(self.is_own(a) for a in args) or len({a.aval.vma for a in args}) != 1:
             return None
-        combined = run_summed_product(primitive, [[a.payload[d] for d in self.devices] for a in args], params)
+        combined = run_summed_product(primitive, [a.payload for a in args], params, self.devices)
         if combined is None:
             return None
         out_aval = abstract_eval(primitive, [a.aval for a in args], params)[0]
