@@ -450,3 +450,34 @@ def test_joined_values_are_the_devices_blocks_of_one_result():
         assert whole_of(dict(values), devices, how) is None  # a plain dict of the same views: not known whole
     stacked = joined_values(np.arange(24.0).reshape(4, 6), STACKED, devices)
     np.testing.assert_array_equal(stacked[devices[2]], np.arange(12.0, 18.0))
+
+
+def test_reshapes_and_scatters_over_the_process_devices_keep_their_result_whole(monkeypatch):
+    """Inside shard_map over this process's devices, a reshape of a joined result and a psum_scatter's blocks are
+    one result cut into the devices' blocks (read at once by the next joined call), with each device's values."""
+    from meshax._src.interpreters import shard_map as device_map
+    kinds: dict[str, set] = {}
+    process = device_map.DeviceTrace.process
+
+    def recording(self, primitive, args, params):
+        out = process(self, primitive, args, params)
+        for tracer in out if isinstance(out, list) else [out]:
+            kinds.setdefault(primitive.name, set()).add(type(tracer.payload).__name__)
+        return out
+
+    monkeypatch.setattr(device_map.DeviceTrace, "process", recording)
+    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
+    P = meshax.P
+    x = np.arange(4 * 6 * 8, dtype=np.float32).reshape(24, 8)
+
+    def body(a):
+        rows = jnp.sum(a * 2.0, axis=1).reshape(a.shape[0], 1)
+        return rows + 1.0, lax.psum_scatter(a * 3.0, "data", scatter_dimension=1, tiled=True)
+
+    step = meshax.jit(meshax.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=(P("data"), P(None, "data"))))
+    rows, scattered = step(meshax.device_put(x, meshax.NamedSharding(mesh, P("data"))))
+    np.testing.assert_array_equal(np.asarray(rows), (x * 2).sum(axis=1, keepdims=True) + 1)
+    np.testing.assert_allclose(np.asarray(scattered), sum(3 * x[6 * i:6 * i + 6] for i in range(4)), rtol=1e-6)
+    assert kinds["reshape"] == {"JoinedValues"}, kinds
+    scatter = kinds.get("grouped_sum", set()) | kinds.get("reduce_scatter", set())
+    assert scatter == {"JoinedValues"}, kinds

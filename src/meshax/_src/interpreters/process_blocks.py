@@ -150,6 +150,8 @@ def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Se
     """Inside shard_map: each device's result of `primitive` from one call over the devices' values joined along
     the result's first dimension (or stacked), as views of it; None where that does not apply. `operands[i]`:
     the devices' values (device -> array) where `own[i]`, else one value for all of them."""
+    if primitive.name == "reshape" and own[0]:
+        return _reshaped(operands[0], out_aval, devices)
     mode = _join_mode(primitive, out_aval.size * len(devices))
     if len(devices) < 2 or primitive.multiple_results or mode is None:
         return None
@@ -176,6 +178,17 @@ def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Se
     return joined_values(np.asarray(impl_rules[primitive](*buffers, **params)), out_dim, devices)
 
 
+def _reshaped(values: Any, out_aval: ShapedArray, devices: tuple[Any, ...]) -> JoinedValues | None:
+    """Each device's value reshaped, as one reshape of the C-ordered result the values are equal blocks of (a view,
+    as each device's reshape is); None where they are not."""
+    whole = whole_of(values, devices, STACKED)
+    if whole is None:
+        whole = whole_of(values, devices, 0)
+    if whole is None or not whole.flags.c_contiguous or whole.size != len(devices) * out_aval.size:
+        return None
+    return joined_values(whole.reshape((len(devices),) + out_aval.shape), STACKED, devices)
+
+
 def _per_device(operands: Sequence[Any], own: Sequence[bool], devices: tuple[Any, ...]) -> tuple[list[Any], list[Any]]:
     """Each operand as the call sees it: the list of the devices' arrays, or one array where every device holds the
     same buffer (or it is not the trace's own); and beside it the operand's JoinedValues, if it is one."""
@@ -189,7 +202,7 @@ def _per_device(operands: Sequence[Any], own: Sequence[bool], devices: tuple[Any
             values.append(list(v.values()))
             joined.append(v)
         else:
-            each = [v[d] for d in devices]
+            each = list(v.values()) if tuple(v) == devices else [v[d] for d in devices]  # keys compared by identity
             values.append(each[0] if one_buffer(each) else each)
             joined.append(None)
     return values, joined

@@ -20,6 +20,7 @@ from ..core.core import (Primitive, ShapedArray, abstract_eval, abstract_eval_ru
                     vma_checked, vma_rules)
 from ..interpreters.ad import deflinear, defzero, jvp_rules, transpose_rules
 from ..interpreters import schedule
+from ..interpreters.device_values import joined_values
 from ..interpreters.process_blocks import join_blocks
 from ..interpreters.shard_map import DeviceTrace, device_rules
 from ..tree.tree_util import tree_map
@@ -259,8 +260,15 @@ def _scatter_device(trace: DeviceTrace, x: Any, *, axes: tuple[str, ...], dimens
 
 def _scattered(trace: DeviceTrace, axes: tuple[str, ...], aval: ShapedArray, totals: dict, dimension: int,
                tiled: bool) -> dict:
-    """Each device's block of `dimension` of its group's total (a view of it)."""
+    """Each device's block of `dimension` of its group's total (a view of it); where the trace's devices are one
+    group in order, the total cut into their blocks at once (JoinedValues: read whole by the next joined call)."""
     block = aval.shape[dimension] // axis_size(axes, "psum_scatter")
+    devices = trace.devices
+    first = totals.get(devices[0])
+    if (tiled and len(totals) == len(devices) and block * len(devices) == aval.shape[dimension]
+            and all(totals[d] is first for d in devices)
+            and all(group_index(trace.mesh, axes, d) == i for i, d in enumerate(devices))):
+        return joined_values(np.asarray(first), dimension, devices)
     out = {}
     for device, total in totals.items():
         start = group_index(trace.mesh, axes, device) * block
