@@ -63,3 +63,13 @@ def test_other_shardings_are_learned_apart():
         assert program(rows).sharding.spec == P("data")
         assert program(cols).sharding.spec == P(None, "data")
         assert program(meshax.device_put(x)).sharding == meshax.device_put(x).sharding
+
+
+def test_explicit_axes_and_the_mesh_in_use():
+    """On a one-device mesh of Explicit axes, under `set_mesh`, the second call's results are the first's too."""
+    mesh = meshax.make_mesh((1,), ("data",), axis_types=(meshax.sharding.AxisType.Explicit,))
+    x = meshax.device_put(np.arange(12, dtype=np.float32).reshape(4, 3), NamedSharding(mesh, P("data")))
+    program = meshax.jit(lambda a: (a * 2, a.sum(axis=0), jnp.zeros((2, 3), out_sharding=P(None, None))))
+    with meshax.sharding.use_mesh(mesh):
+        first, second = describe(program(x)), describe(program(x))
+    assert second == first

@@ -21,6 +21,7 @@ from ..arrays.array import Array, read_only
 from ..runtime import devices as device_table
 from ..core.core import Primitive, abstract_eval, aval_of, impl_rules
 from ..core.jaxpr import Jaxpr, Literal
+from ..sharding.mesh import current_mesh
 from ..sharding.shardings import SingleDeviceSharding
 from .fusion import executable
 
@@ -43,9 +44,9 @@ def one_device(args: Sequence[Any]) -> Any:
 
 
 def _call_key(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> tuple | None:
-    """What the shardings of a call's results depend on: the primitive, its parameters, and each input's type and
-    sharding (None where a parameter cannot be a key)."""
-    key = (primitive, tuple((name, _by_identity(value)) for name, value in params.items()),
+    """What the shardings of a call's results depend on: the primitive, its parameters, each input's type and
+    sharding, and the mesh in use (`set_mesh`) (None where a parameter cannot be a key)."""
+    key = (primitive, current_mesh(), tuple((name, _by_identity(value)) for name, value in params.items()),
            tuple((a.shape, a.dtype, a.weak_type, a.sharding, a.committed) if isinstance(a, Array) else
                  (type(a), aval_of(a)) for a in args))
     try:
