@@ -19,6 +19,10 @@ class JoinedValues(dict):
 
     __slots__ = ("whole", "how", "devices")
 
+    def over(self, devices: Sequence[Any]) -> bool:
+        """Whether these are the values of exactly `devices`, in that order."""
+        return self.devices is devices or self.devices == tuple(devices)
+
 
 def joined_values(whole: np.ndarray, how: int, devices: tuple[Any, ...]) -> JoinedValues:
     """The `devices`' values cut from `whole` (made read-only, and so are the views)."""
@@ -43,7 +47,6 @@ def joined_values(whole: np.ndarray, how: int, devices: tuple[Any, ...]) -> Join
 def whole_of(values: Any, devices: Sequence[Any], how: int) -> np.ndarray | None:
     """The result that `values` (a value's per-device arrays) are cut from, where they are `devices`' blocks of it
     along `how`, in that order; else None."""
-    if isinstance(values, JoinedValues) and values.how == how and (
-            values.devices is devices or values.devices == tuple(devices)):
+    if isinstance(values, JoinedValues) and values.how == how and values.over(devices):
         return values.whole
     return None

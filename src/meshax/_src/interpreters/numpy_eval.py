@@ -69,6 +69,13 @@ _learned: dict[tuple, tuple[list[tuple[Any, bool]], dict[str, Any]]] = {}
 MAX_LEARNED = 1024
 
 
+def _learned_placements(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
+    """The (sharding, committed) of each result that `learn` remembered for this call, or None."""
+    key = _call_key(primitive, args, params)
+    found = _learned.get(key) if key is not None else None
+    return None if found is None else found[0]
+
+
 def learn(primitive: Primitive, args: Sequence[Any], params: dict[str, Any], outputs: Any) -> None:
     """Remember the shardings of the results the eager path gave for a call whose inputs share one device that
     is not a SingleDeviceSharding (the next such call takes the fast path)."""
@@ -150,16 +157,14 @@ def try_primitive(primitive: Primitive, args: Sequence[Any], params: dict[str, A
     device = one_device(args)
     if device is None or not all(supported(j) for j in _jaxprs(params)):
         return None
+    single = all(isinstance(a.sharding, SingleDeviceSharding) for a in args if isinstance(a, Array))
+    placements = None if single else _learned_placements(primitive, args, params)
+    if not single and placements is None:
+        return None  # the eager path runs it, and learns its results' shardings
     avals = abstract_eval(primitive, [aval_of(a) for a in args], params)
-    if all(isinstance(a.sharding, SingleDeviceSharding) for a in args if isinstance(a, Array)):
+    if single:
         committed = any(isinstance(a, Array) and a.committed for a in args)
         placements = [(SingleDeviceSharding(device), committed)] * len(avals)
-    else:
-        key = _call_key(primitive, args, params)
-        found = _learned.get(key) if key is not None else None
-        if found is None:
-            return None
-        placements = found[0]
     values = structured_rules[primitive](run, *[host(a) for a in args], **params)
     outs = as_arrays(values, avals, device, placements)
     return outs if primitive.multiple_results else outs[0]

@@ -198,7 +198,7 @@ def _per_device(operands: Sequence[Any], own: Sequence[bool], devices: tuple[Any
         if not mine:
             values.append(v)
             joined.append(None)
-        elif isinstance(v, JoinedValues) and (v.devices is devices or v.devices == devices):
+        elif isinstance(v, JoinedValues) and v.over(devices):
             values.append(list(v.values()))
             joined.append(v)
         else:

@@ -57,8 +57,15 @@ class ProcessGroup:
         """Run MPI operation `name` under the watchdog, as a step of the group's history; when checking and
         `agree_first`, first agree with every member that it is the same step."""
         entry = f"MPI {name} {signature}"
-        with communicating(f"{entry} {self._where}", self.ranks, entry) as activity:
-            if agree_first and config.read("meshax_check"):
+        with self._exchange(f"{entry} {self._where}", entry, agree_first and config.read("meshax_check")) as activity:
+            yield activity
+
+    @contextlib.contextmanager
+    def _exchange(self, what: str, entry: str, agree_first: bool) -> Iterator[Activity]:
+        """An exchange among the members under the watchdog (`what`, history `entry`), after agreeing that it is the
+        same step where `agree_first`; an MPI failure inside it fails the job as the members' disagreement."""
+        with communicating(what, self.ranks, entry) as activity:
+            if agree_first:
                 self._agree(activity)
             try:
                 yield activity
@@ -138,33 +145,28 @@ class ProcessGroup:
         elif send is not source:
             send[...] = source
         nans = np.isnan(send) if plan.nans else None
-        with communicating(plan.what, self.ranks, plan.entry) as activity:
-            if checking and check is None:
-                self._agree(activity)
-            try:
-                if raw is not None:
-                    expected = check.write(raw, activity.chain)
-                    self.comm.Allreduce(self._in_place, (raw, plan.datatype), op=plan.mpi_op)
-                    if not raw.startswith(expected, check.offset):  # check.agrees(raw, expected), inlined
-                        self._desync(activity, "the members' histories differ")
-                elif flat is not None:
-                    expected = check.write(flat, activity.chain)
-                    if self._reducer is not None and flat.nbytes >= SHARED_MEMORY_FROM:
-                        self._reducer.allreduce(flat, flat, _NUMPY_OPS[op])  # NumPy propagates NaN itself
-                        nans = None
-                    else:
-                        self.comm.Allreduce(self._in_place, flat, op=plan.mpi_op)
-                    if not check.agrees(flat, expected):
-                        self._desync(activity, "the members' histories differ")
-                elif self._reducer is not None and send.nbytes >= SHARED_MEMORY_FROM:  # NumPy propagates NaN
-                    self._reducer.allreduce(send.reshape(-1), result.reshape(-1), _NUMPY_OPS[op])
+        with self._exchange(plan.what, plan.entry, checking and check is None) as activity:
+            if raw is not None:
+                expected = check.write(raw, activity.chain)
+                self.comm.Allreduce(self._in_place, (raw, plan.datatype), op=plan.mpi_op)
+                if not raw.startswith(expected, check.offset):  # check.agrees(raw, expected), inlined
+                    self._desync(activity, "the members' histories differ")
+            elif flat is not None:
+                expected = check.write(flat, activity.chain)
+                if self._reducer is not None and flat.nbytes >= SHARED_MEMORY_FROM:
+                    self._reducer.allreduce(flat, flat, _NUMPY_OPS[op])  # NumPy propagates NaN itself
                     nans = None
                 else:
-                    self.comm.Allreduce(self._in_place if send is result else send, result, op=plan.mpi_op)
-                if nans is not None:
-                    self._propagate_nans(nans.reshape(-1), result.reshape(-1))
-            except mpi_module().Exception as error:  # e.g. a message truncated: the members' sizes differ
-                self._desync(activity, f"MPI failed: {str(error).splitlines()[0]}")
+                    self.comm.Allreduce(self._in_place, flat, op=plan.mpi_op)
+                if not check.agrees(flat, expected):
+                    self._desync(activity, "the members' histories differ")
+            elif self._reducer is not None and send.nbytes >= SHARED_MEMORY_FROM:  # NumPy propagates NaN
+                self._reducer.allreduce(send.reshape(-1), result.reshape(-1), _NUMPY_OPS[op])
+                nans = None
+            else:
+                self.comm.Allreduce(self._in_place if send is result else send, result, op=plan.mpi_op)
+            if nans is not None:
+                self._propagate_nans(nans.reshape(-1), result.reshape(-1))
         return result
 
     def _allreduce_in_window(self, plan: "_Reduction", shape: tuple[int, ...], dtype: np.dtype, op: str,
@@ -172,16 +174,11 @@ class ProcessGroup:
         """`_allreduce` of a large array made by `fill` among processes of one machine: filled straight into this
         member's slot of the shared window (shared_reduce.py; no copy in), the check after the data."""
         check = plan.check
-        with communicating(plan.what, self.ranks, plan.entry) as activity:
-            if checking and check is None:
-                self._agree(activity)
-            try:
-                flat = self._reducer.own_slot(plan.size + (check.length if check else 0), dtype)
-                fill(flat[:plan.size].reshape(shape))
-                expected = check.write(flat, activity.chain) if check is not None else None
-                flat = self._reducer.reduce_slots(buffers.empty(flat.shape, dtype), _NUMPY_OPS[op])  # NaN propagates
-            except mpi_module().Exception as error:
-                self._desync(activity, f"MPI failed: {str(error).splitlines()[0]}")
+        with self._exchange(plan.what, plan.entry, checking and check is None) as activity:
+            flat = self._reducer.own_slot(plan.size + (check.length if check else 0), dtype)
+            fill(flat[:plan.size].reshape(shape))
+            expected = check.write(flat, activity.chain) if check is not None else None
+            flat = self._reducer.reduce_slots(buffers.empty(flat.shape, dtype), _NUMPY_OPS[op])  # NaN propagates
             if expected is not None and not check.agrees(flat, expected):
                 self._desync(activity, "the members' histories differ")
         return flat[:plan.size].reshape(shape)
