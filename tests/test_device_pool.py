@@ -118,14 +118,20 @@ def test_calls_with_a_larger_share_split_into_single_threaded_pieces(monkeypatch
     assert set(blas_threads()) == {6}  # the whole share again afterwards
 
 
-def test_a_clusters_blocks_run_on_at_most_the_executors_threads(monkeypatch):
-    """With a share of 16 threads a large cluster is cut into blocks run as at most CpuExecutor.max_threads
-    calls side by side (more threads wait on the GIL longer than they save), with NumPy's values."""
+@pytest.mark.parametrize("compiled", [True, False], ids=["numba", "numpy-blocks"])
+def test_a_clusters_blocks_run_on_the_executors_threads(compiled, monkeypatch):
+    """With a share of 16 threads a large cluster is cut into row ranges run side by side: compiled by numba
+    (no GIL held), on all 16; as NumPy calls on blocks, on at most CpuExecutor.max_threads (more threads wait on
+    the GIL longer than they save). NumPy's values either way."""
     import numpy as np
 
     import meshax
     import meshax.numpy as jnp
+    from meshax._src.interpreters import fusion
     from meshax._src.interpreters.cpu_executor import CpuExecutor
+
+    if not compiled:
+        monkeypatch.setattr(fusion.EXECUTORS["cpu"].numba, "min_elements", float("inf"))
 
     monkeypatch.setenv("MESHAX_CPU_THREADS", "16")
     batches: list[int] = []
@@ -139,4 +145,4 @@ def test_a_clusters_blocks_run_on_at_most_the_executors_threads(monkeypatch):
     h = np.random.default_rng(0).standard_normal((2048, 256)).astype(np.float32)
     out = meshax.jit(lambda x: jnp.where(x > 0, x, 0.0) * 2.0)(h)
     np.testing.assert_array_equal(np.asarray(out), np.where(h > 0, h, np.float32(0)) * np.float32(2))
-    assert max(batches) == CpuExecutor.max_threads, batches  # the cluster's blocks
+    assert max(batches) == (16 if compiled else CpuExecutor.max_threads), batches  # the cluster's blocks

@@ -1,4 +1,4 @@
-"""Fused elementwise execution (interpreters/fusion.py, numexpr_executor.py): fused results are NumPy's bit for
+"""Fused elementwise execution (interpreters/fusion.py, numba_executor.py, numexpr_executor.py): fused results are NumPy's bit for
 bit, clusters are formed as documented, and fused programs give JAX's values eagerly, under jit and in
 shard_map."""
 from __future__ import annotations
@@ -22,16 +22,19 @@ from meshax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from oracle import assert_same_tree
 
-N = 40_000  # elements: above the executor's threshold, so that clusters really run through numexpr
-assert N >= fusion.EXECUTORS["cpu"].min_elements
+N = 40_000  # elements: above the executors' thresholds, so that clusters really run through numba or numexpr
+assert N >= fusion.EXECUTORS["cpu"].min_elements and N >= fusion.EXECUTORS["cpu"].numba.min_elements
 
 
-@pytest.fixture(autouse=True, params=["numexpr", "blocks", "whole"])
+@pytest.fixture(autouse=True, params=["numba", "numexpr", "blocks", "whole"])
 def path(request, monkeypatch):
-    """Each test three times: clusters through numexpr (whatever the number of cores; it pays from `min_threads`
-    on), through NumPy on small blocks of rows over two threads, and through NumPy on the whole arrays (one
-    thread), results written into the buffers of intermediates no longer read."""
+    """Each test four times: clusters compiled by numba (in row ranges over two threads), through numexpr
+    (whatever the number of cores; it pays from `min_threads` on), through NumPy on small blocks of rows over two
+    threads, and through NumPy on the whole arrays (one thread), results written into the buffers of
+    intermediates no longer read. A cluster that one of the first two cannot run takes the next path."""
     executor = fusion.EXECUTORS["cpu"]
+    if request.param != "numba":
+        monkeypatch.setattr(executor.numba, "min_elements", float("inf"))
     monkeypatch.setattr(executor.numexpr, "min_threads", 1 if request.param == "numexpr" else 10 ** 6)
     monkeypatch.setattr(device_pool, "call_threads", lambda: 2)
     monkeypatch.setattr(executor, "min_threads", 10 ** 6 if request.param == "whole" else 2)
@@ -371,12 +374,15 @@ def test_fused_chain_in_shard_map_matches_jax_sharded():
 
 def test_each_path_is_taken(path, monkeypatch):
     taken = []
-    for owner, name in ((fusion.EXECUTORS["cpu"].numexpr, "run"), (cpu_executor, "_run_in_blocks")):
+    executor = fusion.EXECUTORS["cpu"]
+    for owner, name in ((executor.numba, "run"), (executor.numexpr, "run"), (cpu_executor, "_run_in_blocks")):
         original = getattr(owner, name)
-        monkeypatch.setattr(owner, name, (lambda n, f: lambda *a: taken.append(n) or f(*a))(name, original))
+        label = name if owner is cpu_executor else f"{type(owner).__name__}.{name}"
+        monkeypatch.setattr(owner, name, (lambda n, f: lambda *a: taken.append(n) or f(*a))(label, original))
     x = edge_array(np.float32, 0).reshape(400, 100)
     fused, expected, _ = fused_and_reference(lambda a: a * 2.0 + 1.0, x)
-    assert taken == {"numexpr": ["run"], "blocks": ["_run_in_blocks"], "whole": []}[path]
+    assert taken == {"numba": ["NumbaExecutor.run"], "numexpr": ["NumexprExecutor.run"],
+                     "blocks": ["_run_in_blocks"], "whole": []}[path]
     assert_bitwise_equal(fused, expected)
 
 

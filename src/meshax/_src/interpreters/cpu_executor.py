@@ -28,6 +28,7 @@ import numpy as np
 from ..runtime import compute_pool as device_pool
 from ..core.core import impl_rules
 from ..core.jaxpr import Equation, Jaxpr, Literal, Var
+from .numba_executor import NumbaExecutor
 from .numexpr_executor import NumexprExecutor
 
 # elementwise primitives whose NumPy implementation gives each element the same value on any block of rows
@@ -58,6 +59,7 @@ class CpuExecutor:
     tile = 256  # rows and columns of one tile of a matrix whose inputs mix C and Fortran order
 
     def __init__(self) -> None:
+        self.numba = NumbaExecutor()
         self.numexpr = NumexprExecutor()
 
     def supports(self, eq: Equation) -> bool:
@@ -76,6 +78,10 @@ class CpuExecutor:
         plan = cluster.kernel()
         if _mixed_orders(inputs, out_shape):
             return written(_run_in_tiles(cluster, inputs, out_shape, self.tile), out)
+        if plan.numba is not None and len(out_shape) > 0 and self.numba.worthwhile(elements):
+            threads = device_pool.call_threads()
+            out = np.empty(out_shape, cluster.out_aval.dtype) if out is None else out
+            return self.numba.run(plan.numba, inputs, out, lambda calls: device_pool.spread(calls, threads), threads)
         if plan.numexpr is not None and self.numexpr.worthwhile(elements):
             return written(self.numexpr.run(plan.numexpr, inputs, out_shape, cluster.out_aval.dtype), out)
         threads = min(device_pool.call_threads(), self.max_threads)
@@ -88,11 +94,14 @@ class CpuExecutor:
         rows lie (None: the cluster cannot be split into blocks of rows), and where its intermediates are read
         for the last time."""
         supported = all(self.numexpr.supports(eq) for eq in cluster.equations)
-        return _Plan(self.numexpr.compile(cluster) if supported else None, _row_axes(cluster), _last_reads(cluster))
+        return _Plan(self.numba.compile(cluster), self.numexpr.compile(cluster) if supported else None,
+                     _row_axes(cluster), _last_reads(cluster))
 
 
 class _Plan:
-    def __init__(self, numexpr: Any, row_axes: list[int | None] | None, last_reads: list[list[int]]) -> None:
+    def __init__(self, numba: Any, numexpr: Any, row_axes: list[int | None] | None,
+                 last_reads: list[list[int]]) -> None:
+        self.numba = numba
         self.numexpr = numexpr
         self.row_axes = row_axes  # per input: its axis along the output's first axis (None: it broadcasts)
         self.last_reads = last_reads  # per equation: the intermediates it reads for the last time

@@ -1,0 +1,246 @@
+"""Clusters as compiled loops: one pass over the output, every operation of the cluster on each element in
+registers, compiled by numba for this CPU and run on row ranges over the controller's threads (the compiled
+loop holds no GIL).
+
+A cluster (fusion.py) of float32/float64 arithmetic, comparisons, logic, select, max/min and exact
+conversions becomes Python source for numba: a loop nest over the output's axes whose body computes the
+cluster's value of one element and stores it. The operations translated are those whose compiled result is
+NumPy's bit for bit: IEEE +, -, *, / (no contraction into fused multiply-adds, no fast-math), NumPy's
+choices for max/min (a NaN operand wins, the first one if both; of two equal values the second), select,
+comparisons, conversions between float32, float64 and bool. Transcendentals and integer arithmetic are not
+(libm and NumPy's SIMD kernels round differently; numba widens int32 arithmetic).
+
+The source of a cluster depends on how each input is read (which of its axes follow which output axes, which
+are broadcast), so it is made per such pattern; identical sources share one compiled function. Sources are
+written to the kernel cache (`$MESHAX_CACHE_DIR`, else `~/.cache/meshax`, under `kernels/`), where numba
+keeps their machine code: a kernel compiles once per machine (about 0.2 s), later processes load it.
+numba is imported on the first cluster large enough to run here.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..core.jaxpr import Equation, Jaxpr, Literal, Var
+
+_FLOATS = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+_TYPES = _FLOATS | {np.dtype(np.bool_)}
+_ARITHMETIC = {"add": "+", "add_any": "+", "sub": "-", "mul": "*", "div": "/"}
+_COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_LOGIC = {"and": "&", "or": "|", "xor": "^"}
+
+
+def _expression(eq: Equation, args: list[str]) -> str | None:
+    """Numba source computing `eq`'s value of one element from its operands' (`args`), or None if `eq` has no
+    translation with NumPy's exact results."""
+    name = eq.primitive.name
+    types = [np.dtype(x.aval.dtype) for x in eq.inputs]
+    out = np.dtype(eq.outputs[0].aval.dtype)
+    if out not in _TYPES or any(t not in _TYPES for t in types):
+        return None
+    if name == "select":
+        return f"({args[1]} if {args[0]} else {args[2]})" if types[0] == np.bool_ and out in _FLOATS else None
+    if name == "convert_element_type":
+        if out == np.bool_:
+            return f"({args[0]} != 0)"
+        return f"np.{out.name}({args[0]})"
+    if len(set(types)) != 1:
+        return None
+    first = types[0]
+    if name in _ARITHMETIC and first in _FLOATS:
+        return f"({args[0]} {_ARITHMETIC[name]} {args[1]})"
+    if name in ("max", "min") and first in _FLOATS:  # NumPy's maximum/minimum, NaN and signed zeros included
+        a, b = args
+        return f"({a} if ({a} {'>' if name == 'max' else '<'} {b} or {a} != {a}) else {b})"
+    if name in _COMPARISONS:
+        return f"({args[0]} {_COMPARISONS[name]} {args[1]})"
+    if name in _LOGIC and first == np.bool_:
+        return f"({args[0]} {_LOGIC[name]} {args[1]})"
+    if first in _FLOATS and name in ("neg", "abs", "square"):
+        return {"neg": f"(-{args[0]})", "abs": f"abs({args[0]})", "square": f"({args[0]} * {args[0]})"}[name]
+    if name == "not" and first == np.bool_:
+        return f"(not {args[0]})"
+    return None
+
+
+class NumbaExecutor:
+    """Compiles clusters with numba and runs them on row ranges over the caller's threads."""
+
+    # smaller outputs run as NumPy calls: they would spend more on the call than they save (and compile a
+    # kernel for little)
+    min_elements = 32768
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._functions: dict[str, Callable[..., None]] = {}  # source -> its compiled function
+        self._numba: Any = None
+
+    def compile(self, cluster: Jaxpr) -> "_Program | None":
+        """What is kept of `cluster` to make its loops (None: some operation has no exact translation)."""
+        names = {v.id: f"a{i}" for i, v in enumerate(cluster.invars)}
+        for eq in cluster.equations:
+            args = [names.get(x.id, f"v{x.id}") if isinstance(x, Var) else "literal" for x in eq.inputs]
+            if (eq.primitive.name != "broadcast_in_dim" and _expression(eq, args) is None) or (
+                    eq.primitive.name == "broadcast_in_dim" and not (isinstance(eq.inputs[0], Var)
+                                                                    and eq.inputs[0].id in names)):
+                return None
+        if not isinstance(cluster.outvars[0], Var) or cluster.outvars[0].id in names:
+            return None
+        return _Program(cluster)
+
+    def worthwhile(self, elements: int) -> bool:
+        """Whether a cluster with this many output elements is run here."""
+        return elements >= self.min_elements
+
+    def run(self, program: "_Program", inputs: Sequence[np.ndarray], out: np.ndarray,
+            spread: Callable[[list[Callable[[], None]]], None], parts: int) -> np.ndarray:
+        """Write the cluster's value from its local `inputs` into `out` (C-ordered), in `parts` row ranges handed
+        to `spread` (which runs them)."""
+        arrays = [np.asarray(x) for x in inputs]
+        source, arguments = program.source(arrays, out.shape)
+        function = self._function(source)
+        rows = out.shape[0]
+        per_part = -(-rows // max(1, min(parts, rows)))
+        ranges = [(start, min(start + per_part, rows)) for start in range(0, rows, per_part)]
+        if len(ranges) == 1:
+            function(0, rows, *arguments, out)
+        else:
+            spread([lambda s=start, e=stop: function(s, e, *arguments, out) for start, stop in ranges])
+        return out
+
+    def _function(self, source: str) -> Callable[..., None]:
+        found = self._functions.get(source)
+        if found is None:
+            with self._lock:
+                found = self._functions.get(source)
+                if found is None:
+                    found = self._functions[source] = _load(source, self._import())
+        return found
+
+    def _import(self) -> Any:
+        if self._numba is None:
+            import numba
+
+            self._numba = numba
+        return self._numba
+
+
+class _Program:
+    """A cluster's loop sources, one per pattern of reading its inputs, and the literals they take."""
+
+    def __init__(self, cluster: Jaxpr) -> None:
+        self.cluster = cluster
+        self.literals = [np.asarray(x.value, dtype=x.aval.dtype) for eq in cluster.equations for x in eq.inputs
+                         if isinstance(x, Literal)]
+        self._sources: dict[tuple, str] = {}
+
+    def source(self, inputs: list[np.ndarray], out_shape: tuple[int, ...]) -> tuple[str, list[Any]]:
+        """The loop source for these inputs and their arguments (inputs, then literals; a single element as
+        a scalar)."""
+        shapes = tuple(x.shape for x in inputs)
+        key = (shapes, tuple(out_shape))
+        if key not in self._sources:
+            if len(self._sources) > 64:
+                self._sources.clear()
+            self._sources[key] = _loop_source(self.cluster, shapes, out_shape, self.literals)
+        arguments = [x[()] if x.ndim == 0 else x for x in inputs]
+        arguments += [x if x.size > 1 else x.reshape(())[()] for x in self.literals]
+        return self._sources[key], arguments
+
+
+def _index(shape: tuple[int, ...], axes: Sequence[int], out_shape: tuple[int, ...]) -> str:
+    """An array of `shape` read at the loop's element: its axis k follows output axis axes[k], at 0 where it is
+    broadcast along it."""
+    if any(size not in (1, out_shape[axis]) for size, axis in zip(shape, axes)):  # the loop would read past it
+        raise ValueError(f"fused: an input of shape {shape} does not broadcast to the output's {out_shape}")
+    picks = ["0" if size == 1 and out_shape[axis] != 1 else f"i{axis}" for size, axis in zip(shape, axes)]
+    return f"[{', '.join(picks)}]"
+
+
+def _loop_source(cluster: Jaxpr, shapes: tuple, out_shape: tuple[int, ...], literals: list[np.ndarray]) -> str:
+    ndim = len(out_shape)
+    arrays = {v.id: (f"a{i}", shape) for i, (v, shape) in enumerate(zip(cluster.invars, shapes))}
+    body: list[str] = []
+    read: dict[int, str] = {}  # input id -> the name of its element read directly
+    literal_names = iter(f"c{i}" for i in range(len(literals)))
+    literal_values = iter(literals)
+
+    def operand(x: Any) -> str:
+        if isinstance(x, Literal):
+            name, value = next(literal_names), next(literal_values)
+            return name if value.size == 1 else f"{name}{_index(value.shape, range(ndim - value.ndim, ndim), out_shape)}"
+        if x.id not in arrays:
+            return f"v{x.id}"
+        name, shape = arrays[x.id]
+        if not shape:
+            return name
+        if x.id not in read:
+            read[x.id] = f"r{len(read)}"
+            body.append(f"{read[x.id]} = {name}{_index(shape, range(ndim - len(shape), ndim), out_shape)}")
+        return read[x.id]
+
+    for eq in cluster.equations:
+        result = f"v{eq.outputs[0].id}"
+        if eq.primitive.name == "broadcast_in_dim":
+            name, shape = arrays[eq.inputs[0].id]
+            dims = eq.params["broadcast_dimensions"]
+            body.append(f"{result} = {name}{_index(shape, dims, out_shape)}" if shape else f"{result} = {name}")
+            continue
+        body.append(f"{result} = {_expression(eq, [operand(x) for x in eq.inputs])}")
+    body.append(f"out[{', '.join(f'i{k}' for k in range(ndim))}] = v{cluster.outvars[0].id}")
+    parameters = ", ".join([f"a{i}" for i in range(len(shapes))] + [f"c{i}" for i in range(len(literals))])
+    lines = ["import numpy as np", "import numba", "",
+             "@numba.njit(nogil=True, cache=True, error_model='numpy')",
+             f"def kernel(start, stop, {parameters + ', ' if parameters else ''}out):"]
+    for axis in range(ndim):
+        bounds = "start, stop" if axis == 0 else f"out.shape[{axis}]"
+        lines.append("    " * (axis + 1) + f"for i{axis} in range({bounds}):")
+    lines.extend("    " * (ndim + 1) + line for line in body)
+    return "\n".join(lines) + "\n"
+
+
+def kernel_cache() -> Path | None:
+    """The folder where kernel sources and numba's machine code for them are kept (None: none is writable)."""
+    root = os.environ.get("MESHAX_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "meshax")
+    folder = Path(root) / "kernels"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK) else None
+
+
+def _load(source: str, numba: Any) -> Callable[..., None]:
+    """The compiled `kernel` of `source`: imported from a file in the kernel cache (so numba can keep its
+    machine code), or compiled in memory where there is no cache."""
+    name = "meshax_kernel_" + hashlib.sha256(source.encode()).hexdigest()[:24]
+    folder = kernel_cache()
+    if folder is None:
+        namespace: dict[str, Any] = {}
+        exec(compile(source.replace("cache=True", "cache=False"), name, "exec"), namespace)
+        return namespace["kernel"]
+    path = folder / f"{name}.py"
+    if not path.exists():  # written whole, never replaced: numba's cache is keyed on the file's time stamp
+        handle, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(handle, "w") as file:
+            file.write(source)
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(temporary)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module.kernel

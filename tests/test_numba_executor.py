@@ -1,0 +1,173 @@
+"""Clusters compiled by numba (interpreters/numba_executor.py): every way of reading an input (broadcast rows,
+columns, scalars, size-one axes, strided views) gives NumPy's values bit for bit, in any number of row ranges,
+eagerly, under jit and in shard_map; kernels are kept in the kernel cache and loaded from it by later
+processes; without a writable cache they compile in memory."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import meshax
+import meshax.numpy as mnp
+from meshax._src.interpreters import fusion, numba_executor, numpy_eval
+from meshax._src.interpreters.fusion import executable, fused_p
+from meshax._src.runtime import compute_pool as device_pool
+from meshax.sharding import Mesh, PartitionSpec as P
+
+lax = meshax.lax
+EXECUTOR = fusion.EXECUTORS["cpu"]
+
+
+def edges(shape, seed):
+    """float32 values of `shape`: NaN, infinities and signed zeros among random ones of many magnitudes."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)).astype(np.float32)
+    flat = x.reshape(-1)
+    flat[:8] = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0][: flat.size]
+    return x
+
+
+def compiled_runs(monkeypatch):
+    runs = []
+    original = EXECUTOR.numba.run
+    monkeypatch.setattr(EXECUTOR.numba, "run", lambda *a: runs.append(1) or original(*a))
+    return runs
+
+
+def run_both(function, *args):
+    """(this program's values with its clusters compiled, the same with every cluster as separate NumPy calls)."""
+    jaxpr = meshax.make_jaxpr(function)(*args).jaxpr
+    with np.errstate(all="ignore"):
+        fused = numpy_eval.run(jaxpr, [], list(args))
+        threshold, EXECUTOR.min_elements = EXECUTOR.min_elements, float("inf")
+        try:
+            expected = numpy_eval.run(jaxpr, [], list(args))
+        finally:
+            EXECUTOR.min_elements = threshold
+    return fused, expected
+
+
+def assert_same_bits(ours, theirs):
+    for a, b in zip(ours, theirs):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.dtype == b.dtype and a.shape == b.shape
+        same = (a.view(np.uint8).reshape(a.size, -1) == b.view(np.uint8).reshape(b.size, -1)).all(axis=1)
+        if a.dtype.kind == "f":  # which NaN a sum of two NaNs gives is the compiler's choice, in NumPy too
+            same |= np.isnan(a).ravel() & np.isnan(b).ravel()
+        assert same.all(), f"{(~same).sum()} elements differ, the first at {np.flatnonzero(~same)[0]}"
+
+
+@pytest.fixture(params=[1, 2, 16], ids=lambda n: f"{n}-threads")
+def threads(request, monkeypatch):
+    monkeypatch.setattr(device_pool, "call_threads", lambda: request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("case", [
+    ("row bias", (300, 200), (200,), lambda h, b: mnp.maximum(h + b, 0.0)),
+    ("column", (300, 200), (300, 1), lambda h, c: mnp.where(h > c, h * c, h - c)),
+    ("broadcast_in_dim of a column", (300, 200), (300,), lambda h, c: h / lax.broadcast_in_dim(c, h.shape, (0,))),
+    ("3-D, bias and leading", (4, 100, 120), (4, 1, 1), lambda h, s: (h * s + 1.5) * (h >= -s)),
+    ("size-one rows", (1, 40000), (1, 1), lambda h, s: mnp.minimum(h, s) - h * 0.25),
+    ("1-D", (40000,), (40000,), lambda a, b: lax.select(a < b, -a, mnp.abs(b)) * lax.square(a)),
+    ("scalar input", (300, 200), (), lambda h, lr: h - lr * h * h),
+    ("bool output", (300, 200), (200,), lambda h, b: (h + b != h) & (h * b <= 1.0)),
+    ("float64 and back", (300, 200), (200,),
+     lambda h, b: lax.convert_element_type(lax.convert_element_type(h, np.float64) * 3.0 + b, np.float32)),
+], ids=lambda case: case[0])
+def test_every_way_of_reading_inputs_gives_numpys_bits(case, threads, monkeypatch):
+    _, shape, other, function = case
+    runs = compiled_runs(monkeypatch)
+    h, b = edges(shape, 0), edges(other, 1)
+    fused, expected = run_both(function, h, b)
+    assert runs, "the cluster did not run compiled"
+    assert_same_bits(fused, expected)
+
+
+def test_strided_and_read_only_inputs(monkeypatch):
+    runs = compiled_runs(monkeypatch)
+    base = edges((300, 400), 2)
+    strided = base[:, ::2]  # not contiguous: a view with a step
+    frozen = edges((300, 200), 3)
+    frozen.setflags(write=False)
+    fused, expected = run_both(lambda a, b: mnp.maximum(a * b, b - a), strided, frozen)
+    assert runs
+    assert_same_bits(fused, expected)
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit", "shard_map"])
+def test_an_mlp_layer_and_its_derivative_give_numpys_values(mode, monkeypatch):
+    runs = compiled_runs(monkeypatch)
+    rows = 128 * len(meshax.devices())  # 65536 elements on each device, in shard_map too
+    h, b, g = edges((rows, 512), 4), edges((512,), 5), edges((rows, 512), 6)
+
+    def layer(h, b, g):
+        return mnp.maximum(h + b, 0.0), mnp.where(h + b > 0, g, 0.0), h - 0.01 * g
+
+    expected = (np.maximum(h + b, np.float32(0)), np.where(h + b > 0, g, np.float32(0)), h - np.float32(0.01) * g)
+    if mode == "jit":
+        layer = meshax.jit(layer)
+    elif mode == "shard_map":
+        mesh = Mesh(np.array(meshax.devices()), ("d",))
+        layer = meshax.jit(meshax.shard_map(layer, mesh=mesh, in_specs=(P("d"), P(), P("d")), out_specs=P("d")))
+    with np.errstate(all="ignore"):
+        ours = layer(h, b, g)
+    assert_same_bits(ours, expected)
+    assert runs or mode == "eager"  # eagerly, each operation runs alone
+
+
+def test_an_input_that_does_not_broadcast_is_refused_not_read_past():
+    closed = meshax.make_jaxpr(lambda h, b: h + b)(np.ones((300, 200), np.float32), np.ones(200, np.float32))
+    cluster = next(eq.params["cluster"] for eq in executable(closed.jaxpr).equations if eq.primitive is fused_p)
+    program = EXECUTOR.numba.compile(cluster.jaxpr)
+    with pytest.raises(ValueError, match=r"shape \(300,\) does not broadcast to the output's \(300, 200\)"):
+        program.source([np.ones((300, 200), np.float32), np.ones(300, np.float32)], (300, 200))
+
+
+def test_operations_without_an_exact_translation_are_not_compiled():
+    x = np.ones(40000, np.float32)
+    for function in (lambda a: mnp.sqrt(a * 2.0), lambda a: a.astype(np.int32) + 1,
+                     lambda a: (a * 2.0).astype(np.float16)):
+        program = executable(meshax.make_jaxpr(function)(x).jaxpr)
+        for cluster in [eq.params["cluster"] for eq in program.equations if eq.primitive is fused_p]:
+            assert EXECUTOR.numba.compile(cluster.jaxpr) is None
+
+
+CACHED_PROGRAM = textwrap.dedent("""
+    import numpy as np
+    import meshax, meshax.numpy as mnp
+    from meshax._src.interpreters import fusion
+    h = np.arange(60000, dtype=np.float32).reshape(300, 200) - 30000
+    out = meshax.jit(lambda h: mnp.maximum(h * 0.5 - 3.0, 7.0))(h)
+    assert (np.asarray(out) == np.maximum(h * np.float32(0.5) - np.float32(3), np.float32(7))).all()
+    (kernel,) = fusion.EXECUTORS["cpu"].numba._functions.values()
+    print("hits", sum(kernel.stats.cache_hits.values()), "misses", sum(kernel.stats.cache_misses.values()))
+""")
+
+
+def run_program(cache: str) -> str:
+    env = dict(os.environ, MESHAX_CACHE_DIR=cache, MESHAX_NUM_CPU_DEVICES="1")
+    done = subprocess.run([sys.executable, "-c", CACHED_PROGRAM], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_kernels_are_compiled_once_and_loaded_by_later_processes(tmp_path):
+    assert run_program(str(tmp_path)) == "hits 0 misses 1"
+    sources = list((tmp_path / "kernels").glob("meshax_kernel_*.py"))
+    assert len(sources) == 1 and "def kernel(" in sources[0].read_text()
+    assert run_program(str(tmp_path)) == "hits 1 misses 0"
+    assert list((tmp_path / "kernels").glob("meshax_kernel_*.py")) == sources
+
+
+def test_without_a_writable_cache_kernels_compile_in_memory(tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    assert run_program(str(blocked)).startswith("hits 0 ")  # compiled in memory, the values right
+    assert numba_executor.kernel_cache() is not None  # this process's own cache is unaffected
