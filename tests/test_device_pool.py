@@ -132,6 +132,7 @@ def test_a_clusters_blocks_run_on_the_executors_threads(compiled, monkeypatch):
 
     if not compiled:
         monkeypatch.setattr(fusion.EXECUTORS["cpu"].numba, "min_elements", float("inf"))
+    monkeypatch.setattr(fusion.EXECUTORS["cpu"].numba.compiler, "background", False)
 
     monkeypatch.setenv("MESHAX_CPU_THREADS", "16")
     batches: list[int] = []

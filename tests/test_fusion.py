@@ -35,6 +35,7 @@ def path(request, monkeypatch):
     executor = fusion.EXECUTORS["cpu"]
     if request.param != "numba":
         monkeypatch.setattr(executor.numba, "min_elements", float("inf"))
+    monkeypatch.setattr(executor.numba.compiler, "background", False)  # compiled on first use, waited for
     monkeypatch.setattr(executor.numexpr, "min_threads", 1 if request.param == "numexpr" else 10 ** 6)
     monkeypatch.setattr(device_pool, "call_threads", lambda: 2)
     monkeypatch.setattr(executor, "min_threads", 10 ** 6 if request.param == "whole" else 2)

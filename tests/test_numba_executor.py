@@ -1,7 +1,8 @@
-"""Clusters compiled by numba (interpreters/numba_executor.py): every way of reading an input (broadcast rows,
-columns, scalars, size-one axes, strided views) gives NumPy's values bit for bit, in any number of row ranges,
-eagerly, under jit and in shard_map; kernels are kept in the kernel cache and loaded from it by later
-processes; without a writable cache they compile in memory."""
+"""Clusters compiled by numba (interpreters/numba_executor.py, kernel_compiler.py): every way of reading an
+input (broadcast rows, columns, scalars, size-one axes) gives NumPy's values bit for bit, in any number of row
+ranges, eagerly, under jit and in shard_map; until its kernel is compiled in the background a cluster runs as
+NumPy calls with the same values; kernels are kept in the kernel cache and loaded from it by later processes;
+without a writable cache they compile in memory."""
 from __future__ import annotations
 
 import os
@@ -14,7 +15,7 @@ import pytest
 
 import meshax
 import meshax.numpy as mnp
-from meshax._src.interpreters import fusion, numba_executor, numpy_eval
+from meshax._src.interpreters import fusion, kernel_compiler, numpy_eval
 from meshax._src.interpreters.fusion import executable, fused_p
 from meshax._src.runtime import compute_pool as device_pool
 from meshax.sharding import Mesh, PartitionSpec as P
@@ -32,10 +33,24 @@ def edges(shape, seed):
     return x
 
 
+@pytest.fixture(autouse=True)
+def compile_now(monkeypatch):
+    """Kernels compiled on first use, the call waiting for them (as with MESHAX_COMPILE_KERNELS=now)."""
+    monkeypatch.setattr(EXECUTOR.numba.compiler, "background", False)
+
+
 def compiled_runs(monkeypatch):
+    """A list that gets an entry for each cluster run by a compiled kernel."""
     runs = []
     original = EXECUTOR.numba.run
-    monkeypatch.setattr(EXECUTOR.numba, "run", lambda *a: runs.append(1) or original(*a))
+
+    def run(*args):
+        done = original(*args)
+        if done is not None:
+            runs.append(1)
+        return done
+
+    monkeypatch.setattr(EXECUTOR.numba, "run", run)
     return runs
 
 
@@ -89,15 +104,33 @@ def test_every_way_of_reading_inputs_gives_numpys_bits(case, threads, monkeypatc
     assert_same_bits(fused, expected)
 
 
-def test_strided_and_read_only_inputs(monkeypatch):
+def test_read_only_inputs_run_compiled_and_strided_ones_as_numpy_calls(monkeypatch):
     runs = compiled_runs(monkeypatch)
-    base = edges((300, 400), 2)
-    strided = base[:, ::2]  # not contiguous: a view with a step
     frozen = edges((300, 200), 3)
     frozen.setflags(write=False)
-    fused, expected = run_both(lambda a, b: mnp.maximum(a * b, b - a), strided, frozen)
-    assert runs
+    fused, expected = run_both(lambda a, b: mnp.maximum(a * b, b - a), edges((300, 200), 2), frozen)
+    assert len(runs) == 1
     assert_same_bits(fused, expected)
+    strided = edges((300, 400), 2)[:, ::2]  # a view with a step: the loop would walk it across pages
+    fused, expected = run_both(lambda a, b: mnp.maximum(a * b, b - a), strided, frozen)
+    assert len(runs) == 1
+    assert_same_bits(fused, expected)
+
+
+def test_until_compiled_in_the_background_clusters_run_as_numpy_calls_with_the_same_values(monkeypatch):
+    compiler = kernel_compiler.KernelCompiler()
+    monkeypatch.setattr(EXECUTOR.numba, "compiler", compiler)
+    assert compiler.background
+    runs = compiled_runs(monkeypatch)
+    h, b = edges((300, 200), 7), edges((200,), 8)
+    step = meshax.jit(lambda h, b: mnp.where(h * b > 2.0, h - b, mnp.minimum(h, b) * 0.75))
+    expected = np.where(h * b > 2, h - b, np.minimum(h, b) * np.float32(0.75))
+    with np.errstate(all="ignore"):
+        assert_same_bits([step(h, b)], [expected])  # the kernel only asked for: NumPy's calls ran
+        assert not runs
+        assert compiler.wait(timeout=120)
+        assert_same_bits([step(h, b)], [expected])
+    assert runs
 
 
 @pytest.mark.parametrize("mode", ["eager", "jit", "shard_map"])
@@ -145,13 +178,13 @@ CACHED_PROGRAM = textwrap.dedent("""
     h = np.arange(60000, dtype=np.float32).reshape(300, 200) - 30000
     out = meshax.jit(lambda h: mnp.maximum(h * 0.5 - 3.0, 7.0))(h)
     assert (np.asarray(out) == np.maximum(h * np.float32(0.5) - np.float32(3), np.float32(7))).all()
-    (kernel,) = fusion.EXECUTORS["cpu"].numba._functions.values()
+    (kernel,) = fusion.EXECUTORS["cpu"].numba.compiler._ready.values()
     print("hits", sum(kernel.stats.cache_hits.values()), "misses", sum(kernel.stats.cache_misses.values()))
 """)
 
 
 def run_program(cache: str) -> str:
-    env = dict(os.environ, MESHAX_CACHE_DIR=cache, MESHAX_NUM_CPU_DEVICES="1")
+    env = dict(os.environ, MESHAX_CACHE_DIR=cache, MESHAX_NUM_CPU_DEVICES="1", MESHAX_COMPILE_KERNELS="now")
     done = subprocess.run([sys.executable, "-c", CACHED_PROGRAM], env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
@@ -170,4 +203,4 @@ def test_without_a_writable_cache_kernels_compile_in_memory(tmp_path):
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
     assert run_program(str(blocked)).startswith("hits 0 ")  # compiled in memory, the values right
-    assert numba_executor.kernel_cache() is not None  # this process's own cache is unaffected
+    assert kernel_compiler.kernel_cache() is not None  # this process's own cache is unaffected

@@ -1,21 +1,24 @@
-"""The CPU executor of fused clusters: numexpr where it pays, else NumPy's kernels on blocks of rows
-spread over this controller's threads.
+"""The CPU executor of fused clusters: a compiled loop (numba) or numexpr where they apply, else NumPy's kernels
+on blocks of rows spread over this controller's threads.
 
-A cluster (fusion.py) is a tree of elementwise equations with one output. It runs
-- through numexpr (numexpr_executor.py), in one pass, when numexpr can express all of it and the
-  controller has enough compute threads for numexpr to beat NumPy (`NumexprExecutor.worthwhile`);
-- else, for a large output and a controller of `min_threads` compute threads or more, as NumPy calls on
-  blocks of rows of the output (about `block_elements` each, written straight into the output's rows, their
-  intermediates into buffers no longer read), the blocks shared among device_pool's threads (NumPy releases
-  the GIL in its loops; a device's call run side by side with the other devices' uses its part of the
-  threads, `device_pool.call_threads`); this takes every elementwise operation NumPy runs the same on any
-  block: also select (branchless), max, min and all dtypes;
+A cluster (fusion.py) is a tree of elementwise equations with one output. A large one runs
+- as one loop compiled by numba (numba_executor.py) when numba can express all of it (float arithmetic,
+  comparisons, select, max/min, exact conversions) and its kernel is compiled, in row ranges over all of the
+  call's threads (`device_pool.call_threads`; the loop holds no GIL);
+- else through numexpr (numexpr_executor.py), in one pass, when numexpr can express all of it (integer
+  chains) and the controller has enough compute threads for numexpr to beat NumPy
+  (`NumexprExecutor.worthwhile`);
+- else, for a controller of `min_threads` compute threads or more, as NumPy calls on blocks of rows of the
+  output (about `block_elements` each, written straight into the output's rows, their intermediates into
+  buffers no longer read), the blocks shared among device_pool's threads (NumPy releases the GIL in its
+  loops; a device's call run side by side with the other devices' uses its part of the threads); this takes
+  every elementwise operation NumPy runs the same on any block (`BLOCKWISE`), of any dtype;
 - else as the NumPy calls on the whole arrays.
 A matrix cluster whose inputs mix C and Fortran order (a weight's update with its gradient, a transposed
 matmul result) runs on square tiles before any of these: NumPy would walk one of the inputs a page per
-element.
+element. Small clusters (under `min_elements`) always run as the whole-array NumPy calls.
 The results are the same bit for bit in every case: elementwise NumPy kernels compute each element
-alone, and numexpr is given only operations whose results equal NumPy's.
+alone, and numba and numexpr are given only operations whose results equal NumPy's.
 """
 from __future__ import annotations
 
@@ -80,8 +83,10 @@ class CpuExecutor:
             return written(_run_in_tiles(cluster, inputs, out_shape, self.tile), out)
         if plan.numba is not None and len(out_shape) > 0 and self.numba.worthwhile(elements):
             threads = device_pool.call_threads()
-            out = np.empty(out_shape, cluster.out_aval.dtype) if out is None else out
-            return self.numba.run(plan.numba, inputs, out, lambda calls: device_pool.spread(calls, threads), threads)
+            done = self.numba.run(plan.numba, inputs, out_shape, cluster.out_aval.dtype, out,
+                                  lambda calls: device_pool.spread(calls, threads), threads)
+            if done is not None:
+                return done
         if plan.numexpr is not None and self.numexpr.worthwhile(elements):
             return written(self.numexpr.run(plan.numexpr, inputs, out_shape, cluster.out_aval.dtype), out)
         threads = min(device_pool.call_threads(), self.max_threads)

@@ -9,8 +9,9 @@ same shape; a broadcast only ever reads an input of the cluster (it becomes a ze
 read by anything else (a matmul, a reduction, the program's outputs) are computed by their own cluster.
 
 The `fused` primitive runs a cluster on one device's arrays through the executor of the device kind: on
-CPU (cpu_executor.py) numexpr where it pays, else NumPy's kernels on cache-sized blocks over the
-controller's threads, else the separate NumPy calls it replaces (the same values in every case). Eagerly over a mesh it is placed by composing its equations' sharding
+CPU (cpu_executor.py) one loop compiled by numba, or numexpr, where they apply, else NumPy's kernels on
+cache-sized blocks over the controller's threads, else the separate NumPy calls it replaces (the same values
+in every case). Eagerly over a mesh it is placed by composing its equations' sharding
 rules; when they do not compose (an intermediate would have to move), its equations run one by one.
 """
 from __future__ import annotations

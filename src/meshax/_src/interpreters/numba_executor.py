@@ -10,26 +10,19 @@ choices for max/min (a NaN operand wins, the first one if both; of two equal val
 comparisons, conversions between float32, float64 and bool. Transcendentals and integer arithmetic are not
 (libm and NumPy's SIMD kernels round differently; numba widens int32 arithmetic).
 
-The source of a cluster depends on how each input is read (which of its axes follow which output axes, which
-are broadcast), so it is made per such pattern; identical sources share one compiled function. Sources are
-written to the kernel cache (`$MESHAX_CACHE_DIR`, else `~/.cache/meshax`, under `kernels/`), where numba
-keeps their machine code: a kernel compiles once per machine (about 0.2 s), later processes load it.
-numba is imported on the first cluster large enough to run here.
+The source depends on how each input is read (which of its axes follow which output axes, which are
+broadcast), so it is made per such pattern, values named in program order: clusters that do the same share
+one kernel. Kernels are compiled by kernel_compiler.py, in the background: until one is ready its cluster
+runs as NumPy calls (cpu_executor.py), with the same values.
 """
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import os
-import sys
-import tempfile
-import threading
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..core.jaxpr import Equation, Jaxpr, Literal, Var
+from .kernel_compiler import KernelCompiler
 
 _FLOATS = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 _TYPES = _FLOATS | {np.dtype(np.bool_)}
@@ -79,9 +72,7 @@ class NumbaExecutor:
     min_elements = 32768
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._functions: dict[str, Callable[..., None]] = {}  # source -> its compiled function
-        self._numba: Any = None
+        self.compiler = KernelCompiler()
 
     def compile(self, cluster: Jaxpr) -> "_Program | None":
         """What is kept of `cluster` to make its loops (None: some operation has no exact translation)."""
@@ -100,14 +91,26 @@ class NumbaExecutor:
         """Whether a cluster with this many output elements is run here."""
         return elements >= self.min_elements
 
-    def run(self, program: "_Program", inputs: Sequence[np.ndarray], out: np.ndarray,
-            spread: Callable[[list[Callable[[], None]]], None], parts: int) -> np.ndarray:
-        """Write the cluster's value from its local `inputs` into `out` (C-ordered), in `parts` row ranges handed
-        to `spread` (which runs them)."""
+    def run(self, program: "_Program", inputs: Sequence[np.ndarray], out_shape: tuple[int, ...],
+            out_dtype: np.dtype, out: np.ndarray | None, spread: Callable[[list[Callable[[], None]]], None],
+            parts: int) -> np.ndarray | None:
+        """The cluster's value from its local `inputs`, written into `out` (C-ordered) where given, in `parts` row
+        ranges handed to `spread` (which runs them); None when its kernel is not compiled yet (the compiler
+        then has it in hand) or an input is not C-ordered (the loop would walk it across pages)."""
         arrays = [np.asarray(x) for x in inputs]
-        source, arguments = program.source(arrays, out.shape)
-        function = self._function(source)
-        rows = out.shape[0]
+        if any(x.ndim and not x.flags.c_contiguous for x in arrays):
+            return None
+        source, arguments = program.source(arrays, out_shape)
+        out_dtype = np.dtype(out_dtype)
+        key = (source, tuple(_type_of(x) for x in arguments), out_dtype.str, len(out_shape))
+        function = self.compiler.ready(key)
+        if function is None:
+            examples = [_example(x) for x in arguments] + [np.empty((1,) * len(out_shape), out_dtype)]
+            function = self.compiler.request(key, source, examples)
+            if function is None:
+                return None
+        out = np.empty(out_shape, out_dtype) if out is None else out
+        rows = out_shape[0]
         per_part = -(-rows // max(1, min(parts, rows)))
         ranges = [(start, min(start + per_part, rows)) for start in range(0, rows, per_part)]
         if len(ranges) == 1:
@@ -116,21 +119,19 @@ class NumbaExecutor:
             spread([lambda s=start, e=stop: function(s, e, *arguments, out) for start, stop in ranges])
         return out
 
-    def _function(self, source: str) -> Callable[..., None]:
-        found = self._functions.get(source)
-        if found is None:
-            with self._lock:
-                found = self._functions.get(source)
-                if found is None:
-                    found = self._functions[source] = _load(source, self._import())
-        return found
 
-    def _import(self) -> Any:
-        if self._numba is None:
-            import numba
+def _type_of(x: Any) -> tuple:
+    """What of an argument the compiled code depends on (arrays reach kernels C-ordered and read-only)."""
+    return (x.dtype.str, x.ndim) if isinstance(x, np.ndarray) else (np.asarray(x).dtype.str,)
 
-            self._numba = numba
-        return self._numba
+
+def _example(x: Any) -> Any:
+    """A stand-in for argument `x` of the same type to compile with (a kernel called on it runs no iteration)."""
+    if not isinstance(x, np.ndarray):
+        return x
+    example = np.empty((1,) * x.ndim, x.dtype)
+    example.flags.writeable = False
+    return example
 
 
 class _Program:
@@ -151,9 +152,19 @@ class _Program:
             if len(self._sources) > 64:
                 self._sources.clear()
             self._sources[key] = _loop_source(self.cluster, shapes, out_shape, self.literals)
-        arguments = [x[()] if x.ndim == 0 else x for x in inputs]
+        arguments = [x[()] if x.ndim == 0 else _read_only(x) for x in inputs]
         arguments += [x if x.size > 1 else x.reshape(())[()] for x in self.literals]
         return self._sources[key], arguments
+
+
+def _read_only(x: np.ndarray) -> np.ndarray:
+    """`x`, or a view of it that cannot be written: kernels are compiled for read-only inputs only (an array's
+    writability is part of numba's signature)."""
+    if not x.flags.writeable:
+        return x
+    view = x.view()
+    view.flags.writeable = False
+    return view
 
 
 def _index(shape: tuple[int, ...], axes: Sequence[int], out_shape: tuple[int, ...]) -> str:
@@ -170,6 +181,8 @@ def _loop_source(cluster: Jaxpr, shapes: tuple, out_shape: tuple[int, ...], lite
     arrays = {v.id: (f"a{i}", shape) for i, (v, shape) in enumerate(zip(cluster.invars, shapes))}
     body: list[str] = []
     read: dict[int, str] = {}  # input id -> the name of its element read directly
+    # values named in program order (not by variable id), so that clusters doing the same share one kernel
+    values = {eq.outputs[0].id: f"v{i}" for i, eq in enumerate(cluster.equations)}
     literal_names = iter(f"c{i}" for i in range(len(literals)))
     literal_values = iter(literals)
 
@@ -178,7 +191,7 @@ def _loop_source(cluster: Jaxpr, shapes: tuple, out_shape: tuple[int, ...], lite
             name, value = next(literal_names), next(literal_values)
             return name if value.size == 1 else f"{name}{_index(value.shape, range(ndim - value.ndim, ndim), out_shape)}"
         if x.id not in arrays:
-            return f"v{x.id}"
+            return values[x.id]
         name, shape = arrays[x.id]
         if not shape:
             return name
@@ -188,14 +201,14 @@ def _loop_source(cluster: Jaxpr, shapes: tuple, out_shape: tuple[int, ...], lite
         return read[x.id]
 
     for eq in cluster.equations:
-        result = f"v{eq.outputs[0].id}"
+        result = values[eq.outputs[0].id]
         if eq.primitive.name == "broadcast_in_dim":
             name, shape = arrays[eq.inputs[0].id]
             dims = eq.params["broadcast_dimensions"]
             body.append(f"{result} = {name}{_index(shape, dims, out_shape)}" if shape else f"{result} = {name}")
             continue
         body.append(f"{result} = {_expression(eq, [operand(x) for x in eq.inputs])}")
-    body.append(f"out[{', '.join(f'i{k}' for k in range(ndim))}] = v{cluster.outvars[0].id}")
+    body.append(f"out[{', '.join(f'i{k}' for k in range(ndim))}] = {values[cluster.outvars[0].id]}")
     parameters = ", ".join([f"a{i}" for i in range(len(shapes))] + [f"c{i}" for i in range(len(literals))])
     lines = ["import numpy as np", "import numba", "",
              "@numba.njit(nogil=True, cache=True, error_model='numpy')",
@@ -205,42 +218,3 @@ def _loop_source(cluster: Jaxpr, shapes: tuple, out_shape: tuple[int, ...], lite
         lines.append("    " * (axis + 1) + f"for i{axis} in range({bounds}):")
     lines.extend("    " * (ndim + 1) + line for line in body)
     return "\n".join(lines) + "\n"
-
-
-def kernel_cache() -> Path | None:
-    """The folder where kernel sources and numba's machine code for them are kept (None: none is writable)."""
-    root = os.environ.get("MESHAX_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "meshax")
-    folder = Path(root) / "kernels"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return folder if os.access(folder, os.W_OK) else None
-
-
-def _load(source: str, numba: Any) -> Callable[..., None]:
-    """The compiled `kernel` of `source`: imported from a file in the kernel cache (so numba can keep its
-    machine code), or compiled in memory where there is no cache."""
-    name = "meshax_kernel_" + hashlib.sha256(source.encode()).hexdigest()[:24]
-    folder = kernel_cache()
-    if folder is None:
-        namespace: dict[str, Any] = {}
-        exec(compile(source.replace("cache=True", "cache=False"), name, "exec"), namespace)
-        return namespace["kernel"]
-    path = folder / f"{name}.py"
-    if not path.exists():  # written whole, never replaced: numba's cache is keyed on the file's time stamp
-        handle, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        with os.fdopen(handle, "w") as file:
-            file.write(source)
-        try:
-            os.link(temporary, path)
-        except FileExistsError:
-            pass
-        finally:
-            os.unlink(temporary)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module.kernel
