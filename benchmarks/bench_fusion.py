@@ -1,28 +1,31 @@
-"""Elementwise chains of the MLP training step: NumPy passes vs one fused numexpr (or numba) pass.
+"""Elementwise chains of the MLP training step: NumPy passes, meshax's compiled clusters, numexpr.
 
-    python benchmarks/bench_fusion.py [--repeats 30] [--threads 1,2] [--numba]
+    python benchmarks/bench_fusion.py [--repeats 30] [--threads 1,2]
 
 The chains are those of bench_train.py's step (batch 2048, width 1024, float32): the forward bias + ReLU,
-ReLU's backward select, and the SGD update of a 1024x1024 weight. Columns: the NumPy calls meshax made
-before fusion (one pass per operation, np.where for a select); meshax now (its executable program on one
-device: simplified, select branchless, clusters through numexpr when the executor finds it worthwhile);
-the chain as one numexpr expression on 1 and 2 threads (`where`/`maximum` included, which meshax does not
-hand to numexpr); with --numba (numba importable), a numba loop on one thread and its first call
-(compilation). Each cell checks its result against NumPy's. Times: the minimum over --repeats runs (the
-machine may be shared), milliseconds.
+ReLU's backward select, and the SGD update of a 1024x1024 weight. Columns: the NumPy calls of the chain, one
+pass per operation (np.where for the select: what meshax ran before fusion); meshax under jit on one device
+with its clusters run as NumPy calls (numba off: the path a cluster takes until its kernel is compiled, and
+for what numba cannot express); meshax with the cluster compiled by numba, on each of --threads threads; the
+chain as one numexpr expression (`where`/`maximum` included, which meshax does not hand to numexpr) on each
+of --threads threads; the kernel's compilation (numba already started, empty kernel cache); and the first
+call in a fresh process, its kernel in the cache, at meshax's default (the kernel loaded in the background, the
+call run as NumPy calls meanwhile) and with MESHAX_COMPILE_KERNELS=now (the call waits for numba's import and
+start-up and the kernel's load). Each cell checks its result
+against NumPy's. Times: the minimum over --repeats runs (the machine may be shared), milliseconds.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import subprocess
+import sys
+import tempfile
 import time
 from typing import Any, Callable
 
 import numpy as np
-
-import meshax
-import meshax.numpy as mnp
-from meshax._src.interpreters import numpy_eval
 
 BATCH, WIDTH = 2048, 1024
 F32 = np.float32
@@ -36,16 +39,32 @@ def inputs() -> dict[str, np.ndarray]:
             "gw": rng.standard_normal((WIDTH, WIDTH)).astype(F32)}
 
 
-# name: (arguments, meshax function, NumPy as before, numexpr expression)
-CHAINS: dict[str, tuple[tuple[str, ...], Callable[..., Any], Callable[..., Any], str]] = {
-    "bias + ReLU: max(h + b, 0)": (("h", "b"), lambda h, b: mnp.maximum(h + b, 0.0),
+# name: (arguments, meshax function (made with meshax.numpy), NumPy one pass per operation, numexpr expression)
+CHAINS: dict[str, tuple[tuple[str, ...], Callable[..., Callable[..., Any]], Callable[..., Any], str]] = {
+    "bias + ReLU: max(h + b, 0)": (("h", "b"), lambda mnp: lambda h, b: mnp.maximum(h + b, 0.0),
                                    lambda h, b: np.maximum(np.add(h, b), F32(0)), "maximum(h + b, zero)"),
-    "ReLU backward: where(h + b > 0, g, 0)": (("h", "b", "g"), lambda h, b, g: mnp.where(h + b > 0, g, 0.0),
+    "ReLU backward: where(h + b > 0, g, 0)": (("h", "b", "g"), lambda mnp: lambda h, b, g: mnp.where(h + b > 0, g, 0.0),
                                               lambda h, b, g: np.where(np.greater(np.add(h, b), F32(0)), g, F32(0)),
                                               "where(h + b > zero, g, zero)"),
-    "SGD update: w - 0.3 * g (1024x1024)": (("w", "gw"), lambda w, g: w - 0.3 * g,
+    "SGD update: w - 0.3 * g (1024x1024)": (("w", "gw"), lambda mnp: lambda w, g: w - 0.3 * g,
                                             lambda w, g: np.subtract(w, np.multiply(F32(0.3), g)), "w - rate * gw"),
 }
+
+# run in a fresh process: the first call of a chain whose kernel is in the cache (numba's import and start-up
+# included), in milliseconds
+FIRST_CALL = """
+import sys, time, numpy as np
+import meshax, meshax.numpy as mnp
+sys.path.insert(0, {folder!r})
+from bench_fusion import CHAINS, inputs
+names, make, _, _ = CHAINS[{chain!r}]
+data = inputs()
+values = [meshax.device_put(data[n]) for n in names]
+function = meshax.jit(make(mnp))
+start = time.perf_counter()
+function(*values).block_until_ready()
+print((time.perf_counter() - start) * 1e3)
+"""
 
 
 def best(call: Callable[[], Any], repeats: int) -> float:
@@ -57,76 +76,79 @@ def best(call: Callable[[], Any], repeats: int) -> float:
     return min(times) * 1e3
 
 
-def numba_chains() -> dict[str, Callable[..., Any]]:
-    import numba
-
-    @numba.njit
-    def bias_relu(h, b):
-        out = np.empty_like(h)
-        for i in range(h.shape[0]):
-            for j in range(h.shape[1]):
-                z = h[i, j] + b[j]
-                out[i, j] = max(z, F32(0.0))
-        return out
-
-    @numba.njit
-    def relu_backward(h, b, g):
-        out = np.empty_like(g)
-        for i in range(h.shape[0]):
-            for j in range(h.shape[1]):
-                out[i, j] = g[i, j] if h[i, j] + b[j] > 0 else F32(0.0)
-        return out
-
-    @numba.njit
-    def sgd(w, g):
-        return w - F32(0.3) * g
-
-    return dict(zip(CHAINS, (bias_relu, relu_backward, sgd)))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--numba", action="store_true")
     args = parser.parse_args()
+    cache = tempfile.mkdtemp(prefix="meshax-bench-kernels-")
+    os.environ["MESHAX_CACHE_DIR"] = cache  # an empty kernel cache: compilation measured, not a load
+    os.environ["MESHAX_COMPILE_KERNELS"] = "now"
     import numexpr
     from numexpr.necompiler import getType
 
+    import meshax
+    import meshax.numpy as mnp
+    from meshax._src.interpreters import fusion
+    from meshax._src.runtime import compute_pool
+
+    numba_executor = fusion.EXECUTORS["cpu"].numba
     threads = [int(t) for t in args.threads.split(",")]
     data = inputs()
     constants = {"zero": np.zeros((), F32), "rate": np.asarray(0.3, F32)}
-    jitted = numba_chains() if args.numba else {}
-    header = ["chain", "NumPy, a pass per op (before)", "meshax now"] + \
-        [f"numexpr, {t} thread{'s' * (t > 1)}" for t in threads]
-    if jitted:
-        header += ["numba, 1 thread", "numba first call"]
+    header = (["chain", "NumPy, a pass per op", "meshax, NumPy calls"] +
+              [f"meshax compiled, {t} thread{'s' * (t > 1)}" for t in threads] +
+              [f"numexpr, {t} thread{'s' * (t > 1)}" for t in threads] +
+              ["compile (numba started)", "first call in a fresh process: default / waiting for the kernel"])
+    print(f"host: {os.cpu_count()} cores; times in ms")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
-    for name, (names, function, before, expression) in CHAINS.items():
-        values = [data[n] for n in names]
-        expected = before(*values)
-        jaxpr = meshax.make_jaxpr(function)(*values).jaxpr
-        now = numpy_eval.run(jaxpr, [], values)[0]
-        assert now.tobytes() == expected.tobytes(), name
-        row = [name, f"{best(lambda: before(*values), args.repeats):.2f}",
-               f"{best(lambda: numpy_eval.run(jaxpr, [], values), args.repeats):.2f}"]
+    warm = meshax.jit(lambda a: mnp.maximum(a * 2.0, 1.0))
+    warm(meshax.device_put(np.ones((256, 256), F32))).block_until_ready()  # numba imported and started
+    for name, (names, make, before, expression) in CHAINS.items():
+        values = [meshax.device_put(data[n]) for n in names]
+        plain = [data[n] for n in names]
+        expected = before(*plain)
+
+        def check(result: Any) -> None:
+            assert np.array_equal(np.asarray(result), expected, equal_nan=True), name
+
+        row = [name, f"{best(lambda: before(*plain), args.repeats):.2f}"]
+        threshold = numba_executor.min_elements
+        numba_executor.min_elements = float("inf")
+        unfused = meshax.jit(make(mnp))
+        check(unfused(*values))
+        row.append(f"{best(lambda: unfused(*values).block_until_ready(), args.repeats):.2f}")
+        numba_executor.min_elements = threshold
+        compiled = meshax.jit(make(mnp))
+        start = time.perf_counter()
+        check(compiled(*values))
+        compile_ms = (time.perf_counter() - start) * 1e3
+        for t in threads:
+            compute_pool.call_threads, original = (lambda t=t: t), compute_pool.call_threads
+            try:
+                check(compiled(*values))
+                row.append(f"{best(lambda: compiled(*values).block_until_ready(), args.repeats):.2f}")
+            finally:
+                compute_pool.call_threads = original
         operands = {**data, **constants}
         used = [n for n in dict.fromkeys(re.findall(r"[a-z]+", expression)) if n in operands]
         kernel = numexpr.NumExpr(expression, signature=[(n, getType(operands[n])) for n in used])
         out = np.empty_like(expected)
         for t in threads:
             numexpr.set_num_threads(t)
-            kernel(*[operands[n] for n in used], out=out, casting="unsafe", ex_uses_vml=False)
-            assert np.array_equal(out, expected, equal_nan=True), name
-            fused = lambda: kernel(*[operands[n] for n in used], out=out, casting="unsafe", ex_uses_vml=False)
-            row.append(f"{best(fused, args.repeats):.2f}")
-        if jitted:
-            start = time.perf_counter()
-            first = jitted[name](*values)
-            compiled = (time.perf_counter() - start) * 1e3
-            assert np.array_equal(first, expected, equal_nan=True), name
-            row += [f"{best(lambda: jitted[name](*values), args.repeats):.2f}", f"{compiled:.0f}"]
+            run = lambda: kernel(*[operands[n] for n in used], out=out, casting="unsafe", ex_uses_vml=False)
+            run()
+            check(out)
+            row.append(f"{best(run, args.repeats):.2f}")
+        program = FIRST_CALL.format(folder=os.path.dirname(os.path.abspath(__file__)), chain=name)
+        firsts = []
+        for mode in ("background", "now"):
+            first = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
+                                   env=dict(os.environ, MESHAX_NUM_CPU_DEVICES="1", MESHAX_COMPILE_KERNELS=mode),
+                                   timeout=300)
+            firsts.append(f"{float(first.stdout.split()[-1]):.0f}")
+        row += [f"{compile_ms:.0f}", " / ".join(firsts)]
         print("| " + " | ".join(row) + " |", flush=True)
 
 

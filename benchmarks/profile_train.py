@@ -3,7 +3,7 @@
     MESHAX_NUM_CPU_DEVICES=1 python benchmarks/profile_train.py [--style dp_jit|fsdp] [--steps 5] [--top 0]
     python -m meshax launch -n 2 --cpu-devices 4 benchmarks/profile_train.py --style fsdp
 
-The step, model and data are bench_train.py's (workers/train_worker.py). After two warm-up steps,
+The step, model and data are bench_train.py's (workers/train_worker.py). After three warm-up steps (the step's kernels compiled after the second),
 --steps steps run under cProfile, each after a barrier, with every primitive's implementation timed
 (wall time; calls run side by side on a process's devices are added up). A step's time splits into
 matmuls (dot_general), elementwise operations, reductions, other implementations, communication
@@ -124,9 +124,11 @@ def main() -> int:
     b = Backend(args)
     common = train_worker.load_common("meshax")
     step, params, x, y = train_worker.build(b, common, args)
-    for _ in range(2):
+    for warmup in range(3):
         params, loss = step(params, x, y)
         b.jax.block_until_ready((params, loss))
+        if warmup == 1:
+            b.settle()  # the kernels of the step's clusters compiled (then one more warm-up step)
     record = timed_operations() if cli.timeline else None
     spent = timed_implementations() if not cli.timeline else collections.Counter()
     profile, walls = cProfile.Profile(), []

@@ -125,6 +125,8 @@ def main() -> int:
         b.jax.block_until_ready((params, loss))
         elapsed = time.perf_counter() - start
         record["warmup_times" if step < args.warmup else "times"].append(elapsed)
+        if step == args.warmup - 1:
+            b.settle()
         record["losses"].append(float(loss))
         writer.write(every=0)
     if b.name == "meshax" and args.floor_steps:

@@ -70,6 +70,14 @@ class Backend:
             self._barriers += 1
             multihost_utils.sync_global_devices(f"bench_{self._barriers}")
 
+    def settle(self, timeout: float = 120.0) -> None:
+        """Wait until meshax's kernels for what has run so far are compiled (they compile in the background,
+        the clusters running as NumPy calls meanwhile), as JAX's first steps compile before returning."""
+        if self.name == "meshax":
+            from meshax._src.interpreters import fusion
+
+            fusion.EXECUTORS["cpu"].numba.compiler.wait(timeout)
+
     def decide(self, flag: bool) -> bool:
         """Process 0's flag, on every process."""
         if self.size == 1:
