@@ -20,6 +20,7 @@ from meshax._src.interpreters import cpu_executor, fusion, numpy_eval
 from meshax._src.interpreters.fusion import executable, fused_p
 from meshax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from fusion_support import assert_bitwise_equal, fused_and_reference
 from oracle import assert_same_tree
 
 N = 40_000  # elements: above the executors' thresholds, so that clusters really run through numba or numexpr
@@ -73,36 +74,6 @@ def x64():
         yield
     finally:
         meshax.config.update("jax_enable_x64", old)
-
-
-def fused_and_reference(function, *args):
-    """(fused results, the same program's results with every cluster run as separate NumPy calls, number of
-    fused equations) of `function` traced on `args`."""
-    jaxpr = meshax.make_jaxpr(function)(*args).jaxpr
-    assert not jaxpr.constvars
-    executor = fusion.EXECUTORS["cpu"]
-    with np.errstate(all="ignore"):
-        fused = numpy_eval.run(jaxpr, [], list(args))
-        threshold, executor.min_elements = executor.min_elements, float("inf")
-        try:
-            expected = numpy_eval.run(jaxpr, [], list(args))
-        finally:
-            executor.min_elements = threshold
-    count = sum(eq.primitive is fused_p for eq in executable(jaxpr).equations)
-    return fused, expected, count
-
-
-def assert_bitwise_equal(ours, theirs):
-    """Equal bit for bit (signed zeros included), except that any two NaNs are equal: which NaN a sum or product
-    of two NaNs returns is the compiler's choice of operand order, in NumPy's kernels as in numexpr's."""
-    for a, b in zip(ours, theirs):
-        a, b = np.asarray(a), np.asarray(b)
-        assert a.dtype == b.dtype and a.shape == b.shape
-        same = (a.view(np.uint8).reshape(a.size, -1) == b.view(np.uint8).reshape(b.size, -1)).all(axis=1)
-        if a.dtype.kind == "f":
-            same |= np.isnan(a).ravel() & np.isnan(b).ravel()
-        first = np.flatnonzero(~same)
-        assert not first.size, f"first difference at {first[0]}: fused {a.flat[first[0]]!r}, NumPy {b.flat[first[0]]!r}"
 
 
 lax = meshax.lax

@@ -15,10 +15,12 @@ import pytest
 
 import meshax
 import meshax.numpy as mnp
-from meshax._src.interpreters import fusion, kernel_compiler, numpy_eval
+from meshax._src.interpreters import fusion, kernel_compiler
 from meshax._src.interpreters.fusion import executable, fused_p
 from meshax._src.runtime import compute_pool as device_pool
 from meshax.sharding import Mesh, PartitionSpec as P
+
+from fusion_support import assert_bitwise_equal, fused_and_reference
 
 lax = meshax.lax
 EXECUTOR = fusion.EXECUTORS["cpu"]
@@ -54,29 +56,6 @@ def compiled_runs(monkeypatch):
     return runs
 
 
-def run_both(function, *args):
-    """(this program's values with its clusters compiled, the same with every cluster as separate NumPy calls)."""
-    jaxpr = meshax.make_jaxpr(function)(*args).jaxpr
-    with np.errstate(all="ignore"):
-        fused = numpy_eval.run(jaxpr, [], list(args))
-        threshold, EXECUTOR.min_elements = EXECUTOR.min_elements, float("inf")
-        try:
-            expected = numpy_eval.run(jaxpr, [], list(args))
-        finally:
-            EXECUTOR.min_elements = threshold
-    return fused, expected
-
-
-def assert_same_bits(ours, theirs):
-    for a, b in zip(ours, theirs):
-        a, b = np.asarray(a), np.asarray(b)
-        assert a.dtype == b.dtype and a.shape == b.shape
-        same = (a.view(np.uint8).reshape(a.size, -1) == b.view(np.uint8).reshape(b.size, -1)).all(axis=1)
-        if a.dtype.kind == "f":  # which NaN a sum of two NaNs gives is the compiler's choice, in NumPy too
-            same |= np.isnan(a).ravel() & np.isnan(b).ravel()
-        assert same.all(), f"{(~same).sum()} elements differ, the first at {np.flatnonzero(~same)[0]}"
-
-
 @pytest.fixture(params=[1, 2, 16], ids=lambda n: f"{n}-threads")
 def threads(request, monkeypatch):
     monkeypatch.setattr(device_pool, "call_threads", lambda: request.param)
@@ -99,22 +78,22 @@ def test_every_way_of_reading_inputs_gives_numpys_bits(case, threads, monkeypatc
     _, shape, other, function = case
     runs = compiled_runs(monkeypatch)
     h, b = edges(shape, 0), edges(other, 1)
-    fused, expected = run_both(function, h, b)
+    fused, expected, _ = fused_and_reference(function, h, b)
     assert runs, "the cluster did not run compiled"
-    assert_same_bits(fused, expected)
+    assert_bitwise_equal(fused, expected)
 
 
 def test_read_only_inputs_run_compiled_and_strided_ones_as_numpy_calls(monkeypatch):
     runs = compiled_runs(monkeypatch)
     frozen = edges((300, 200), 3)
     frozen.setflags(write=False)
-    fused, expected = run_both(lambda a, b: mnp.maximum(a * b, b - a), edges((300, 200), 2), frozen)
+    fused, expected, _ = fused_and_reference(lambda a, b: mnp.maximum(a * b, b - a), edges((300, 200), 2), frozen)
     assert len(runs) == 1
-    assert_same_bits(fused, expected)
+    assert_bitwise_equal(fused, expected)
     strided = edges((300, 400), 2)[:, ::2]  # a view with a step: the loop would walk it across pages
-    fused, expected = run_both(lambda a, b: mnp.maximum(a * b, b - a), strided, frozen)
+    fused, expected, _ = fused_and_reference(lambda a, b: mnp.maximum(a * b, b - a), strided, frozen)
     assert len(runs) == 1
-    assert_same_bits(fused, expected)
+    assert_bitwise_equal(fused, expected)
 
 
 def test_until_compiled_in_the_background_clusters_run_as_numpy_calls_with_the_same_values(monkeypatch):
@@ -126,10 +105,10 @@ def test_until_compiled_in_the_background_clusters_run_as_numpy_calls_with_the_s
     step = meshax.jit(lambda h, b: mnp.where(h * b > 2.0, h - b, mnp.minimum(h, b) * 0.75))
     expected = np.where(h * b > 2, h - b, np.minimum(h, b) * np.float32(0.75))
     with np.errstate(all="ignore"):
-        assert_same_bits([step(h, b)], [expected])  # the kernel only asked for: NumPy's calls ran
+        assert_bitwise_equal([step(h, b)], [expected])  # the kernel only asked for: NumPy's calls ran
         assert not runs
         assert compiler.wait(timeout=120)
-        assert_same_bits([step(h, b)], [expected])
+        assert_bitwise_equal([step(h, b)], [expected])
     assert runs
 
 
@@ -150,7 +129,7 @@ def test_an_mlp_layer_and_its_derivative_give_numpys_values(mode, monkeypatch):
         layer = meshax.jit(meshax.shard_map(layer, mesh=mesh, in_specs=(P("d"), P(), P("d")), out_specs=P("d")))
     with np.errstate(all="ignore"):
         ours = layer(h, b, g)
-    assert_same_bits(ours, expected)
+    assert_bitwise_equal(ours, expected)
     assert runs or mode == "eager"  # eagerly, each operation runs alone
 
 
