@@ -131,6 +131,7 @@ def test_info_alone():
     assert fields["numpy"] == numpy.__version__
     assert fields["mpi4py"] == mpi4py.__version__
     assert fields["MPI library"].startswith("MPICH Version: ")
+    assert fields["kernels"].startswith("numba ") and "compiled in the background, cache " in fields["kernels"]
 
 
 def test_info_under_the_launcher():

@@ -104,6 +104,20 @@ class KernelCompiler:
         self._ready[key] = kernel
 
 
+def describe() -> str:
+    """One line for `meshax info`: numba's version, when kernels compile, and the kernel cache."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        numba = f"numba {version('numba')}"
+    except PackageNotFoundError:
+        numba = "numba missing (clusters run as NumPy calls)"
+    when = "in the background" if KernelCompiler().background else "on first use (MESHAX_COMPILE_KERNELS=now)"
+    folder = kernel_cache()
+    where = f"cache {folder} ({len(list(folder.glob('*.py')))} kernels)" if folder else "no writable cache"
+    return f"{numba}, compiled {when}, {where}"
+
+
 def kernel_cache() -> Path | None:
     """The folder where kernel sources and numba's machine code for them are kept (None: none is writable)."""
     root = os.environ.get("MESHAX_CACHE_DIR") or os.path.join(

@@ -139,8 +139,8 @@ class _Program:
 
     def __init__(self, cluster: Jaxpr) -> None:
         self.cluster = cluster
-        self.literals = [np.asarray(x.value, dtype=x.aval.dtype) for eq in cluster.equations for x in eq.inputs
-                         if isinstance(x, Literal)]
+        self.literals = [_read_only(np.ascontiguousarray(x.value, dtype=x.aval.dtype)) for eq in cluster.equations
+                         for x in eq.inputs if isinstance(x, Literal)]
         self._sources: dict[tuple, str] = {}
 
     def source(self, inputs: list[np.ndarray], out_shape: tuple[int, ...]) -> tuple[str, list[Any]]:

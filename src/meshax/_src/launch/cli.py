@@ -285,6 +285,7 @@ def _mpi_lines() -> list[str]:
 
 
 def _compute_lines() -> list[str]:
+    from ..interpreters import kernel_compiler
     from ..runtime import allocator, blas_threads, compute_pool, cpu_budget
 
     try:
@@ -292,7 +293,8 @@ def _compute_lines() -> list[str]:
     except ValueError as error:
         compute, threads = str(error), 1
     blas = blas_threads.quiet_idle_threads(compute_pool.blas_controller(), threads)
-    return [f"compute:     {compute}", f"BLAS idle:   {blas}", f"memory:      {allocator.keep_freed_memory()}"]
+    return [f"compute:     {compute}", f"BLAS idle:   {blas}", f"memory:      {allocator.keep_freed_memory()}",
+            f"kernels:     {kernel_compiler.describe()}"]
 
 
 def info() -> int:
