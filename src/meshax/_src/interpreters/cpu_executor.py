@@ -95,9 +95,9 @@ class CpuExecutor:
         return _run_in_blocks(cluster, plan, inputs, out_shape, threads, self.block_elements, out)
 
     def compile(self, cluster: Jaxpr) -> "_Plan":
-        """How `cluster` can run: its numexpr program (or None), along which axis of each input the output's
-        rows lie (None: the cluster cannot be split into blocks of rows), and where its intermediates are read
-        for the last time."""
+        """How `cluster` can run: its numba program and its numexpr program (None where one cannot express it),
+        along which axis of each input the output's rows lie (None: the cluster cannot be split into blocks of
+        rows), and where its intermediates are read for the last time."""
         supported = all(self.numexpr.supports(eq) for eq in cluster.equations)
         return _Plan(self.numba.compile(cluster), self.numexpr.compile(cluster) if supported else None,
                      _row_axes(cluster), _last_reads(cluster))
