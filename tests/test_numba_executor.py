@@ -183,3 +183,18 @@ def test_without_a_writable_cache_kernels_compile_in_memory(tmp_path):
     blocked.write_text("not a folder")
     assert run_program(str(blocked)).startswith("hits 0 ")  # compiled in memory, the values right
     assert kernel_compiler.kernel_cache() is not None  # this process's own cache is unaffected
+
+
+def test_processes_whose_kernels_are_ready_at_different_steps_compute_the_same_values(tmp_path):
+    """A job of 2 processes: each compiles its kernel in the background at its own moment, so steps run with the
+    cluster compiled in one process and as NumPy calls in the other; every step's values are NumPy's on both."""
+    from multiprocess import REPO, lines_by_process, run_launcher
+
+    result = run_launcher(str(REPO / "tests" / "programs" / "compiled_clusters_job.py"), 2, 2, str(tmp_path),
+                          timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    reports = {i: dict(field.split("=") for field in next(line for line in lines if line.startswith("compiled "))
+                       .split()[2:]) for i, lines in lines_by_process(result.stdout).items()}
+    assert sorted(reports) == [0, 1]
+    for report in reports.values():
+        assert int(report["numpy_runs"]) > 0 and int(report["kernel_runs"]) > 0, reports
