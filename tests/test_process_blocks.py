@@ -450,6 +450,27 @@ def test_joined_values_are_the_devices_blocks_of_one_result():
         assert whole_of(dict(values), devices, how) is None  # a plain dict of the same views: not known whole
     stacked = joined_values(np.arange(24.0).reshape(4, 6), STACKED, devices)
     np.testing.assert_array_equal(stacked[devices[2]], np.arange(12.0, 18.0))
+    scalars = joined_values(np.arange(4.0), STACKED, devices)  # each device's scalar: a 0-d view, not a NumPy scalar
+    assert all(type(v) is np.ndarray and v.shape == () and v == i for i, v in enumerate(scalars.values()))
+
+
+def test_a_cluster_runs_once_over_the_joined_rows_once_its_kernel_ran(monkeypatch):
+    """With 2 compute threads a large cluster's devices' calls run side by side until its compiled kernel has
+    run; from then on it runs once over the devices' joined rows (the kernel spreads them over the threads)."""
+    from meshax._src.interpreters import fusion
+
+    monkeypatch.setenv("MESHAX_CPU_THREADS", "2")
+    monkeypatch.setattr(fusion.EXECUTORS["cpu"].numba.compiler, "background", False)
+    side_by_side: list[str] = []
+    monkeypatch.setattr(process_blocks, "_side_by_side", _counted(process_blocks._side_by_side, side_by_side))
+    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
+    large = np.random.default_rng(9).standard_normal((1024, 512)).astype(np.float32)
+    placed = meshax.device_put(large, meshax.NamedSharding(mesh, meshax.P("data")))
+    step = meshax.jit(lambda x: jnp.maximum(x * 3.0 - 1.0, 0.5))
+    expected = np.maximum(large * np.float32(3) - np.float32(1), np.float32(0.5))
+    for call in range(3):
+        assert np.asarray(step(placed)).tobytes() == expected.tobytes()
+        assert side_by_side == ["fused"], (call, side_by_side)  # the first call only
 
 
 def test_reshapes_and_scatters_over_the_process_devices_keep_their_result_whole(monkeypatch):

@@ -29,7 +29,7 @@ def joined_values(whole: np.ndarray, how: int, devices: tuple[Any, ...]) -> Join
     whole = read_only(whole)
     count = len(devices)
     if how == STACKED:
-        views: Sequence[np.ndarray] = list(whole)
+        views: Sequence[np.ndarray] = [whole[i, ...] for i in range(count)]  # arrays, scalars' too (not NumPy scalars)
     elif how == 0 and whole.flags.c_contiguous:
         views = list(whole.reshape((count, whole.shape[0] // count) + whole.shape[1:]))
     else:

@@ -109,6 +109,7 @@ class NumbaExecutor:
             function = self.compiler.request(key, source, examples)
             if function is None:
                 return None
+        program.compiled = True
         out = np.empty(out_shape, out_dtype) if out is None else out
         rows = out_shape[0]
         per_part = -(-rows // max(1, min(parts, rows)))
@@ -142,6 +143,7 @@ class _Program:
         self.literals = [_read_only(np.ascontiguousarray(x.value, dtype=x.aval.dtype)) for eq in cluster.equations
                          for x in eq.inputs if isinstance(x, Literal)]
         self._sources: dict[tuple, str] = {}
+        self.compiled = False  # whether one of its kernels has run (then it runs compiled from now on, mostly)
 
     def source(self, inputs: list[np.ndarray], out_shape: tuple[int, ...]) -> tuple[str, list[Any]]:
         """The loop source for these inputs and their arguments (inputs, then literals; a single element as

@@ -51,11 +51,12 @@ SMALL = 1 << 16  # elements of a result whose devices' calls cost more to dispat
 ONE_CALL, SIDE_BY_SIDE = "one call", "side by side"
 
 
-def _join_mode(primitive: Primitive, elements: int) -> str | None:
+def _join_mode(primitive: Primitive, elements: int, params: dict[str, Any]) -> str | None:
     """How the devices' blocks run as one (None: they do not): `ONE_CALL` over the joined blocks where that
     gives each device's values and beats the devices' calls side by side: always with one compute thread
     (they would run one after the other); else for matmuls (BLAS spreads one over the threads), clusters the
-    executor spreads (`CpuExecutor.min_threads`) and small results (`elements`: of all the devices' results).
+    executor spreads (those whose compiled kernel has run, any from `CpuExecutor.min_threads`) and small results
+    (`elements`: of all the devices' results).
     Large elementwise calls with several threads run `SIDE_BY_SIDE`, one per device, but write into one
     buffer, so that the joined calls after them (a matmul of the activations) read it without a copy."""
     if primitive.name not in _TAKEN and not (getattr(impl_rules.get(primitive), "precise", False)
@@ -63,9 +64,15 @@ def _join_mode(primitive: Primitive, elements: int) -> str | None:
         return None
     threads = compute_pool.workers()
     if (threads == 1 or primitive.name == "dot_general" or elements <= SMALL
-            or (primitive.name == "fused" and threads >= CpuExecutor.min_threads)):
+            or (primitive.name == "fused" and (threads >= CpuExecutor.min_threads or _compiled(params["cluster"])))):
         return ONE_CALL
     return SIDE_BY_SIDE
+
+
+def _compiled(cluster: Any) -> bool:
+    """Whether `cluster` runs as a compiled kernel (its row ranges spread over all the threads)."""
+    program = cluster.kernel().numba
+    return program is not None and program.compiled
 
 
 def _side_by_side(primitive: Primitive, operands: list[list[Any]], params: dict[str, Any], dtype: np.dtype,
@@ -101,7 +108,7 @@ def run_joined(primitive: Primitive, inputs: Sequence[Any], params: dict[str, An
     """The per-device results of `primitive` (global Arrays `inputs`) over the `local` devices of `mesh`, from
     one call over their joined blocks; None where that does not apply (the caller then runs one call per
     device). `summed_over`: the mesh axes the results are summed over next (empty where they are not)."""
-    mode = _join_mode(primitive, out_avals[0].size) if len(out_avals) == 1 else None
+    mode = _join_mode(primitive, out_avals[0].size, params) if len(out_avals) == 1 else None
     if (len(local) < 2 or mode is None or primitive.multiple_results or not inputs
             or not all(isinstance(x, Array) for x in inputs)):
         return None
@@ -152,7 +159,7 @@ def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Se
     the devices' values (device -> array) where `own[i]`, else one value for all of them."""
     if primitive.name == "reshape" and own[0]:
         return _reshaped(operands[0], out_aval, devices)
-    mode = _join_mode(primitive, out_aval.size * len(devices))
+    mode = _join_mode(primitive, out_aval.size * len(devices), params)
     if len(devices) < 2 or primitive.multiple_results or mode is None:
         return None
     values, joined = _per_device(operands, own, devices)
