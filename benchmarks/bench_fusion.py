@@ -3,7 +3,8 @@
     python benchmarks/bench_fusion.py [--repeats 30] [--threads 1,2]
 
 The chains are those of bench_train.py's step (batch 2048, width 1024, float32): the forward bias + ReLU,
-ReLU's backward select, and the SGD update of a 1024x1024 weight. Columns: the NumPy calls of the chain, one
+ReLU's backward select, and the SGD update of a 1024x1024 weight; and Adam's update of that weight (optax's
+arithmetic at its first step). Columns: the NumPy calls of the chain, one
 pass per operation (np.where for the select: what meshax ran before fusion); meshax under jit on one device
 with its clusters run as NumPy calls (numba off: the path a cluster takes until its kernel is compiled, and
 for what numba cannot express); meshax with the cluster compiled by numba, on each of --threads threads; the
@@ -36,7 +37,26 @@ def inputs() -> dict[str, np.ndarray]:
     return {"h": rng.standard_normal((BATCH, WIDTH)).astype(F32), "b": rng.standard_normal(WIDTH).astype(F32),
             "g": rng.standard_normal((BATCH, WIDTH)).astype(F32),
             "w": rng.standard_normal((WIDTH, WIDTH)).astype(F32),
-            "gw": rng.standard_normal((WIDTH, WIDTH)).astype(F32)}
+            "gw": rng.standard_normal((WIDTH, WIDTH)).astype(F32),
+            "m": rng.standard_normal((WIDTH, WIDTH)).astype(F32),
+            "v": np.abs(rng.standard_normal((WIDTH, WIDTH))).astype(F32)}
+
+
+def adam_numpy(w: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Adam's step of a weight (moments updated, bias-corrected at step 1), a NumPy pass per operation."""
+    m = np.add(np.multiply(F32(0.9), m), np.multiply(F32(0.1), g))
+    v = np.add(np.multiply(F32(0.999), v), np.multiply(F32(0.001), np.multiply(g, g)))
+    return np.subtract(w, np.divide(np.multiply(F32(0.001), np.divide(m, F32(0.1))),
+                                    np.add(np.sqrt(np.divide(v, F32(0.001))), F32(1e-8))))
+
+
+def adam_meshax(mnp: Any) -> Callable[..., Any]:
+    def step(w: Any, g: Any, m: Any, v: Any) -> Any:
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g ** 2
+        return w - 0.001 * (m / 0.1) / (mnp.sqrt(v / 0.001) + 1e-8)
+
+    return step
 
 
 # name: (arguments, meshax function (made with meshax.numpy), NumPy one pass per operation, numexpr expression)
@@ -48,6 +68,8 @@ CHAINS: dict[str, tuple[tuple[str, ...], Callable[..., Callable[..., Any]], Call
                                               "where(h + b > zero, g, zero)"),
     "SGD update: w - 0.3 * g (1024x1024)": (("w", "gw"), lambda mnp: lambda w, g: w - 0.3 * g,
                                             lambda w, g: np.subtract(w, np.multiply(F32(0.3), g)), "w - rate * gw"),
+    "Adam update (1024x1024)": (("w", "gw", "m", "v"), adam_meshax, adam_numpy,
+                                "w - lr * ((b1 * m + c1 * gw) / c1) / (sqrt((b2 * v + c2 * (gw * gw)) / c2) + eps)"),
 }
 
 # run in a fresh process: the first call of a chain whose kernel is in the cache (numba's import and start-up
@@ -95,7 +117,9 @@ def main() -> None:
     numba_executor = fusion.EXECUTORS["cpu"].numba
     threads = [int(t) for t in args.threads.split(",")]
     data = inputs()
-    constants = {"zero": np.zeros((), F32), "rate": np.asarray(0.3, F32)}
+    constants = {"zero": np.zeros((), F32), "rate": np.asarray(0.3, F32), "lr": np.asarray(0.001, F32),
+                 "b1": np.asarray(0.9, F32), "c1": np.asarray(0.1, F32), "b2": np.asarray(0.999, F32),
+                 "c2": np.asarray(0.001, F32), "eps": np.asarray(1e-8, F32)}
     header = (["chain", "NumPy, a pass per op", "meshax, NumPy calls"] +
               [f"meshax compiled, {t} thread{'s' * (t > 1)}" for t in threads] +
               [f"numexpr, {t} thread{'s' * (t > 1)}" for t in threads] +
@@ -132,7 +156,7 @@ def main() -> None:
             finally:
                 compute_pool.call_threads = original
         operands = {**data, **constants}
-        used = [n for n in dict.fromkeys(re.findall(r"[a-z]+", expression)) if n in operands]
+        used = [n for n in dict.fromkeys(re.findall(r"[a-z][a-z0-9]*", expression)) if n in operands]
         kernel = numexpr.NumExpr(expression, signature=[(n, getType(operands[n])) for n in used])
         out = np.empty_like(expected)
         for t in threads:

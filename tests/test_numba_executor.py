@@ -198,3 +198,35 @@ def test_processes_whose_kernels_are_ready_at_different_steps_compute_the_same_v
     assert sorted(reports) == [0, 1]
     for report in reports.values():
         assert int(report["numpy_runs"]) > 0 and int(report["kernel_runs"]) > 0, reports
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("power", [-3, -1, 0, 2, 3, 5])
+def test_integer_powers_square_roots_and_reciprocals_give_numpys_bits(power, dtype, monkeypatch):
+    runs = compiled_runs(monkeypatch)
+    x = edges((300, 200), 10).astype(dtype)
+    old = meshax.config.jax_enable_x64
+    meshax.config.update("jax_enable_x64", True)  # float64 stays float64
+    try:
+        fused, expected, _ = fused_and_reference(
+            lambda a: lax.integer_pow(a * 1.5, power) + mnp.sqrt(mnp.abs(a)) * lax.reciprocal(a - 0.5), x)
+    finally:
+        meshax.config.update("jax_enable_x64", old)
+    assert runs and fused[0].dtype == dtype
+    assert_bitwise_equal(fused, expected)
+
+
+def test_an_adam_update_is_one_compiled_cluster_with_numpys_bits(monkeypatch):
+    """optax's Adam update of one parameter (moments, bias correction, the step) as meshax runs it under jit."""
+    runs = compiled_runs(monkeypatch)
+    p, g, m, v = (edges((300, 200), seed) for seed in (11, 12, 13, 14))
+    v = np.abs(v)
+
+    def adam(p, g, m, v):
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g ** 2
+        return p - 0.001 * (m / 0.1) / (mnp.sqrt(v / 0.001) + 1e-8)
+
+    fused, expected, count = fused_and_reference(adam, p, g, m, v)
+    assert count == 1 and runs
+    assert_bitwise_equal(fused, expected)

@@ -39,7 +39,7 @@ from .numexpr_executor import NumexprExecutor
 BLOCKWISE = frozenset({
     "add", "add_any", "sub", "mul", "div", "neg", "max", "min", "abs", "sign", "square", "reciprocal", "sqrt",
     "floor", "ceil", "round", "trunc", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "select",
-    "convert_element_type", "broadcast_in_dim", "isnan", "isinf", "isfinite", "signbit", "copysign",
+    "convert_element_type", "broadcast_in_dim", "isnan", "isinf", "isfinite", "signbit", "copysign", "integer_pow",
 })
 
 

@@ -2,10 +2,10 @@
 registers, compiled by numba for this CPU and run on row ranges over the controller's threads (the compiled
 loop holds no GIL).
 
-A cluster (fusion.py) of float32/float64 arithmetic, comparisons, logic, select, max/min and exact
-conversions becomes Python source for numba: a loop nest over the output's axes whose body computes the
-cluster's value of one element and stores it. The operations translated are those whose compiled result is
-NumPy's bit for bit: IEEE +, -, *, / (no contraction into fused multiply-adds, no fast-math), NumPy's
+A cluster (fusion.py) of float32/float64 arithmetic, square roots, integer powers, comparisons, logic, select,
+max/min and exact conversions becomes Python source for numba: a loop nest over the output's axes whose body
+computes the cluster's value of one element and stores it. The operations translated are those whose compiled
+result is NumPy's bit for bit: IEEE +, -, *, / and sqrt (no contraction into fused multiply-adds, no fast-math), NumPy's
 choices for max/min (a NaN operand wins, the first one if both; of two equal values the second), select,
 comparisons, conversions between float32, float64 and bool. Transcendentals and integer arithmetic are not
 (libm and NumPy's SIMD kernels round differently; numba widens int32 arithmetic).
@@ -57,11 +57,29 @@ def _expression(eq: Equation, args: list[str]) -> str | None:
         return f"({args[0]} {_COMPARISONS[name]} {args[1]})"
     if name in _LOGIC and first == np.bool_:
         return f"({args[0]} {_LOGIC[name]} {args[1]})"
-    if first in _FLOATS and name in ("neg", "abs", "square"):
-        return {"neg": f"(-{args[0]})", "abs": f"abs({args[0]})", "square": f"({args[0]} * {args[0]})"}[name]
+    if first in _FLOATS and name in ("neg", "abs", "square", "sqrt", "reciprocal"):
+        x = args[0]
+        return {"neg": f"(-{x})", "abs": f"abs({x})", "square": f"({x} * {x})", "sqrt": f"np.sqrt({x})",
+                "reciprocal": f"(np.{first.name}(1) / {x})"}[name]
+    if name == "integer_pow" and first in _FLOATS:
+        return _integer_power(args[0], eq.params["y"], first)
     if name == "not" and first == np.bool_:
         return f"(not {args[0]})"
     return None
+
+
+def _integer_power(x: str, y: int, dtype: np.dtype) -> str:
+    """x ** y with the products of meshax's integer_pow (repeated squaring, each product rounded; 1 / x ** -y)."""
+    one = f"np.{dtype.name}(1)"
+    power, square, k = None, x, abs(y)
+    while k:
+        if k & 1:
+            power = square if power is None else f"({power} * {square})"
+        k >>= 1
+        if k:
+            square = f"({square} * {square})"
+    power = power or one
+    return f"({one} / {power})" if y < 0 else power
 
 
 class NumbaExecutor:
