@@ -168,13 +168,14 @@ class _Program:
         a scalar)."""
         shapes = tuple(x.shape for x in inputs)
         key = (shapes, tuple(out_shape))
-        if key not in self._sources:
+        source = self._sources.get(key)  # (devices' threads may ask at once: each keeps its own answer)
+        if source is None:
             if len(self._sources) > 64:
                 self._sources.clear()
-            self._sources[key] = _loop_source(self.cluster, shapes, out_shape, self.literals)
+            source = self._sources[key] = _loop_source(self.cluster, shapes, out_shape, self.literals)
         arguments = [x[()] if x.ndim == 0 else _read_only(x) for x in inputs]
         arguments += [x if x.size > 1 else x.reshape(())[()] for x in self.literals]
-        return self._sources[key], arguments
+        return source, arguments
 
 
 def _read_only(x: np.ndarray) -> np.ndarray:
