@@ -34,7 +34,7 @@ class KernelCompiler:
     """Compiled kernels by signature, compiled on request."""
 
     def __init__(self) -> None:
-        self.background = os.environ.get("MESHAX_COMPILE_KERNELS", "background") != "now"
+        self.background = _background_by_default()
         self._lock = threading.Lock()
         self._ready: dict[Hashable, Callable[..., None]] = {}
         self._asked: set[Hashable] = set()  # compiled, being compiled, or failed (never asked again)
@@ -112,10 +112,15 @@ def describe() -> str:
         numba = f"numba {version('numba')}"
     except PackageNotFoundError:
         numba = "numba missing (clusters run as NumPy calls)"
-    when = "in the background" if KernelCompiler().background else "on first use (MESHAX_COMPILE_KERNELS=now)"
+    when = "in the background" if _background_by_default() else "on first use (MESHAX_COMPILE_KERNELS=now)"
     folder = kernel_cache()
     where = f"cache {folder} ({len(list(folder.glob('*.py')))} kernels)" if folder else "no writable cache"
     return f"{numba}, compiled {when}, {where}"
+
+
+def _background_by_default() -> bool:
+    """Whether kernels compile in the background (unless MESHAX_COMPILE_KERNELS=now)."""
+    return os.environ.get("MESHAX_COMPILE_KERNELS", "background") != "now"
 
 
 def kernel_cache() -> Path | None:
