@@ -12,6 +12,7 @@ from meshax import lax
 from meshax._src.core.core import impl_rules
 from meshax._src.interpreters import process_blocks
 from meshax._src.primitives import array_primitives
+from meshax._src.runtime.compute_pool import run_each as real_run_each
 
 
 def _counted(function, calls: list[str], label: str = ""):
@@ -432,6 +433,95 @@ def test_products_of_two_per_device_operands_run_stacked_with_each_devices_bits(
     assert "dot_general" in stacked, stacked
 
 
+def _pairwise(parts):
+    """XLA's order of adding the devices' partial sums: neighbours first, ((p0 + p1) + (p2 + p3)) + ..."""
+    while len(parts) > 1:
+        parts = [parts[i] + parts[i + 1] if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
+    return parts[0]
+
+
+@pytest.mark.parametrize("devices", [4, 8])
+@pytest.mark.parametrize("where", ["eager", "jit"])
+def test_small_partial_products_and_sums_over_the_split_rows_run_stacked_with_xlas_bits(monkeypatch, devices, where):
+    """Data parallel: a small weight's gradient (x.T @ g) and a bias's (a sum over the rows), whose devices' partial
+    sums are added in XLA's pairwise order: each device's part from one call over the devices' blocks stacked,
+    the total bit for bit that of NumPy's per-block results added pairwise."""
+    monkeypatch.setenv("MESHAX_CPU_THREADS", "1")
+    stacked = []
+    monkeypatch.setattr("meshax._src.interpreters.process_blocks._run_stacked",
+                        _counted(process_blocks._run_stacked, stacked))
+    mesh = meshax.make_mesh((devices,), ("data",), devices=meshax.devices()[:devices])
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((devices * 16, 24)) * 10.0 ** rng.integers(-3, 4, (devices * 16, 24))).astype(np.float32)
+    g = rng.standard_normal((devices * 16, 10)).astype(np.float32)
+    rows = meshax.NamedSharding(mesh, meshax.P("data"))
+
+    def grads(u, v):
+        return lax.dot_general(u, v, (((0,), (0,)), ((), ()))), jnp.sum(v, axis=0), jnp.max(u, axis=0)
+
+    f = grads if where == "eager" else meshax.jit(grads)
+    weight, bias, largest = f(meshax.device_put(x, rows), meshax.device_put(g, rows))
+    blocks = list(zip(np.split(x, devices), np.split(g, devices)))
+    assert np.asarray(weight).tobytes() == _pairwise([a.T @ b for a, b in blocks]).tobytes()
+    assert np.asarray(bias).tobytes() == _pairwise([b.sum(axis=0) for _, b in blocks]).tobytes()
+    np.testing.assert_array_equal(np.asarray(largest), x.max(axis=0))
+    assert {"dot_general", "reduce_sum", "reduce_max"} <= set(stacked), stacked
+
+
+@pytest.mark.parametrize("where", ["jit", "shard_map"])
+def test_large_stacked_products_and_reductions_spread_over_the_threads_with_each_devices_bits(monkeypatch, where):
+    """With 2 compute threads, stacked operands large enough run as ranges of the stack side by side: each device's
+    product and sum over its rows bit for bit NumPy's on its block alone."""
+    monkeypatch.setenv("MESHAX_CPU_THREADS", "2")
+    spread = []
+    monkeypatch.setattr("meshax._src.runtime.compute_pool.run_each",
+                        lambda calls, **kw: spread.append(len(calls)) or real_run_each(calls, **kw))
+    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((4 * 512, 160)).astype(np.float32)
+    g = rng.standard_normal((4 * 512, 10)).astype(np.float32)
+    P = meshax.P
+    rows = meshax.NamedSharding(mesh, P("data"))
+
+    def parts(u, v):  # doubled first (exactly): operands that are one joined result, stacked without a copy
+        u, v = u * 2.0, v * 2.0
+        return lax.dot_general(u, v, (((0,), (0,)), ((), ()))), jnp.sum(u, axis=0)
+
+    if where == "shard_map":
+        f = meshax.jit(meshax.shard_map(lambda u, v: [p[None] for p in parts(u, v)], mesh=mesh, in_specs=P("data"),
+                                        out_specs=P("data")))
+    else:
+        f = meshax.jit(parts)
+    weight, bias = (np.asarray(o) for o in f(meshax.device_put(x, rows), meshax.device_put(g, rows)))
+    weights = [(2 * a).T @ (2 * b) for a, b in zip(np.split(x, 4), np.split(g, 4))]
+    biases = [(2 * a).sum(axis=0) for a in np.split(x, 4)]
+    if where == "shard_map":
+        assert all(weight[i].tobytes() == w.tobytes() for i, w in enumerate(weights))
+        assert all(bias[i].tobytes() == b.tobytes() for i, b in enumerate(biases))
+    else:  # the devices' parts added in XLA's order
+        assert weight.tobytes() == _pairwise(weights).tobytes() and bias.tobytes() == _pairwise(biases).tobytes()
+    assert spread.count(2) >= 2, spread  # the product's and the sum's two ranges of the stack
+
+
+def test_a_joined_results_buffers_are_its_views_and_the_next_joined_call_reads_it_whole(joined_calls, monkeypatch):
+    """An Array computed by one call over the devices' rows holds that result's views (JoinedValues, uneven blocks
+    too); the next call joining them reads the result itself, without a copy."""
+    from meshax._src.interpreters.device_values import JoinedValues
+    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
+    x = np.arange(4 * 6 * 5, dtype=np.float32).reshape(24, 5)
+    rows = meshax.NamedSharding(mesh, meshax.P("data"))
+    first = meshax.jit(lambda u: u * 2.0)(meshax.device_put(x, rows))
+    buffers = first.local_buffers()
+    assert isinstance(buffers, JoinedValues) and buffers.whole.shape == (24, 5)
+    assert all(np.shares_memory(buffers[d], buffers.whole) and not buffers[d].flags.writeable for d in buffers)
+    joins = []
+    real_join = process_blocks.join_blocks
+    monkeypatch.setattr(process_blocks, "join_blocks", lambda *a: joins.append(a) or real_join(*a))
+    second = meshax.jit(lambda u: u + 1.0)(first)
+    np.testing.assert_array_equal(np.asarray(second), x * 2 + 1)
+    assert not joins and len(joined_calls) == 2, (joins, joined_calls)
+
+
 def test_joined_values_are_the_devices_blocks_of_one_result():
     """A joined call's per-device values: read-only views of the result, cut into equal blocks along a dimension
     (or stacked); the result is found again only for the same devices in the same order, cut the same way."""
@@ -452,6 +542,9 @@ def test_joined_values_are_the_devices_blocks_of_one_result():
     np.testing.assert_array_equal(stacked[devices[2]], np.arange(12.0, 18.0))
     scalars = joined_values(np.arange(4.0), STACKED, devices)  # each device's scalar: a 0-d view, not a NumPy scalar
     assert all(type(v) is np.ndarray and v.shape == () and v == i for i, v in enumerate(scalars.values()))
+    uneven = joined_values(result, 0, devices, [3, 3, 1, 1])  # blocks of the sizes given
+    assert [uneven[d].shape[0] for d in devices] == [3, 3, 1, 1]
+    np.testing.assert_array_equal(np.concatenate(list(uneven.values())), result)
 
 
 def test_a_cluster_runs_once_over_the_joined_rows_once_its_kernel_ran(monkeypatch):

@@ -1,6 +1,7 @@
-"""A shard_map value's per-device arrays where one call computed them all (process_blocks.py): the devices' views
-of one joined result, the result itself kept beside them, so that the next joined call reads it at once instead
-of finding, device by device, where each view lies (a 16-device FSDP step on one process makes ~50 such calls).
+"""A value's per-device arrays where one call computed them all (process_blocks.py): the devices' views of one
+joined result, the result itself kept beside them, so that the next joined call reads it at once instead of
+finding, device by device, where each view lies (a 16-device FSDP step on one process makes ~50 such calls).
+Both shard_map's per-device values and an Array's local buffers may be one.
 """
 from __future__ import annotations
 
@@ -24,21 +25,25 @@ class JoinedValues(dict):
         return self.devices is devices or self.devices == tuple(devices)
 
 
-def joined_values(whole: np.ndarray, how: int, devices: tuple[Any, ...]) -> JoinedValues:
-    """The `devices`' values cut from `whole` (made read-only, and so are the views)."""
+def joined_values(whole: np.ndarray, how: int, devices: tuple[Any, ...],
+                  sizes: Sequence[int] | None = None) -> JoinedValues:
+    """The `devices`' values cut from `whole` (made read-only, and so are the views): in equal blocks, or blocks
+    of `sizes` along `how`."""
     whole = read_only(whole)
     count = len(devices)
     if how == STACKED:
         views: Sequence[np.ndarray] = [whole[i, ...] for i in range(count)]  # arrays, scalars' too (not NumPy scalars)
-    elif how == 0 and whole.flags.c_contiguous:
+    elif how == 0 and whole.flags.c_contiguous and (sizes is None or len(set(sizes)) == 1):
         views = list(whole.reshape((count, whole.shape[0] // count) + whole.shape[1:]))
     else:
-        size = whole.shape[how] // count
+        if sizes is None:
+            sizes = [whole.shape[how] // count] * count
         cut = [slice(None)] * whole.ndim
-        views = []
-        for i in range(count):
-            cut[how] = slice(i * size, (i + 1) * size)
+        views, start = [], 0
+        for size in sizes:
+            cut[how] = slice(start, start + size)
             views.append(whole[tuple(cut)])
+            start += size
     values = JoinedValues(zip(devices, views))
     values.whole, values.how, values.devices = whole, how, devices
     return values

@@ -28,6 +28,7 @@ from ..sharding.placement_rules import Spec, fit
 from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding
 from ..arrays.transfer import reshard
 from .numpy_eval import learn, structured_rules, try_primitive
+from .device_values import JoinedValues
 from .process_blocks import run_joined
 from .shard_map import run_device_calls
 from .staging import inline_rules
@@ -296,6 +297,8 @@ def _local_shapes_of(mesh: Mesh, shapes: Sequence[tuple[int, ...]], specs: Seque
 
 
 def _make_output(aval: ShapedArray, sharding: Sharding, buffers: dict, committed: bool) -> Array:
+    if isinstance(buffers, JoinedValues) and buffers.whole.dtype == aval.dtype:  # read-only views already
+        return Array(aval.shape, aval.dtype, sharding, buffers, aval.weak_type, committed)
     shared: dict[int, np.ndarray] = {}
     final = {}
     for device, value in buffers.items():

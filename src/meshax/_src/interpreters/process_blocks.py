@@ -7,11 +7,12 @@ one dispatch instead of one per device, and one large call that BLAS, or the fus
 spreads over the controller's whole share of the threads, where per-device calls side by side each
 get a slice of it (a data-parallel step on one process of 16 devices, 16 cores: 82 -> 63 ms); `_join_mode`
 says where that pays. Where it does not (large elementwise calls with several threads), the devices'
-calls run side by side but write their blocks into one buffer. The joined inputs are views where the
-shards lie one after another in one buffer (results of earlier calls, remembered: `_views_of`), else
-copies. A matrix product that contracts the split dimension
-sums the devices' partial products itself; its result stands for all of them
-(`collectives.LocallyCombined`) in the reduction across devices that follows. Inside shard_map
+calls run side by side but write their blocks into one buffer. The joined inputs are the results of
+earlier joined calls where their buffers are those results' views (device_values.JoinedValues), views
+where the shards lie one after another in one buffer, else copies. A matrix product that contracts the
+split dimension sums the devices' partial products itself; its result stands for all of them
+(`collectives.LocallyCombined`) in the reduction across devices that follows; a small one (summed next in
+XLA's pairwise order) gives each device's partial product from one call over their blocks stacked. Inside shard_map
 (`run_joined_on_devices`) the devices' values are joined along the result's first dimension where one
 call's result, cut into equal blocks, is each device's.
 
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import math
-import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -131,16 +131,18 @@ def run_joined(primitive: Primitive, inputs: Sequence[Any], params: dict[str, An
     else:
         plan = False
     intervals = {i for dim, i in splits if dim != _SAME}
-    if not plan or len(intervals) != 1 or (out_dim != _SAME and intervals != {out_intervals}):
+    if len(intervals) != 1 or (out_dim != _SAME and intervals != {out_intervals}):
         return None  # the split operands' blocks must line up with each other and with the result's
+    if not plan:
+        return None if mode != ONE_CALL else _stacked_partials(primitive, inputs, params, in_dims, out_dim, out_avals[0], devices)
     if mode == SIDE_BY_SIDE:
         if out_dim != 0:
             return None
         blocks = [_block_shape(out_avals[0].shape, 0, [i]) for i in out_intervals]
         operands = [[x.local_buffers()[d] for x in inputs] for d in local]
-        whole, views = _side_by_side(primitive, operands, params, out_avals[0].dtype, blocks)
-        return [dict(zip(local, _views_of(whole, 0, views)))]
-    buffers = [join_blocks([x.local_buffers()[d] for d in local], dim) if dim != _SAME else x.local_buffers()[local[0]]
+        whole, _ = _side_by_side(primitive, operands, params, out_avals[0].dtype, blocks)
+        return [joined_values(whole, 0, devices, [shape[0] for shape in blocks])]
+    buffers = [_joined_buffers(x.local_buffers(), devices, dim) if dim != _SAME else x.local_buffers()[local[0]]
                for x, dim in zip(inputs, in_dims)]
     if primitive.needs_local_shape:
         shape = out_avals[0].shape if out_dim == _SAME else _block_shape(out_avals[0].shape, out_dim, out_intervals)
@@ -149,7 +151,28 @@ def run_joined(primitive: Primitive, inputs: Sequence[Any], params: dict[str, An
     if out_dim == _SAME:  # the devices' partial sums, added up
         combined = LocallyCombined(np.asarray(result))
         return [{d: combined for d in local}]
-    return [dict(zip(local, _cut(np.asarray(result), out_dim, out_intervals)))]
+    return [joined_values(np.asarray(result), out_dim, devices, [hi - lo for lo, hi in out_intervals])]
+
+
+def _joined_buffers(buffers: dict, devices: tuple[Any, ...], dim: int) -> np.ndarray:
+    """An Array's local `buffers`, the `devices`' consecutive blocks along `dim`, as one array."""
+    whole = whole_of(buffers, devices, dim)
+    return whole if whole is not None else join_blocks([buffers[d] for d in devices], dim)
+
+
+def _stacked_partials(primitive: Primitive, inputs: Sequence[Array], params: dict[str, Any], in_dims: Sequence[int],
+                      out_dim: int, out_aval: ShapedArray, devices: tuple[Any, ...]) -> list[dict] | None:
+    """Each device's part of a reduction across the devices (a small weight's or bias's gradient under data
+    parallelism, reduced in XLA's order next), from one call over the devices' blocks stacked, as shard_map's
+    bodies compute them (`_run_stacked`); None where that does not apply."""
+    if out_dim != _SAME or (primitive.name != "dot_general" and primitive.name not in _REDUCTIONS):
+        return None
+    split = [dim != _SAME for dim in in_dims]
+    values = [[x.local_buffers()[d] for d in devices] if s else x.local_buffers()[devices[0]]
+              for x, s in zip(inputs, split)]
+    joined = [x.local_buffers() if s else None for x, s in zip(inputs, split)]
+    each = _run_stacked(primitive, params, values, joined, split, out_aval, devices)
+    return None if each is None else [each]
 
 
 def run_joined_on_devices(primitive: Primitive, operands: Sequence[Any], own: Sequence[bool], params: dict[str, Any],
@@ -253,7 +276,29 @@ def _run_stacked(primitive: Primitive, params: dict[str, Any], values: Sequence[
     operands = [_stacked(v, j, devices) if s else v for v, j, s in zip(values, joined, split)]
     if any(x is None for x in operands):
         return None
-    return joined_values(np.asarray(impl_rules[primitive](*operands, **params)), STACKED, devices)
+    return joined_values(_call_stacked(primitive, operands, split, params), STACKED, devices)
+
+
+def _call_stacked(primitive: Primitive, operands: Sequence[Any], split: Sequence[bool],
+                  params: dict[str, Any]) -> np.ndarray:
+    """`primitive` over operands stacked along their first dimension where `split`: large reductions and products
+    as ranges of the stack side by side on the controller's threads (each device's block computed as alone)."""
+    impl = impl_rules[primitive]
+    count = next(len(x) for x, s in zip(operands, split) if s)
+    threads = 1 if compute_pool.in_batch() else compute_pool.workers()
+    elements = sum(x.size for x, s in zip(operands, split) if s)
+    if (threads < 2 or elements < SPREAD_STACK_FROM
+            or (primitive.name != "dot_general" and primitive.name not in _REDUCTIONS)):
+        return np.asarray(impl(*operands, **params))
+    parts = min(threads, count)
+    bounds = [count * i // parts for i in range(parts + 1)]
+    calls = [functools.partial(impl, *[x[lo:hi] if s else x for x, s in zip(operands, split)], **params)
+             for lo, hi in zip(bounds, bounds[1:])]
+    return np.concatenate([np.asarray(piece) for piece in
+                           compute_pool.run_each(calls, blas=primitive.name == "dot_general")])
+
+
+SPREAD_STACK_FROM = 1 << 18  # elements of stacked operands worth splitting among the threads
 
 
 def _stacked(values: list[np.ndarray], joined: Any, devices: tuple[Any, ...]) -> np.ndarray | None:
@@ -264,47 +309,9 @@ def _stacked(values: list[np.ndarray], joined: Any, devices: tuple[Any, ...]) ->
     if whole is not None:
         return whole
     whole = whole_of(joined, devices, 0)
-    if whole is None:
-        whole = _whole(values, 0)
     if whole is not None and whole.flags.c_contiguous and whole.shape[0] == len(values) * values[0].shape[0]:
         return whole.reshape((len(values),) + values[0].shape)
     return np.stack(values) if len(values) * values[0].size <= SMALL else None
-
-
-def _cut(result: np.ndarray, dim: int, intervals: Sequence[tuple[int, int]]) -> list[np.ndarray]:
-    """The views of `result` along `dim` that are the devices' blocks (`intervals`, from the first one's start)."""
-    start = intervals[0][0]
-    cut = [slice(None)] * result.ndim
-    views = []
-    for lo, hi in intervals:
-        cut[dim] = slice(lo - start, hi - start)
-        views.append(result[tuple(cut)])
-    return _views_of(result, dim, views)
-
-
-_cuts: dict[int, tuple[Any, int, list[Any]]] = {}  # id(result) -> (weak result, how cut, weak views), while alive
-
-
-def _views_of(result: np.ndarray, how: int, views: list[np.ndarray]) -> list[np.ndarray]:
-    """`views` of `result` (a process's Array blocks, cut along dimension `how`), made read-only and remembered, so
-    that joining exactly these views again (`_whole`) gives `result` at once, without reading where each lies."""
-    for view in views:
-        view.flags.writeable = False
-    if views and all(v.base is result for v in views):
-        key = id(result)
-        _cuts[key] = (weakref.ref(result, lambda _, key=key: _cuts.pop(key, None)), how,
-                      [weakref.ref(v) for v in views])
-    return views
-
-
-def _whole(buffers: Sequence[np.ndarray], how: int) -> np.ndarray | None:
-    """The result that `buffers` are, in order, the views of (as `_views_of` cut it along `how`), if they are."""
-    base = buffers[0].base
-    entry = _cuts.get(id(base)) if base is not None else None
-    if (entry is None or entry[0]() is not base or entry[1] != how or len(entry[2]) != len(buffers)
-            or not all(ref() is b for ref, b in zip(entry[2], buffers))):
-        return None
-    return base
 
 
 def summed_products(program: Any, mesh: Mesh, devices: tuple[Any, ...]) -> frozenset[int]:
@@ -494,11 +501,8 @@ def _cluster_plan(cluster: Any, inputs: Sequence[Any], in_dims: Sequence[int], o
 
 
 def join_blocks(buffers: list[np.ndarray], dim: int) -> np.ndarray:
-    """The devices' consecutive blocks as one array: a view where they lie one after another in one buffer (the
-    views of an earlier joined result: then that result itself, read-only), else a copy."""
-    whole = _whole(buffers, dim)
-    if whole is not None:
-        return read_only(whole)
+    """The devices' consecutive blocks as one array: a view where they lie one after another in one buffer (their
+    common base itself, read-only, where they tile all of it), else a copy."""
     first = buffers[0]
     root = _root(first)
     start = expected = first.__array_interface__["data"][0]

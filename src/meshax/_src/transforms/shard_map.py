@@ -22,6 +22,7 @@ from ..core.core import (AxisFrame, Tracer, axis_mesh, current_trace, eager_trac
 from ..sharding.explicit_types import sharding_aval
 from ..interpreters.eager import eager_rules
 from ..arrays.collectives import gather_devices, group_index
+from ..interpreters.device_values import JoinedValues
 from ..interpreters.shard_map import DeviceTrace, device_rules, evaluate_body
 from ..interpreters.staging import consts_as_inputs, trace_to_jaxpr
 from ..interpreters.fusion import executable
@@ -137,16 +138,25 @@ def _run(*args: Any, jaxpr: Jaxpr, mesh: Mesh, in_specs: tuple, out_specs: tuple
     trace = DeviceTrace(None, mesh, plan.devices)
     inputs = []
     for arg, aval, spec, local_aval in zip(args, in_avals, plan.in_specs, plan.in_local_avals):
-        buffers = place(arg, mesh, spec, aval).local_buffers()
-        inputs.append(trace.new(local_aval, {d: buffers[d] for d in trace.devices}))
+        inputs.append(trace.new(local_aval, _device_values(place(arg, mesh, spec, aval), trace.devices)))
     with set_current_trace(trace, finish=True), extend_axis_env(AxisFrame(mesh, manual_axes, check_vma)):
         outputs = [trace.lift(o) for o in evaluate_body(trace, executable(jaxpr), inputs)]
     return [Array(aval.shape, aval.dtype, sharding, _read_only_values(out.payload, aval.dtype), aval.weak_type)
             for out, sharding, aval in zip(outputs, plan.out_shardings, out_avals)]
 
 
+def _device_values(array: Array, devices: tuple) -> dict:
+    """`array`'s buffers on `devices`, as a shard_map body's per-device values (its JoinedValues kept)."""
+    buffers = array.local_buffers()
+    if isinstance(buffers, JoinedValues) and buffers.over(devices):
+        return buffers
+    return {d: buffers[d] for d in devices}
+
+
 def _read_only_values(values: dict, dtype: np.dtype) -> dict:
     """Read-only views of per-device results, one per distinct buffer (replicas keep sharing it)."""
+    if isinstance(values, JoinedValues) and values.whole.dtype == dtype:  # read-only views already
+        return values
     views: dict[int, np.ndarray] = {}
     result = {}
     for device, value in values.items():
@@ -314,8 +324,7 @@ def _run_eagerly(f: Callable[..., Any], mesh: Mesh, structure: Any, leaves: list
     trace = DeviceTrace(eager_trace(), mesh, plan.devices)
     inputs = []
     for arg, aval, spec, local_aval in zip(leaves, in_avals, plan.in_specs, plan.in_local_avals):
-        buffers = place(arg, mesh, spec, aval).local_buffers()
-        inputs.append(trace.new(local_aval, {d: buffers[d] for d in trace.devices}))
+        inputs.append(trace.new(local_aval, _device_values(place(arg, mesh, spec, aval), trace.devices)))
     with set_current_trace(trace, finish=True), extend_axis_env(AxisFrame(mesh, manual, check_vma)):
         out_leaves, out_tree = tree_flatten(f(*tree_unflatten(structure, inputs)))
         out_spec_list = tuple(_out_specs_for(out_specs, out_tree, len(out_leaves)))
