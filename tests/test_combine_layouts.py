@@ -33,6 +33,31 @@ def test_combine_all_equals_the_running_combine_in_mesh_order(layout, op):
     np.testing.assert_array_equal(result, expected)  # bit for bit: the same order of operations per element
 
 
+@pytest.mark.parametrize("count", list(range(1, 20)))
+@pytest.mark.parametrize("op", ["sum", "max"])
+def test_stacked_values_combine_level_by_level_in_the_trees_order(count, op):
+    """Small per-device values stacked in one result (one call over the devices' blocks): combined a level of the
+    pairwise tree at a time, bit for bit the tree's result, through allreduce_devices too."""
+    import meshax
+    from meshax._src.arrays.joined_values import STACKED, joined_values
+    rng = np.random.default_rng(count)
+    stack = (rng.standard_normal((count, 7, 5)) * 10.0 ** rng.integers(-6, 7, (count, 7, 5))).astype(np.float32)
+    combine = collectives.NUMPY_COMBINE[op]
+    tree = np.empty_like(stack[0])
+    levels = max(0, (count - 1).bit_length() - 1)
+    collectives._combine_into(list(stack), tree, combine, [np.empty_like(tree) for _ in range(levels)])
+    stacked = collectives._Stacked(list(stack))
+    stacked.whole = stack
+    assert collectives.combine_all(stacked, combine).tobytes() == tree.tobytes()
+    if count <= len(meshax.devices()):
+        mesh = meshax.make_mesh((count,), ("data",), devices=meshax.devices()[:count])
+        values = joined_values(stack, STACKED, mesh.local_device_tuple())
+        parts = collectives._parts(values, mesh.local_device_tuple())
+        assert isinstance(parts, collectives._Stacked) and parts.whole is values.whole
+        reduced = collectives.allreduce_devices(mesh, ("data",), values, op)
+        assert all(r.tobytes() == tree.tobytes() for r in reduced.values())
+
+
 def test_calls_run_side_by_side_keep_the_callers_errstate(monkeypatch):
     monkeypatch.setenv("MESHAX_CPU_THREADS", "2")
     zero = np.zeros(4, np.float32)

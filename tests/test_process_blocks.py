@@ -506,7 +506,7 @@ def test_large_stacked_products_and_reductions_spread_over_the_threads_with_each
 def test_a_joined_results_buffers_are_its_views_and_the_next_joined_call_reads_it_whole(joined_calls, monkeypatch):
     """An Array computed by one call over the devices' rows holds that result's views (JoinedValues, uneven blocks
     too); the next call joining them reads the result itself, without a copy."""
-    from meshax._src.interpreters.device_values import JoinedValues
+    from meshax._src.arrays.joined_values import JoinedValues
     mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
     x = np.arange(4 * 6 * 5, dtype=np.float32).reshape(24, 5)
     rows = meshax.NamedSharding(mesh, meshax.P("data"))
@@ -525,7 +525,7 @@ def test_a_joined_results_buffers_are_its_views_and_the_next_joined_call_reads_i
 def test_joined_values_are_the_devices_blocks_of_one_result():
     """A joined call's per-device values: read-only views of the result, cut into equal blocks along a dimension
     (or stacked); the result is found again only for the same devices in the same order, cut the same way."""
-    from meshax._src.interpreters.device_values import STACKED, joined_values, whole_of
+    from meshax._src.arrays.joined_values import STACKED, joined_values, whole_of
     devices = tuple(meshax.devices()[:4])
     result = np.arange(8 * 8, dtype=np.float32).reshape(8, 8)
     blocks = {0: lambda i: result[2 * i:2 * i + 2], 1: lambda i: result[:, 2 * i:2 * i + 2]}

@@ -19,6 +19,7 @@ from ..runtime import devices as device_table
 from ..runtime.devices import Device
 from ..sharding.mesh import Mesh
 from ..runtime.peers import Exchange
+from .joined_values import STACKED, JoinedValues
 from .transfer import p2p_comm
 
 NUMPY_COMBINE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -73,10 +74,24 @@ class LocallyCombined:
         return self.value if dtype is None else self.value.astype(dtype)
 
 
-def _parts(local: list[Any]) -> list[Any]:
-    """A group's local values, the one LocallyCombined value standing for all of them where there is one."""
+class _Stacked(list):
+    """A group's local values that are, in order, `whole[0], whole[1], ...` (a JoinedValues stacked)."""
+
+    __slots__ = ("whole",)
+
+
+def _parts(values: dict, devices: Sequence[Device]) -> list[Any]:
+    """A group's local values (of `devices`), the one LocallyCombined value standing for all of them where there
+    is one, or the values with the stack they are cut from."""
+    local = [values[d] for d in devices]
     first = local[0]
-    return [first.value] if isinstance(first, LocallyCombined) else local
+    if isinstance(first, LocallyCombined):
+        return [first.value]
+    if isinstance(values, JoinedValues) and values.how == STACKED and values.over(devices):
+        stacked = _Stacked(local)
+        stacked.whole = values.whole
+        return stacked
+    return local
 
 
 def combine_all(values: list[np.ndarray], combine: Callable[..., np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
@@ -91,7 +106,9 @@ def combine_all(values: list[np.ndarray], combine: Callable[..., np.ndarray], ou
     same_shape = len(shapes) == 1
     if out is None:
         out = buffers.empty(next(iter(shapes)) if same_shape else np.broadcast_shapes(*shapes), np.asarray(values[0]).dtype)
-    if out.size <= TREE_UP_TO:
+    if out.size <= TREE_UP_TO and isinstance(values, _Stacked) and same_shape and len(values) > 2:
+        _combine_stack(values.whole, out, combine)
+    elif out.size <= TREE_UP_TO:
         levels = max(0, (len(values) - 1).bit_length() - 1)
         _combine_into(values, out, combine, [np.empty_like(out) for _ in range(levels)])
     elif out.nbytes >= PARALLEL_FROM and same_shape and all(np.asarray(v).flags.c_contiguous for v in values):
@@ -165,6 +182,20 @@ def _combine_into(values: list[np.ndarray], out: np.ndarray, combine: Callable[.
     combine(out, scratch[level], out=out)
 
 
+def _combine_stack(stack: np.ndarray, out: np.ndarray, combine: Callable[..., np.ndarray]) -> None:
+    """`_combine_into`'s tree over `stack[0], stack[1], ...`, one level at a time: neighbours combined in one call
+    per level, an odd one out carried up (the same pairs, in the same order, as the tree halving at powers of two)."""
+    level = stack
+    while len(level) > 2:
+        pairs = len(level) // 2
+        above = np.empty((pairs + len(level) % 2,) + stack.shape[1:], out.dtype)
+        combine(level[0:2 * pairs:2], level[1:2 * pairs:2], out=above[:pairs])
+        if len(level) % 2:
+            above[pairs] = level[-1]
+        level = above
+    combine(level[0], level[1], out=out)
+
+
 def allreduce_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.ndarray], op: str) -> dict[Device, np.ndarray]:
     """Every local device gets the `op`-reduction of `values` over its group along `axes`."""
     if not axes:
@@ -174,13 +205,13 @@ def allreduce_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.n
     partial: dict[tuple[int, ...], np.ndarray] = {}
     by_process_set: dict[tuple[int, ...], list[Group]] = {}
     for group in groups:
-        local = _parts([values[d] for d in group.local])
+        local = _parts(values, group.local)
         if len(group.processes) > 1:  # combined straight into the buffer MPI reduces
             by_process_set.setdefault(group.processes, []).append(group)
         else:
             partial[group.key] = combine_all(local, combine) if len(local) > 1 else local[0]
     for processes, batch in sorted(by_process_set.items()):
-        partial.update(_reduce_across(processes, [_parts([values[d] for d in g.local]) for g in batch],
+        partial.update(_reduce_across(processes, [_parts(values, g.local) for g in batch],
                                       [g.key for g in batch], op))
     return {device: partial[group.key] for group in groups for device in group.local}
 
@@ -195,7 +226,7 @@ def allreduce_devices_many(mesh: Mesh, axes: Sequence[str], values: Sequence[dic
     across: dict[tuple[int, ...], tuple[list, list]] = {}
     for index, per_device in enumerate(values):
         for group in groups:
-            local = _parts([per_device[d] for d in group.local])
+            local = _parts(per_device, group.local)
             if len(group.processes) > 1:
                 locals_, keys = across.setdefault(group.processes, ([], []))
                 locals_.append(local)

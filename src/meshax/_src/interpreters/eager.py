@@ -28,7 +28,7 @@ from ..sharding.placement_rules import Spec, fit
 from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding
 from ..arrays.transfer import reshard
 from .numpy_eval import learn, structured_rules, try_primitive
-from .device_values import JoinedValues
+from ..arrays.joined_values import JoinedValues
 from .process_blocks import run_joined
 from .shard_map import run_device_calls
 from .staging import inline_rules

@@ -8,7 +8,7 @@ spreads over the controller's whole share of the threads, where per-device calls
 get a slice of it (a data-parallel step on one process of 16 devices, 16 cores: 82 -> 63 ms); `_join_mode`
 says where that pays. Where it does not (large elementwise calls with several threads), the devices'
 calls run side by side but write their blocks into one buffer. The joined inputs are the results of
-earlier joined calls where their buffers are those results' views (device_values.JoinedValues), views
+earlier joined calls where their buffers are those results' views (arrays/joined_values.py), views
 where the shards lie one after another in one buffer, else copies. A matrix product that contracts the
 split dimension sums the devices' partial products itself; its result stands for all of them
 (`collectives.LocallyCombined`) in the reduction across devices that follows; a small one (summed next in
@@ -41,7 +41,7 @@ from ..runtime import compute_pool
 from ..sharding.mesh import Mesh
 from ..sharding.placement_rules import Spec, elementwise
 from .cpu_executor import BLOCKWISE, CpuExecutor, takes_out, written
-from .device_values import STACKED, JoinedValues, joined_values, whole_of
+from ..arrays.joined_values import STACKED, JoinedValues, joined_values, whole_of
 
 _REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min"})  # each kept row reduced on its own
 _TAKEN = (BLOCKWISE - {"broadcast_in_dim"}) | {"dot_general", "fused"} | _REDUCTIONS

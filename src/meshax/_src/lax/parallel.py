@@ -20,7 +20,7 @@ from ..core.core import (Primitive, ShapedArray, abstract_eval, abstract_eval_ru
                     vma_checked, vma_rules)
 from ..interpreters.ad import deflinear, defzero, jvp_rules, transpose_rules
 from ..interpreters import schedule
-from ..interpreters.device_values import joined_values
+from ..arrays.joined_values import joined_values
 from ..interpreters.process_blocks import join_blocks
 from ..interpreters.shard_map import DeviceTrace, device_rules
 from ..tree.tree_util import tree_map

@@ -22,7 +22,7 @@ from ..core.core import (AxisFrame, Tracer, axis_mesh, current_trace, eager_trac
 from ..sharding.explicit_types import sharding_aval
 from ..interpreters.eager import eager_rules
 from ..arrays.collectives import gather_devices, group_index
-from ..interpreters.device_values import JoinedValues
+from ..arrays.joined_values import JoinedValues
 from ..interpreters.shard_map import DeviceTrace, device_rules, evaluate_body
 from ..interpreters.staging import consts_as_inputs, trace_to_jaxpr
 from ..interpreters.fusion import executable
