@@ -1,6 +1,7 @@
 """Where meshax's training step of bench_train.py spends its time, by kind of work (cProfile).
 
     MESHAX_NUM_CPU_DEVICES=1 python benchmarks/profile_train.py [--style dp_jit|fsdp] [--steps 5] [--top 0]
+        [--timeline] [--batch 2048 --features 784 --width 1024]
     python -m meshax launch -n 2 --cpu-devices 4 benchmarks/profile_train.py --style fsdp
 
 The step, model and data are bench_train.py's (workers/train_worker.py). After three warm-up steps (the step's kernels compiled after the second),
@@ -118,9 +119,13 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--top", type=int, default=0, help="also print cProfile's N most expensive functions")
     parser.add_argument("--timeline", action="store_true", help="each operation's wall time instead of cProfile")
+    parser.add_argument("--batch", type=int, default=2048)
+    parser.add_argument("--features", type=int, default=784)
+    parser.add_argument("--width", type=int, default=1024,
+                        help="hidden width (with --batch 64 --features 16 --width 16 a step is all dispatch)")
     cli = parser.parse_args()
-    args = argparse.Namespace(backend="meshax", style=cli.style, batch=2048, features=784, width=1024, classes=10,
-                              lr=0.01, address=None, process_id=0, processes=1)
+    args = argparse.Namespace(backend="meshax", style=cli.style, batch=cli.batch, features=cli.features,
+                              width=cli.width, classes=10, lr=0.01, address=None, process_id=0, processes=1)
     b = Backend(args)
     common = train_worker.load_common("meshax")
     step, params, x, y = train_worker.build(b, common, args)
