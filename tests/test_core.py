@@ -222,3 +222,41 @@ def test_print_inside_an_eager_shard_map_shows_each_device_as_jax(capsys, meshes
     run(jax, theirs_mesh, JP)
     theirs = capsys.readouterr().out
     assert ours == theirs
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_scalar_avals_follow_their_type_and_x64(x64):
+    """A literal's aval (remembered per scalar type and x64 setting) is the one its dtype and weak type give,
+    as JAX types `jnp.asarray(x)`, under either setting."""
+    from meshax._src.core.core import aval_of
+    from meshax._src.core.dtypes import dtype_of
+
+    values = [True, 3, 2.5, 1j, np.float32(1), np.float64(1), np.int8(1), np.int64(1), np.uint32(1), np.bool_(True),
+              np.complex128(1)]
+    with jax.enable_x64(x64), meshax.enable_x64(x64):
+        for value in values:
+            aval = aval_of(value)
+            assert (aval.shape, aval.dtype, aval.weak_type) == ((), *dtype_of(value)), value
+            assert aval.dtype == jjnp.asarray(value).dtype, value
+
+
+def test_a_shard_map_body_is_typed_afresh_for_new_input_types(meshes):
+    """The per-device trace remembers its operations' output types per input types: the same body on float32,
+    int32 and weakly typed inputs gives each its own types, as JAX does, and a typing error is raised every call."""
+    ours_mesh, their_mesh = meshes
+    body = lambda a, b: (a * 2 + b, a < b)
+
+    def run(lib, mesh, spec, a, b):
+        return lib.shard_map(body, mesh=mesh, in_specs=(spec("i"), spec()), out_specs=(spec("i"), spec("i")))(a, b)
+
+    for a, b in [(np.ones((8, 2), np.float32), np.float32(3)), (np.ones((8, 2), np.int32), np.int32(3)),
+                 (np.ones((8, 2), np.int32), 3.0), (np.ones((8, 2), np.float32), np.float32(3))]:
+        ours = run(meshax, ours_mesh, P, a, b)
+        theirs = run(jax, their_mesh, JP, a, b)
+        for o, t in zip(ours, theirs):
+            assert o.dtype == t.dtype and o.weak_type == t.weak_type
+        close(ours, theirs)
+    for _ in range(2):
+        with pytest.raises(TypeError):
+            meshax.shard_map(lambda a: meshax.lax.dot_general(a, a, (((0,), (1,)), ((), ()))), mesh=ours_mesh,
+                             in_specs=P("i"), out_specs=P("i"))(np.ones((8, 3), np.float32))

@@ -540,6 +540,10 @@ def test_joined_values_are_the_devices_blocks_of_one_result():
         assert whole_of(dict(values), devices, how) is None  # a plain dict of the same views: not known whole
     stacked = joined_values(np.arange(24.0).reshape(4, 6), STACKED, devices)
     np.testing.assert_array_equal(stacked[devices[2]], np.arange(12.0, 18.0))
+    rows = whole_of(stacked, devices, 0)  # a C-ordered stack is also the devices' values joined along their rows
+    np.testing.assert_array_equal(rows, np.concatenate(list(stacked.values())))
+    assert np.shares_memory(rows, stacked.whole) and not rows.flags.writeable
+    assert whole_of(joined_values(np.asfortranarray(np.ones((4, 6))), STACKED, devices), devices, 0) is None
     scalars = joined_values(np.arange(4.0), STACKED, devices)  # each device's scalar: a 0-d view, not a NumPy scalar
     assert all(type(v) is np.ndarray and v.shape == () and v == i for i, v in enumerate(scalars.values()))
     uneven = joined_values(result, 0, devices, [3, 3, 1, 1])  # blocks of the sizes given

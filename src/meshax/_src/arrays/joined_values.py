@@ -51,7 +51,12 @@ def joined_values(whole: np.ndarray, how: int, devices: tuple[Any, ...],
 
 def whole_of(values: Any, devices: Sequence[Any], how: int) -> np.ndarray | None:
     """The result that `values` (a value's per-device arrays) are cut from, where they are `devices`' blocks of it
-    along `how`, in that order; else None."""
-    if isinstance(values, JoinedValues) and values.how == how and values.over(devices):
-        return values.whole
+    along `how`, in that order (a C-ordered stack, asked for along its first dimension, is viewed so); else None."""
+    if not (isinstance(values, JoinedValues) and values.over(devices)):
+        return None
+    whole = values.whole
+    if values.how == how:
+        return whole
+    if how == 0 and values.how == STACKED and whole.ndim >= 2 and whole.flags.c_contiguous:
+        return whole.reshape((whole.shape[0] * whole.shape[1],) + whole.shape[2:])
     return None

@@ -122,10 +122,20 @@ def aval_of(x: Any) -> ShapedArray:
         return aval
     if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (np.ndarray, np.generic)):
         return ShapedArray(tuple(x.shape), np.dtype(x.dtype), bool(getattr(x, "weak_type", False)))
-    from .dtypes import dtype_of
+    from .dtypes import dtype_of, x64_enabled
 
+    if type(x) in _PYTHON_SCALARS or isinstance(x, (np.number, np.bool_)):  # a jaxpr's literals: by type alone
+        key = (type(x), x64_enabled())
+        aval = _scalar_avals.get(key)
+        if aval is None:
+            aval = _scalar_avals[key] = ShapedArray((), *dtype_of(x))
+        return aval
     dtype, weak = dtype_of(x)
     return ShapedArray(tuple(np.shape(x)), dtype, weak)
+
+
+_PYTHON_SCALARS = (bool, int, float, complex)
+_scalar_avals: dict[tuple[type, bool], ShapedArray] = {}  # (scalar type, x64 enabled) -> its aval
 
 
 # ---- primitives and their rule tables -------------------------------------------------------------------------

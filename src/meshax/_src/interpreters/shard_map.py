@@ -56,7 +56,7 @@ class DeviceTrace(Trace):
         constants = [None if mine else np.asarray(a) if isinstance(a, Array) else
                      np.asarray(a, aval_of(a).dtype) if isinstance(a, (bool, int, float, complex)) else a
                      for a, mine in zip(args, own)]  # Python scalars (a jaxpr's literals) as NumPy values
-        out_avals = abstract_eval(primitive, [aval_of(a) for a in args], params)
+        out_avals = _out_avals(primitive, [aval_of(a) for a in args], params)
         if len(out_avals) == 1 and len(self.devices) > 1:
             operands = [a.payload if mine else c for a, mine, c in zip(args, own, constants)]
             joined = run_joined_on_devices(primitive, operands, own, params, out_avals[0], self.devices)
@@ -108,6 +108,26 @@ class DeviceTrace(Trace):
         aval = aval_of(x)
         value = np.asarray(x, dtype=aval.dtype)
         return Tracer(self, aval.update(vma=frozenset()), {d: value for d in self.devices})
+
+
+def _out_avals(primitive: Primitive, avals: list[ShapedArray], params: dict[str, Any]) -> list[ShapedArray]:
+    """abstract_eval of an ordinary primitive, remembered per primitive, parameters and input avals (a body's
+    operations repeat every call); avals on a mesh with Explicit axes, typed in context, are not remembered."""
+    try:
+        key = (primitive, tuple(avals), tuple(params.items()))
+        out = _typed.get(key)
+    except TypeError:  # a parameter that cannot be a key
+        return abstract_eval(primitive, avals, params)
+    if out is None:
+        out = abstract_eval(primitive, avals, params)
+        if all(a.mesh is None for a in (*avals, *out)):
+            if len(_typed) >= 4096:
+                _typed.clear()
+            _typed[key] = out
+    return list(out)
+
+
+_typed: dict[tuple, list[ShapedArray]] = {}
 
 
 def evaluate_body(trace: DeviceTrace, program: Jaxpr, inputs: Sequence[Any]) -> list[Any]:
