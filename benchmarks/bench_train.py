@@ -2,10 +2,11 @@
 
     python benchmarks/bench_train.py [--layouts 1x1,2x4] [--styles dp_jit,fsdp] [--modes default,limited]
                                      [--only meshax|jax] [--rounds 2] [--warmup 2] [--steps 5]
-                                     [--budget 900] [--quick] [--output train]
+                                     [--budget 900] [--quick] [--output train] [--model mlp|tiny]
 
 The model is the training examples' MLP (examples/mlp_common.py) at 784-1024-1024-10, a global
-batch of 2048, float32, SGD; the styles are the steps of examples/train_dp_jit.py (`dp_jit`: jit with
+batch of 2048, float32, SGD (with --model tiny, 16-16-16-10 and a batch of 64: a step that is all
+dispatch, each library's cost per operation); the styles are the steps of examples/train_dp_jit.py (`dp_jit`: jit with
 in/out shardings, batch P('data'), parameters replicated) and examples/train_fsdp.py (`fsdp`:
 shard_map, weights sharded P('data') along their first dimension and all-gathered per layer) on
 Mesh(devices, ('data',)), laid out as N processes x K devices. By default every layout that fits the
@@ -52,7 +53,11 @@ STYLES = {"dp_jit": "data parallel: jit, batch P('data'), params P()",
           "fsdp": "FSDP: shard_map, weights P('data') all-gathered per layer"}
 MODES = {"default": "both libraries at their defaults (no thread variable set)",
          "limited": "T = cores // processes threads per process (BLAS/OpenMP variables; JAX: Eigen threading off)"}
-MODEL = {"batch": 2048, "features": 784, "width": 1024, "classes": 10}
+MODELS = {  # "tiny": a step whose work is all dispatch (each library's cost per operation)
+    "mlp": {"batch": 2048, "features": 784, "width": 1024, "classes": 10},
+    "tiny": {"batch": 64, "features": 16, "width": 16, "classes": 10},
+}
+MODEL = dict(MODELS["mlp"])  # the model being run (--model)
 JOB_SLACK = 60.0  # Seconds a job may take beyond its steps: start-up, compilation/tracing, shutdown.
 STEP_ALLOWANCE = 8.0  # Seconds allowed per step when sizing a job's timeout (generous: meshax may be slow).
 MIN_JOB_TIME = 20.0
@@ -266,7 +271,8 @@ def default_rows(bench: Bench, cells: list[tuple[int, int, str]], backends: list
         vs_jax, vs_floor, floor_vs_jax = ratio(m, j), ratio(m, floor), ratio(floor, j)
         rows.append([f"{n}x{k}", style, cell_text(m, "meshax" in backends), cell_text(j, "jax" in backends),
                      cell_text(floor, "meshax" in backends), fmt_ratio(vs_jax), fmt_ratio(vs_floor),
-                     fmt_ratio(floor_vs_jax), target_met(vs_jax, vs_floor, floor_vs_jax), first,
+                     fmt_ratio(floor_vs_jax),
+                     target_met(vs_jax, vs_floor, floor_vs_jax) if MODEL == MODELS["mlp"] else "n/a", first,
                      losses_agree([m, j, floor])])
     return rows
 
@@ -294,7 +300,8 @@ def report(bench: Bench, cells: list[tuple[int, int, str]], skipped: list[str], 
         "",
         host_line() + ".",
         "",
-        f"Model 784-1024-1024-10 (ReLU, softmax cross-entropy, SGD), global batch {MODEL['batch']}, float32, "
+        f"Model {MODEL['features']}-{MODEL['width']}-{MODEL['width']}-{MODEL['classes']} (ReLU, softmax "
+        f"cross-entropy, SGD), global batch {MODEL['batch']}, float32, "
         f"processes x devices per process. Styles: " + "; ".join(f"`{s}`: {STYLES[s]}" for s in STYLES) + ". "
         f"Cells: **median** step time (interquartile range, n = timed steps pooled over {a.rounds} job(s)); "
         f"per job {a.warmup} warm-up steps, then {a.steps} timed steps, each after a barrier and timed until the "
@@ -304,7 +311,8 @@ def report(bench: Bench, cells: list[tuple[int, int, str]], skipped: list[str], 
         "in these layouts). NumPy floor: the same step written by hand with NumPy in the meshax jobs' "
         "processes, each its rows of the batch at meshax's CPU budget, gradients summed with MPI Allreduce "
         "(workers/train_floor.py). Target (issue 23): meshax <= 1.2x JAX and <= 1.15x the floor; where the "
-        "floor itself is > 1.1x JAX, <= 1.1x the floor counts. Losses: every step's loss of every job, compared "
+        "floor itself is > 1.1x JAX, <= 1.1x the floor counts (set for the 784-1024-1024-10 model only). "
+        "Losses: every step's loss of every job, compared "
         f"to the first job's (relative tolerance {LOSS_RTOL}).",
         "",
         markdown_table(headers, default_rows(bench, cells, backends)),
@@ -332,8 +340,13 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--budget", type=float, default=900.0, help="seconds for all jobs together")
     parser.add_argument("--quick", action="store_true", help="1 round, 1 warm-up and 2 timed steps")
-    parser.add_argument("--output", default="train", help="results/<output>.md")
+    parser.add_argument("--output", default=None, help="results/<output>.md (default: train, train_tiny)")
+    parser.add_argument("--model", choices=MODELS, default="mlp",
+                        help="mlp: 784-1024-1024-10, batch 2048; tiny: 16-16-16-10, batch 64 (all dispatch)")
     args = parser.parse_args()
+    MODEL.update(MODELS[args.model])
+    if args.output is None:
+        args.output = "train" if args.model == "mlp" else f"train_{args.model}"
     if args.quick:
         args.rounds, args.warmup, args.steps = 1, 1, 2
     styles = chosen(parser, args.styles, STYLES, "style")
