@@ -1,7 +1,7 @@
-"""A value's per-device arrays where one call computed them all (interpreters/process_blocks.py): the devices' views of one
-joined result, the result itself kept beside them, so that the next joined call reads it at once instead of
-finding, device by device, where each view lies (a 16-device FSDP step on one process makes ~50 such calls).
-Both shard_map's per-device values and an Array's local buffers may be one.
+"""A value's per-device arrays where one call computed them all (interpreters/process_blocks.py): the devices'
+views of one joined result, the result itself kept beside them, so that the next joined call reads it at once
+instead of finding, device by device, where each view lies (a 16-device FSDP step on one process makes ~50 such
+calls). Both shard_map's per-device values and an Array's local buffers may be one.
 """
 from __future__ import annotations
 

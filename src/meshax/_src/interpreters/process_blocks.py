@@ -12,17 +12,18 @@ earlier joined calls where their buffers are those results' views (arrays/joined
 where the shards lie one after another in one buffer, else copies. A matrix product that contracts the
 split dimension sums the devices' partial products itself; its result stands for all of them
 (`collectives.LocallyCombined`) in the reduction across devices that follows; a small one (summed next in
-XLA's pairwise order) gives each device's partial product from one call over their blocks stacked. Inside shard_map
-(`run_joined_on_devices`) the devices' values are joined along the result's first dimension where one
-call's result, cut into equal blocks, is each device's.
+XLA's pairwise order) gives each device's partial product from one call over their blocks stacked.
+Inside shard_map (`run_joined_on_devices`) the devices' values are joined along the result's first
+dimension where one call's result, cut into equal blocks, is each device's.
 
 Taken: matrix products (`dot_general`), fused clusters, the elementwise primitives whose results do not
 depend on the size of the block (cpu_executor.BLOCKWISE; transcendentals only while the joined block is
 small enough to be computed element by element, `meshax_precise_transcendentals`) and sums, maxima and
 minima that keep the joined dimension (each of its rows reduced on its own, as in a device's block).
-Inside shard_map, the devices' values of one shape may also be stacked along a new first dimension
-(`_run_stacked`): scalars (a device's loss), and reductions over a device's rows (a bias's gradient),
-which NumPy computes for each C-ordered block of the stack as for the block alone.
+The devices' values of one shape may also be stacked along a new first dimension (`_run_stacked`):
+inside shard_map scalars (a device's loss), and, there and in eager data parallelism, reductions over a
+device's rows (a bias's gradient) and products contracting them (a weight's), which NumPy computes for each
+C-ordered block of the stack as for the block alone.
 """
 from __future__ import annotations
 
@@ -35,13 +36,13 @@ import numpy as np
 from ..arrays.array import Array, read_only
 from ..config import config
 from ..arrays.collectives import TREE_UP_TO, LocallyCombined, local_groups
+from ..arrays.joined_values import STACKED, JoinedValues, joined_values, whole_of
 from ..arrays.partition import named_sharding
 from ..core.core import Primitive, ShapedArray, impl_rules, sharding_rules
 from ..runtime import compute_pool
 from ..sharding.mesh import Mesh
 from ..sharding.placement_rules import Spec, elementwise
 from .cpu_executor import BLOCKWISE, CpuExecutor, takes_out, written
-from ..arrays.joined_values import STACKED, JoinedValues, joined_values, whole_of
 
 _REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min"})  # each kept row reduced on its own
 _TAKEN = (BLOCKWISE - {"broadcast_in_dim"}) | {"dot_general", "fused"} | _REDUCTIONS
@@ -134,7 +135,9 @@ def run_joined(primitive: Primitive, inputs: Sequence[Any], params: dict[str, An
     if len(intervals) != 1 or (out_dim != _SAME and intervals != {out_intervals}):
         return None  # the split operands' blocks must line up with each other and with the result's
     if not plan:
-        return None if mode != ONE_CALL else _stacked_partials(primitive, inputs, params, in_dims, out_dim, out_avals[0], devices)
+        if mode != ONE_CALL:
+            return None
+        return _stacked_partials(primitive, inputs, params, in_dims, out_dim, out_avals[0], devices)
     if mode == SIDE_BY_SIDE:
         if out_dim != 0:
             return None
