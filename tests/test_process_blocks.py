@@ -410,6 +410,16 @@ def test_gather_of_rows_lying_in_one_buffer_is_a_view_of_it(monkeypatch):
     np.testing.assert_array_equal(process_blocks.join_blocks(pieces, 0), np.concatenate(pieces))
 
 
+def _activations_and_cotangents(seed: int, rows: int, features: int):
+    """A 4-device mesh, its rows' sharding, and float32 activations (rows per device x features) and cotangents
+    (x 10) to place on it."""
+    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((4 * rows, features)).astype(np.float32)
+    g = rng.standard_normal((4 * rows, 10)).astype(np.float32)
+    return mesh, meshax.NamedSharding(mesh, meshax.P("data")), x, g
+
+
 @pytest.mark.parametrize("threads", ["1", "2"])
 def test_products_of_two_per_device_operands_run_stacked_with_each_devices_bits(monkeypatch, threads):
     """x.T @ g on each device (a weight's gradient before its sum over the devices) as one stacked call: each
@@ -418,12 +428,8 @@ def test_products_of_two_per_device_operands_run_stacked_with_each_devices_bits(
     stacked = []
     monkeypatch.setattr("meshax._src.interpreters.process_blocks._run_stacked",
                         _counted(process_blocks._run_stacked, stacked))
-    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((4 * 32, 300)).astype(np.float32)
-    g = rng.standard_normal((4 * 32, 10)).astype(np.float32)
+    mesh, rows, x, g = _activations_and_cotangents(seed=3, rows=32, features=300)
     P = meshax.P
-    rows = meshax.NamedSharding(mesh, P("data"))
     body = meshax.shard_map(lambda a, b: (jnp.maximum(a, 0.0).T @ b)[None], mesh=mesh,
                             in_specs=(P("data"), P("data")), out_specs=P("data"))
     out = np.asarray(meshax.jit(body)(meshax.device_put(x, rows), meshax.device_put(g, rows)))
@@ -476,12 +482,8 @@ def test_large_stacked_products_and_reductions_spread_over_the_threads_with_each
     spread = []
     monkeypatch.setattr("meshax._src.runtime.compute_pool.run_each",
                         lambda calls, **kw: spread.append(len(calls)) or real_run_each(calls, **kw))
-    mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
-    rng = np.random.default_rng(9)
-    x = rng.standard_normal((4 * 512, 160)).astype(np.float32)
-    g = rng.standard_normal((4 * 512, 10)).astype(np.float32)
+    mesh, rows, x, g = _activations_and_cotangents(seed=9, rows=512, features=160)
     P = meshax.P
-    rows = meshax.NamedSharding(mesh, P("data"))
 
     def parts(u, v):  # doubled first (exactly): operands that are one joined result, stacked without a copy
         u, v = u * 2.0, v * 2.0
