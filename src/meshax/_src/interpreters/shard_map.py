@@ -112,7 +112,10 @@ class DeviceTrace(Trace):
 
 def _out_avals(primitive: Primitive, avals: list[ShapedArray], params: dict[str, Any]) -> list[ShapedArray]:
     """abstract_eval of an ordinary primitive, remembered per primitive, parameters and input avals (a body's
-    operations repeat every call); avals on a mesh with Explicit axes, typed in context, are not remembered."""
+    operations repeat every call); avals on a mesh with Explicit axes, typed in context (and whose mesh their
+    equality ignores), are not remembered."""
+    if any(a.mesh is not None for a in avals):
+        return abstract_eval(primitive, avals, params)
     try:
         key = (primitive, tuple(avals), tuple(params.items()))
         out = _typed.get(key)
@@ -120,7 +123,7 @@ def _out_avals(primitive: Primitive, avals: list[ShapedArray], params: dict[str,
         return abstract_eval(primitive, avals, params)
     if out is None:
         out = abstract_eval(primitive, avals, params)
-        if all(a.mesh is None for a in (*avals, *out)):
+        if all(a.mesh is None for a in out):
             if len(_typed) >= 4096:
                 _typed.clear()
             _typed[key] = out
