@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 
@@ -23,6 +24,17 @@ def test_joining_a_job_and_asking_about_devices_do_not_import_numpy():
     code = ("import sys, meshax; meshax.distributed.initialize; meshax.config; meshax.devices(); "
             "meshax.process_count(); meshax.tree_util; print('numpy' in sys.modules)")
     assert run(code) == "False"
+
+
+def test_a_training_step_does_not_import_scipy_until_a_special_function_runs():
+    """SciPy (~0.25 s to import) serves lax's special functions only: a jitted step touching `lax` and `nn` goes
+    without it, and the first special function brings it, with SciPy's value."""
+    code = ("import sys, numpy as np, meshax, meshax.numpy as jnp; "
+            "f = meshax.jit(meshax.grad(lambda w: jnp.sum(meshax.nn.relu(meshax.lax.dot(w, w)) ** 2))); "
+            "f(np.ones((3, 3), np.float32)); print('scipy' in sys.modules, end=' '); "
+            "print(float(meshax.lax.lgamma(np.float32(4.5))), 'scipy.special' in sys.modules)")
+    import math
+    assert run(code) == f"False {float(np.float32(math.lgamma(4.5)))} True"
 
 
 @pytest.mark.parametrize("entry", [

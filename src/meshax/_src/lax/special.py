@@ -7,7 +7,6 @@ import math
 from typing import Any, Callable
 
 import numpy as np
-import scipy.special as sc
 
 from ..primitives import array_primitives as P
 from ..sharding import placement_rules as rules
@@ -28,8 +27,13 @@ def _aval(x: ShapedArray, *rest: ShapedArray, **_: Any) -> ShapedArray:
                        all(a.weak_type for a in (x, *rest)))
 
 
-def _float64(function: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+def _float64(name: str) -> Callable[..., np.ndarray]:
+    """The implementation by SciPy's special function `name`, in float64 (SciPy is imported on first use: it takes
+    ~0.25 s, which a program that never calls one should not pay when it first touches `lax`)."""
     def impl(*xs: np.ndarray, **_: Any) -> np.ndarray:
+        import scipy.special
+
+        function = getattr(scipy.special, name)
         return np.asarray(function(*(x.astype(np.float64) for x in xs))).astype(xs[0].dtype)
 
     return impl
@@ -69,16 +73,16 @@ def _no_derivative(name: str, argument: str) -> Callable[..., Any]:
     return rule
 
 
-erfc_p = _primitive("erfc", _float64(sc.erfc))
-lgamma_p = _primitive("lgamma", _float64(sc.gammaln))
-digamma_p = _primitive("digamma", _float64(sc.psi))
-polygamma_p = _primitive("polygamma", _float64(sc.polygamma))
-igamma_p = _primitive("igamma", _float64(sc.gammainc))
-igammac_p = _primitive("igammac", _float64(sc.gammaincc))
-zeta_p = _primitive("zeta", _float64(sc.zeta))
-betainc_p = _primitive("regularized_incomplete_beta", _float64(sc.betainc))
-bessel_i0e_p = _primitive("bessel_i0e", _float64(sc.i0e))
-bessel_i1e_p = _primitive("bessel_i1e", _float64(sc.i1e))
+erfc_p = _primitive("erfc", _float64("erfc"))
+lgamma_p = _primitive("lgamma", _float64("gammaln"))
+digamma_p = _primitive("digamma", _float64("psi"))
+polygamma_p = _primitive("polygamma", _float64("polygamma"))
+igamma_p = _primitive("igamma", _float64("gammainc"))
+igammac_p = _primitive("igammac", _float64("gammaincc"))
+zeta_p = _primitive("zeta", _float64("zeta"))
+betainc_p = _primitive("regularized_incomplete_beta", _float64("betainc"))
+bessel_i0e_p = _primitive("bessel_i0e", _float64("i0e"))
+bessel_i1e_p = _primitive("bessel_i1e", _float64("i1e"))
 
 erfc, lgamma, digamma = _fn("erfc", erfc_p), _fn("lgamma", lgamma_p), _fn("digamma", digamma_p)
 polygamma, igamma, igammac = _fn("polygamma", polygamma_p), _fn("igamma", igamma_p), _fn("igammac", igammac_p)
