@@ -73,3 +73,36 @@ def test_explicit_axes_and_the_mesh_in_use():
     with meshax.sharding.use_mesh(mesh):
         first, second = describe(program(x)), describe(program(x))
     assert second == first
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_numpy_inputs_take_the_fast_path_with_the_eager_paths_results(name, monkeypatch):
+    """NumPy inputs (no Array among them) land on the default device: the program runs as NumPy calls, its
+    results what the eager path gives them (values, dtype, weak type, uncommitted on the default device)."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    w = rng.standard_normal((3, 2))  # float64: canonicalized to float32, as JAX does
+    program = meshax.jit(PROGRAMS[name])
+    runs = []
+    original = numpy_eval.run
+    monkeypatch.setattr(numpy_eval, "run", lambda *a: runs.append(1) or original(*a))
+    fast = program(x, w)
+    assert runs, "NumPy inputs did not take the NumPy path"
+    monkeypatch.setattr(numpy_eval, "try_primitive", lambda *a: None)
+    monkeypatch.setattr("meshax._src.interpreters.eager.try_primitive", lambda *a: None)
+    eager = meshax.jit(PROGRAMS[name])(x, w)
+    assert describe(fast) == describe(eager)
+    assert all(not r.committed and r.sharding.device_set == {meshax.devices()[0]}
+               for r in meshax.tree_util.tree_leaves(fast))
+
+
+def test_custom_derivative_functions_on_host_values_run_as_python():
+    """A custom_vjp function called on host values runs as Python, eagerly (its Python control flow on values
+    works), also as the forward rule under grad."""
+    @meshax.custom_vjp
+    def f(x):
+        return x * 2.0 if x > 0 else x
+
+    f.defvjp(lambda x: (f(x), None), lambda _, ct: (ct * 3.0,))
+    assert float(f(2.0)) == 4.0 and float(f(np.float32(-1.0))) == -1.0
+    assert float(meshax.grad(f)(2.0)) == 3.0

@@ -30,7 +30,8 @@ structured_rules: dict[Primitive, Callable[..., list[Any]]] = {}
 
 
 def one_device(args: Sequence[Any]) -> Any:
-    """The device of this process that every Array among `args` is on, if there is one (else None)."""
+    """The device of this process that every Array among `args` is on, if there is one (else None); this process's
+    default device where `args` hold no Array (NumPy values and Python scalars, which land there)."""
     device = None
     for arg in args:
         if isinstance(arg, Array):
@@ -38,7 +39,9 @@ def one_device(args: Sequence[Any]) -> Any:
             if len(devices) != 1 or (device is not None and device not in devices):
                 return None
             device = next(iter(devices))
-    if device is None or device.process_index != device_table.process_index():
+    if device is None:
+        return device_table.local_devices()[0]
+    if device.process_index != device_table.process_index():
         return None
     return device
 
@@ -98,12 +101,13 @@ def _jaxprs(params: dict[str, Any]) -> list[Jaxpr]:
 
 
 def supported(jaxpr: Jaxpr) -> bool:
-    """Whether every equation (recursively) has a NumPy implementation or a structured rule here (remembered on
-    the jaxpr)."""
+    """Whether every equation (recursively) has a NumPy implementation or a structured rule here and places its
+    result nowhere in particular (no `out_sharding`; remembered on the jaxpr)."""
     known = getattr(jaxpr, "_numpy_supported", None)
     if known is None:
         known = all(all(supported(j) for j in _jaxprs(eq.params)) if eq.primitive in structured_rules else
                     eq.primitive in impl_rules and eq.primitive.name != "sharding_constraint"
+                    and eq.params.get("out_sharding") is None and eq.params.get("sharding") is None
                     for eq in jaxpr.equations)
         jaxpr._numpy_supported = known
     return known
@@ -157,6 +161,8 @@ def try_primitive(primitive: Primitive, args: Sequence[Any], params: dict[str, A
     device = one_device(args)
     if device is None or not all(supported(j) for j in _jaxprs(params)):
         return None
+    if not _jaxprs(params) and not any(isinstance(a, Array) for a in args):
+        return None  # host values into a function not traced yet (custom_jvp/vjp): it runs as Python, eagerly
     single = all(isinstance(a.sharding, SingleDeviceSharding) for a in args if isinstance(a, Array))
     placements = None if single else _learned_placements(primitive, args, params)
     if not single and placements is None:
