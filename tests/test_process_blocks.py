@@ -475,13 +475,15 @@ def test_small_partial_products_and_sums_over_the_split_rows_run_stacked_with_xl
 
 
 @pytest.mark.parametrize("where", ["jit", "shard_map"])
-def test_large_stacked_products_and_reductions_spread_over_the_threads_with_each_devices_bits(monkeypatch, where):
-    """With 2 compute threads, stacked operands large enough run as ranges of the stack side by side: each device's
-    product and sum over its rows bit for bit NumPy's on its block alone."""
+def test_large_stacked_reductions_spread_over_the_threads_with_each_devices_bits(monkeypatch, where):
+    """With 2 compute threads, a stacked reduction's operand large enough runs as ranges of the stack side by side:
+    each device's sum over its rows bit for bit NumPy's on its block alone (and its product beside it, one
+    stacked call)."""
     monkeypatch.setenv("MESHAX_CPU_THREADS", "2")
     spread = []
     monkeypatch.setattr("meshax._src.runtime.compute_pool.run_each",
-                        lambda calls, **kw: spread.append(len(calls)) or real_run_each(calls, **kw))
+                        lambda calls, **kw: spread.append([getattr(c, "func", None) for c in calls])
+                        or real_run_each(calls, **kw))
     mesh, rows, x, g = _activations_and_cotangents(seed=9, rows=512, features=160)
     P = meshax.P
 
@@ -502,7 +504,8 @@ def test_large_stacked_products_and_reductions_spread_over_the_threads_with_each
         assert all(bias[i].tobytes() == b.tobytes() for i, b in enumerate(biases))
     else:  # the devices' parts added in XLA's order
         assert weight.tobytes() == _pairwise(weights).tobytes() and bias.tobytes() == _pairwise(biases).tobytes()
-    assert spread.count(2) >= 2, spread  # the product's and the sum's two ranges of the stack
+    reduce_sum = impl_rules[array_primitives.REDUCE["sum"]]
+    assert [reduce_sum] * 2 in spread, spread  # the sum's two ranges of the stack
 
 
 def test_a_joined_results_buffers_are_its_views_and_the_next_joined_call_reads_it_whole(joined_calls, monkeypatch):
