@@ -326,3 +326,47 @@ def test_a_process_shards_are_views_of_one_buffer_where_they_tile_a_block(spec, 
     if (target or spec) == P("a"):
         joined = join_blocks(rows, 0)
         assert np.shares_memory(joined, rows[0]) and (joined == x).all()
+
+
+def _where_values_land(lib, jnp):
+    """(devices, committed) of values made in several ways, inside and outside `default_device`."""
+    def where(x):
+        return sorted(d.id for d in x.devices()), x.committed
+
+    seen = {}
+    with lib.default_device(lib.devices()[2]):
+        seen["ones"] = where(jnp.ones(3))
+        seen["device_put"] = where(lib.device_put(np.ones(3)))
+        seen["jit of NumPy"] = where(lib.jit(lambda x: x * 2)(np.ones(3)))
+        seen["jit of an uncommitted Array"] = where(lib.jit(lambda x: x * 2)(jnp.ones(3)))
+        seen["eager"] = where(jnp.asarray(np.ones(3)) + 1)
+        seen["committed stays"] = where(lib.device_put(np.ones(3), lib.devices()[1]) * 2)
+        seen["cpu"] = where(lib.jit(lambda x: x + 1)(np.ones(2)))
+    seen["after"] = where(jnp.ones(3))
+    seen["device_put after"] = where(lib.device_put(np.ones(3)))
+    lib.config.update("jax_default_device", lib.devices()[3])
+    try:
+        seen["config"] = where(jnp.ones(3))
+    finally:
+        lib.config.update("jax_default_device", None)
+    with lib.default_device("cpu"):
+        seen["'cpu'"] = where(jnp.ones(3))
+    return seen
+
+
+def test_default_device_places_uncommitted_values_as_jax():
+    """jax.default_device and config's jax_default_device: host values, device_put without a target and the
+    results of programs on them land on that device, uncommitted, as in JAX (run side by side)."""
+    import jax
+    import jax.numpy as jjnp
+
+    import meshax.numpy as mjnp
+    assert _where_values_land(meshax, mjnp) == _where_values_land(jax, jjnp)
+    with meshax.default_device(meshax.devices()[2]):
+        np.testing.assert_array_equal(np.asarray(meshax.jit(lambda x: x * 2)(np.arange(3.0))), [0.0, 2.0, 4.0])
+
+
+def test_default_device_refuses_what_is_not_a_device_here():
+    with meshax.default_device("tpu"):
+        with pytest.raises(ValueError, match="neither a device nor 'cpu'"):
+            meshax.numpy.ones(3)

@@ -61,6 +61,7 @@ _NAMES = {
     "NamedSharding": "meshax._src.sharding.shardings",
     "P": "meshax._src.sharding.shardings",
     "default_backend": "meshax._src.compat.top_level",
+    "default_device": "meshax._src.compat.top_level",
     "jacobian": "meshax._src.compat.top_level",
     "named_call": "meshax._src.compat.top_level",
     "named_scope": "meshax._src.compat.top_level",

@@ -40,6 +40,7 @@ class Config:
             # True: `make_mesh` without axis_types gives Explicit axes, as today's JAX (the seeds' default is Auto).
             "meshax_explicit_axes_by_default": _env_flag("MESHAX_EXPLICIT_AXES_BY_DEFAULT"),
             "jax_num_cpu_devices": -1,  # -1: from JAX_NUM_CPU_DEVICES / MESHAX_NUM_CPU_DEVICES / XLA_FLAGS
+            "jax_default_device": None,  # where uncommitted values land (runtime/devices.default_device)
         }
         self._values.update(JAX_OPTIONS)
         self._watchers: dict[str, list[Callable[[Any], None]]] = {}

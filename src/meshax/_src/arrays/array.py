@@ -234,7 +234,7 @@ class Array:
 
 
 def _from_host_for_pickle(value: np.ndarray, weak_type: bool) -> Array:
-    device = device_table.local_devices()[0]
+    device = device_table.default_device()
     return Array(value.shape, value.dtype, SingleDeviceSharding(device), {device: read_only(value)}, weak_type)
 
 

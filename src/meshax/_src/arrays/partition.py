@@ -73,7 +73,7 @@ def choose_mesh(args: Sequence[Any]) -> Mesh:
         if best is None or (arg.committed and named.mesh.size > best.mesh.size):
             best = named
     if best is None:
-        return _single_device(device_table.local_devices()[0]).mesh
+        return _single_device(device_table.default_device()).mesh
     return best.mesh
 
 

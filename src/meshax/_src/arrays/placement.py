@@ -37,7 +37,7 @@ def _put_one(x: Any, target: Any) -> Any:
     if target is None:
         if isinstance(x, Array):
             return x
-        sharding: Sharding = SingleDeviceSharding(device_table.local_devices()[0])
+        sharding: Sharding = SingleDeviceSharding(device_table.default_device())
     else:
         sharding = to_sharding(target)
     if isinstance(x, Array) and (x.committed or x.sharding == sharding):
@@ -54,7 +54,7 @@ def _put_one(x: Any, target: Any) -> Any:
             raise TypeError(f"Argument {x!r:.100} of type {type(x)}{dtype} is not a valid JAX type: device_put "
                             f"(called at {user_site()}) places arrays, numbers and pytrees of them.") from None
     _check_host_data_agrees(value, sharding)
-    return from_host(value, sharding, weak)
+    return from_host(value, sharding, weak, committed=target is not None)  # no target: the default device, as JAX
 
 
 def _check_host_data_agrees(value: np.ndarray, sharding: Sharding) -> None:

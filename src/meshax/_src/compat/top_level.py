@@ -170,6 +170,18 @@ def enable_x64(new_val: bool = True) -> Iterator[None]:
         config.update("jax_enable_x64", previous)
 
 
+@contextlib.contextmanager
+def default_device(device: Any) -> Iterator[None]:
+    """Uncommitted values created or computed inside land on `device` (a device of this process, or 'cpu'; None:
+    this process's first device), as with jax.default_device."""
+    previous = config.read("jax_default_device")
+    config.update("jax_default_device", device)
+    try:
+        yield
+    finally:
+        config.update("jax_default_device", previous)
+
+
 def _only_default(name: str, allowed: tuple, why: str) -> Callable[..., Any]:
     """A configuration context of JAX whose only setting meshax has is the default (others raise)."""
 

@@ -115,7 +115,7 @@ MAX_PLANS = 8192
 
 def _plan_key(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> tuple | None:
     """What an operation's typing, mesh and layout depend on: its parameters, each input's sharding, type and
-    commitment, and the axis types in force (auto_axes/explicit_axes); None for a traced input (a parameter
+    commitment, the axis types in force (auto_axes/explicit_axes) and the default device; None for a traced input (a parameter
     depending on the mesh in use is not planned ahead)."""
     if params.get("out_sharding") is not None or params.get("sharding") is not None:
         return None  # typed against the mesh in use
@@ -127,7 +127,7 @@ def _plan_key(primitive: Primitive, args: Sequence[Any], params: dict[str, Any])
             return None
         else:
             signature.append((type(arg), aval_of(arg)))
-    return primitive, tuple(params.items()), tuple(signature), retyping()
+    return primitive, tuple(params.items()), tuple(signature), retyping(), config.read("jax_default_device")
 
 
 class HeldReduction:

@@ -40,7 +40,7 @@ def one_device(args: Sequence[Any]) -> Any:
                 return None
             device = next(iter(devices))
     if device is None:
-        return device_table.local_devices()[0]
+        return device_table.default_device()
     if device.process_index != device_table.process_index():
         return None
     return device

@@ -125,7 +125,7 @@ def _placed(value: np.ndarray, device: Device | Sharding | None, weak: bool = Fa
     from ..runtime import devices as device_table
 
     if device is None:
-        return from_host(value, SingleDeviceSharding(device_table.local_devices()[0]), weak, committed=False)
+        return from_host(value, SingleDeviceSharding(device_table.default_device()), weak, committed=False)
     return from_host(value, to_sharding(device), weak)
 
 

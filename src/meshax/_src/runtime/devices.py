@@ -219,6 +219,21 @@ def devices(backend: Any = None) -> list[Device]:
     return list(table().devices)
 
 
+def default_device() -> Device:
+    """Where uncommitted values (host values, NumPy inputs of jitted programs) land: `jax_default_device` (set by
+    `meshax.default_device(...)` or config.update) when set, else this process's first device."""
+    chosen = config.read("jax_default_device")
+    if chosen is None or (isinstance(chosen, str) and chosen.lower() == "cpu"):
+        return table().local[0]
+    if isinstance(chosen, Device) and chosen.is_addressable:
+        return chosen
+    if isinstance(chosen, Device):
+        raise ValueError(f"jax_default_device={chosen!r} belongs to process {chosen.process_index}, not to this "
+                         f"process ({process_index()}): use one of this process's devices, meshax.local_devices().")
+    raise ValueError(f"jax_default_device={chosen!r} is neither a device nor 'cpu' (meshax has CPU devices only): "
+                     "use meshax.local_devices()[i] or 'cpu'.")
+
+
 def local_devices(process_index: int | None = None, backend: Any = None, host_id: int | None = None) -> list[Device]:
     """The devices of `process_index` (this process by default; `host_id` is its old name)."""
     _check_backend(backend)

@@ -11,7 +11,7 @@ from typing import Any
 from ..core.core import ShapedArray
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..arrays.formats import Format, row_major
-from ..runtime.devices import local_devices
+from ..runtime.devices import default_device
 from ..sharding.mesh import current_mesh
 from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding
 from ..tree.tree_util import tree_flatten, tree_unflatten
@@ -143,7 +143,7 @@ class Compiled(_Stage):
         placed = tree_flatten(self.input_shardings, is_leaf=lambda s: s is None or isinstance(s, Sharding))[0]
         if any(s is not None and not isinstance(s, SingleDeviceSharding) for s in placed):
             return None
-        return SingleDeviceSharding(local_devices()[0])
+        return SingleDeviceSharding(default_device())
 
     @property
     def input_formats(self) -> Any:
