@@ -159,3 +159,16 @@ def test_device_get_of_an_array_spanning_processes_gathers(tmp_path):
     assert result.returncode == 0, result.stderr
     whole = str(np.arange(8.0).tolist())
     assert lines_by_process(result.stdout) == {0: [f"2 {whole}"], 1: [f"2 {whole}"]}
+
+
+def test_configuration_contexts_apply_to_the_whole_process():
+    """`default_device`, `enable_x64`, `debug_nans` and the other configuration contexts set their option for every
+    thread of the process while the block runs (JAX's are per thread)."""
+    import threading
+
+    seen = {}
+    with meshax.default_device(meshax.devices()[1]), meshax.enable_x64(True):
+        worker = threading.Thread(target=lambda: seen.update(x=jnp.ones(2)))
+        worker.start()
+        worker.join(timeout=60)
+    assert seen["x"].devices() == {meshax.devices()[1]} and seen["x"].dtype == np.float64
