@@ -162,24 +162,14 @@ def process_indices(backend: Any = None) -> list[int]:
 @contextlib.contextmanager
 def enable_x64(new_val: bool = True) -> Iterator[None]:
     """64-bit dtypes on (or off) for the code run inside."""
-    previous = config.read("jax_enable_x64")
-    config.update("jax_enable_x64", bool(new_val))
-    try:
-        yield
-    finally:
-        config.update("jax_enable_x64", previous)
+    yield from _with_option("jax_enable_x64", bool(new_val))
 
 
 @contextlib.contextmanager
 def default_device(device: Any) -> Iterator[None]:
     """Uncommitted values created or computed inside land on `device` (a device of this process, or 'cpu'; None:
     this process's first device), as with jax.default_device."""
-    previous = config.read("jax_default_device")
-    config.update("jax_default_device", device)
-    try:
-        yield
-    finally:
-        config.update("jax_default_device", previous)
+    yield from _with_option("jax_default_device", device)
 
 
 def _only_default(name: str, allowed: tuple, why: str) -> Callable[..., Any]:
@@ -219,18 +209,19 @@ checking_leaks = functools.partial(check_tracer_leaks, True)
 @contextlib.contextmanager
 def debug_nans(new_val: bool = True) -> Iterator[None]:
     """Within the block, operations producing NaNs raise FloatingPointError (jax.debug_nans)."""
-    yield from _with_option("jax_debug_nans", new_val)
+    yield from _with_option("jax_debug_nans", bool(new_val))
 
 
 @contextlib.contextmanager
 def debug_infs(new_val: bool = True) -> Iterator[None]:
     """Within the block, operations producing infinities raise FloatingPointError (jax.debug_infs)."""
-    yield from _with_option("jax_debug_infs", new_val)
+    yield from _with_option("jax_debug_infs", bool(new_val))
 
 
-def _with_option(name: str, value: bool) -> Iterator[None]:
+def _with_option(name: str, value: Any) -> Iterator[None]:
+    """Option `name` set to `value` for the block (for the whole process), then restored."""
     previous = config.read(name)
-    config.update(name, bool(value))
+    config.update(name, value)
     try:
         yield
     finally:

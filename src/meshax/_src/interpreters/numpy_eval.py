@@ -159,9 +159,10 @@ def try_primitive(primitive: Primitive, args: Sequence[Any], params: dict[str, A
     """A call-like primitive (jit, a loop...) run through NumPy when its inputs share one device (on a one-device
     mesh: once the eager path has taught the results' shardings); else None."""
     device = one_device(args)
-    if device is None or not all(supported(j) for j in _jaxprs(params)):
+    programs = _jaxprs(params)
+    if device is None or not all(supported(j) for j in programs):
         return None
-    if not _jaxprs(params) and not any(isinstance(a, Array) for a in args):
+    if not programs and not any(isinstance(a, Array) for a in args):
         return None  # host values into a function not traced yet (custom_jvp/vjp): it runs as Python, eagerly
     single = all(isinstance(a.sharding, SingleDeviceSharding) for a in args if isinstance(a, Array))
     placements = None if single else _learned_placements(primitive, args, params)
