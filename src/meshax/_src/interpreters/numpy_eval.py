@@ -20,10 +20,11 @@ import numpy as np
 from ..arrays.array import Array, read_only
 from ..runtime import devices as device_table
 from ..core.core import Primitive, abstract_eval, aval_of, impl_rules
-from ..core.jaxpr import Jaxpr, Literal
+from ..core.jaxpr import Jaxpr
 from ..sharding.mesh import current_mesh
 from ..sharding.shardings import SingleDeviceSharding
 from .fusion import executable
+from .numpy_program import program_of
 
 # primitives with a jaxpr parameter: how to run them here (evaluator, *args, **params) -> outputs
 structured_rules: dict[Primitive, Callable[..., list[Any]]] = {}
@@ -122,30 +123,9 @@ def host(value: Any) -> np.ndarray:
 
 
 def run(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[np.ndarray]:
-    """Evaluate `jaxpr` on NumPy values (its executable program: simplified, elementwise chains fused)."""
-    env: dict[int, Any] = {}
-
-    def read(x: Any) -> Any:
-        return np.asarray(x.value, dtype=x.aval.dtype) if isinstance(x, Literal) else env[x.id]
-
-    jaxpr = executable(jaxpr)
-    for var, value in zip(jaxpr.constvars, consts):
-        env[var.id] = value
-    for var, value in zip(jaxpr.invars, args):
-        env[var.id] = value
-    for eq in jaxpr.equations:
-        inputs = [read(x) for x in eq.inputs]
-        rule = structured_rules.get(eq.primitive)
-        if rule is not None:
-            outs = rule(run, *inputs, **eq.params)
-        else:
-            extra = {"local_shapes": [v.aval.shape for v in eq.outputs]} if eq.primitive.needs_local_shape else {}
-            value = impl_rules[eq.primitive](*inputs, **eq.params, **extra)
-            outs = value if eq.primitive.multiple_results else [value]
-        for var, value in zip(eq.outputs, outs):
-            value = np.asarray(value)
-            env[var.id] = value if value.dtype == var.aval.dtype else value.astype(var.aval.dtype)
-    return [read(v) for v in jaxpr.outvars]
+    """Evaluate `jaxpr` on NumPy values (its executable program: simplified, elementwise chains fused, made into
+    a flat list of NumPy calls once)."""
+    return program_of(executable(jaxpr), structured_rules, run)(consts, args)
 
 
 def as_arrays(values: Sequence[np.ndarray], avals: Sequence[Any], device: Any,

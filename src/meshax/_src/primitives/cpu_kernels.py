@@ -53,18 +53,16 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
         wide = np.promote_types(lhs.dtype, preferred_element_type)
         product = dot_general(lhs.astype(wide), rhs.astype(wide), dimension_numbers=dimension_numbers)
         return product.astype(preferred_element_type)
-    (lc, rc), (lb, rb) = dimension_numbers
-    lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
-    rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
-    batch = [lhs.shape[d] for d in lb]
-    out_shape = tuple(batch) + tuple(lhs.shape[d] for d in lf) + tuple(rhs.shape[d] for d in rf)
-    device_pool.hold_budget()
-    m = math.prod(lhs.shape[d] for d in lf)
-    k = math.prod(lhs.shape[d] for d in lc)
-    n = math.prod(rhs.shape[d] for d in rf)
-    b = (math.prod(batch),) if batch else ()
-    left = _blas_ready(lhs.transpose(*lb, *lf, *lc).reshape(*b, m, k))
-    right = _blas_ready(rhs.transpose(*rb, *rc, *rf).reshape(*b, k, n))
+    try:
+        plan = _product_plan(lhs.shape, rhs.shape, dimension_numbers)
+    except TypeError:  # dimension numbers given as lists
+        plan = _product_plan.__wrapped__(lhs.shape, rhs.shape, dimension_numbers)
+    left_order, right_order, left_shape, right_shape, out_shape, m, n = plan
+    if m * n * left_shape[-1] >= _BUDGET_FROM:
+        device_pool.hold_budget()
+    left = _blas_ready(lhs.transpose(left_order).reshape(left_shape))
+    right = _blas_ready(rhs.transpose(right_order).reshape(right_shape))
+    b = left_shape[:-2]
     parts = device_pool.call_parts()
     if parts < 2 or left.dtype not in _BLAS_TYPES or max(m, n) < 64 * parts:
         return np.matmul(left, right).reshape(out_shape)
@@ -78,6 +76,26 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
     return out.reshape(out_shape)
 
 
+@functools.lru_cache(maxsize=4096)
+def _product_plan(lhs_shape: tuple[int, ...], rhs_shape: tuple[int, ...], dimension_numbers: Any) -> tuple:
+    """How a product of these shapes runs as np.matmul: each operand's axes in (batch, free, contracted) order for
+    the left and (batch, contracted, free) for the right, the matrices' shapes, the result's shape, and m and n."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    lf = [d for d in range(len(lhs_shape)) if d not in lc and d not in lb]
+    rf = [d for d in range(len(rhs_shape)) if d not in rc and d not in rb]
+    batch = [lhs_shape[d] for d in lb]
+    out_shape = tuple(batch) + tuple(lhs_shape[d] for d in lf) + tuple(rhs_shape[d] for d in rf)
+    m = math.prod(lhs_shape[d] for d in lf)
+    k = math.prod(lhs_shape[d] for d in lc)
+    n = math.prod(rhs_shape[d] for d in rf)
+    b = (math.prod(batch),) if batch else ()
+    return (tuple(lb) + tuple(lf) + tuple(lc), tuple(rb) + tuple(rc) + tuple(rf), (*b, m, k), (*b, k, n), out_shape,
+            m, n)
+
+
+# products of fewer multiply-adds (m * n * k) run on one BLAS thread whatever its limit (OpenBLAS's threshold is
+# 262144): they need not check that the controller's limit is applied (a few microseconds for a tiny product)
+_BUDGET_FROM = 1 << 16
 _BLAS_TYPES = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
 
 

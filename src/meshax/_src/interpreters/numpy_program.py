@@ -1,0 +1,140 @@
+"""A jaxpr made ready to run on one device's NumPy values many times: a flat list of calls over numbered slots.
+
+numpy_eval.py runs programs (a jitted step, a loop's body once per iteration) whose every operation is
+a NumPy call of a few microseconds on small arrays, so the interpreter's own work per operation (reading
+the environment by variable, building each call's parameters, converting literals) is what they cost.
+`program_of` prepares that work once per executable jaxpr: each equation becomes one step, a call with
+its inputs' slots, its parameters already complete (the local shapes of those that need them) and its
+results' slots and types; literals are made into arrays once; a fused cluster too small for its executor
+to do more than call its equations one by one (`min_elements`) becomes those equations' steps; a slot is
+cleared after its last reader, so that intermediates are freed as early as in the interpreter that keeps
+no environment. The values are those of running the equations in order: the same implementations on the
+same inputs, each result of its equation's type.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..core.core import impl_rules
+from ..core.jaxpr import Equation, Jaxpr, Literal, Var
+
+# one step: (call, input slots, parameters, output slots, output types, whether the call gives a list of results)
+Step = tuple[Callable[..., Any], tuple[int, ...], dict[str, Any], tuple[int, ...], tuple[np.dtype, ...], bool]
+
+
+class NumpyProgram:
+    """The steps of one executable jaxpr, run by `__call__(consts, args)` -> its outputs' values."""
+
+    def __init__(self, jaxpr: Jaxpr, structured: dict[Any, Callable[..., list[Any]]],
+                 evaluator: Callable[..., list[Any]]) -> None:
+        self._slots: dict[int, int] = {}
+        self._template: list[Any] = []
+        self._consts = tuple(self._slot(v) for v in jaxpr.constvars)
+        self._args = tuple(self._slot(v) for v in jaxpr.invars)
+        steps: list[Step] = []
+        for eq in jaxpr.equations:
+            steps.extend(self._steps_of(eq, structured, evaluator))
+        self._outs = tuple(self._read(x) for x in jaxpr.outvars)
+        self._steps = _with_releases(steps, set(self._outs))
+
+    def __call__(self, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
+        values = self._template.copy()
+        for slot, value in zip(self._consts, consts):
+            values[slot] = value
+        for slot, value in zip(self._args, args):
+            values[slot] = value
+        for call, ins, params, outs, types, multiple, released in self._steps:
+            result = call(*[values[i] for i in ins], **params)
+            if multiple:
+                for slot, dtype, value in zip(outs, types, result):
+                    values[slot] = _typed(value, dtype)
+            else:
+                values[outs[0]] = _typed(result, types[0])
+            for slot in released:
+                values[slot] = None
+        return [values[i] for i in self._outs]
+
+    def _slot(self, var: Var) -> int:
+        self._slots[var.id] = len(self._template)
+        self._template.append(None)
+        return self._slots[var.id]
+
+    def _read(self, x: Any) -> int:
+        if not isinstance(x, Literal):
+            return self._slots[x.id]
+        value = np.asarray(x.value, dtype=x.aval.dtype)
+        value.flags.writeable = False  # shared by every run
+        self._template.append(value)
+        return len(self._template) - 1
+
+    def _steps_of(self, eq: Equation, structured: dict[Any, Callable[..., list[Any]]],
+                  evaluator: Callable[..., list[Any]]) -> list[Step]:
+        ins = tuple(self._read(x) for x in eq.inputs)
+        cluster = eq.params.get("cluster") if eq.primitive.name == "fused" else None
+        if cluster is not None and math.prod(eq.outputs[0].aval.shape) < getattr(cluster.executor, "min_elements", 0):
+            return self._inlined(cluster.jaxpr, ins, eq.outputs[0])
+        rule = structured.get(eq.primitive)
+        if rule is not None:
+            call, params, multiple = functools.partial(rule, evaluator), eq.params, True
+        else:
+            call, params, multiple = impl_rules[eq.primitive], eq.params, eq.primitive.multiple_results
+            if eq.primitive.needs_local_shape:
+                params = {**params, "local_shapes": [v.aval.shape for v in eq.outputs]}
+        outs = tuple(self._slot(v) for v in eq.outputs)
+        return [(call, ins, params, outs, tuple(np.dtype(v.aval.dtype) for v in eq.outputs), multiple)]
+
+    def _inlined(self, cluster: Jaxpr, ins: tuple[int, ...], output: Var) -> list[Step]:
+        """A small cluster's equations as steps (as the executor runs it: each NumPy call on the whole arrays, those
+        that need a local shape given the cluster's output shape), its result in `output`'s slot."""
+        for var, slot in zip(cluster.invars, ins):
+            self._slots[var.id] = slot
+        steps: list[Step] = []
+        for eq in cluster.equations:
+            params = eq.params
+            if eq.primitive.needs_local_shape:
+                params = {**params, "local_shapes": [output.aval.shape]}
+            eq_ins = tuple(self._read(x) for x in eq.inputs)
+            steps.append((impl_rules[eq.primitive], eq_ins, params, (self._slot(eq.outputs[0]),),
+                          (np.dtype(eq.outputs[0].aval.dtype),), False))
+        result = cluster.outvars[0]
+        if isinstance(result, Var) and result.id in {v.id for v in cluster.invars}:
+            return [(_same, (self._slots[result.id],), {}, (self._slot(output),), (np.dtype(output.aval.dtype),), False)]
+        self._slots[output.id] = self._read(result)
+        return steps
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _typed(value: Any, dtype: np.dtype) -> np.ndarray:
+    """A result as an array of its equation's type."""
+    if type(value) is not np.ndarray:
+        value = np.asarray(value)
+    return value if value.dtype == dtype else value.astype(dtype)
+
+
+def _with_releases(steps: list[Step], kept: set[int]) -> list[tuple]:
+    """Each step with the slots it reads for the last time (cleared after it), those in `kept` aside."""
+    last: dict[int, int] = {}
+    for position, step in enumerate(steps):
+        for slot in step[1]:
+            last[slot] = position
+    released: list[list[int]] = [[] for _ in steps]
+    for slot, position in last.items():
+        if slot not in kept:
+            released[position].append(slot)
+    return [step + (tuple(gone),) for step, gone in zip(steps, released)]
+
+
+def program_of(jaxpr: Jaxpr, structured: dict[Any, Callable[..., list[Any]]],
+               evaluator: Callable[..., list[Any]]) -> NumpyProgram:
+    """The NumpyProgram of executable `jaxpr` (made once, kept on it)."""
+    found = getattr(jaxpr, "_numpy_program", None)
+    if found is None:
+        found = jaxpr._numpy_program = NumpyProgram(jaxpr, structured, evaluator)
+    return found
