@@ -65,6 +65,7 @@ def test_a_single_call_runs_here_with_the_whole_share():
 
 def test_calls_without_blas_leave_its_threads_alone_and_this_thread_takes_its_turn(controllers_here):
     controllers_here(1)
+    device_pool.workers()  # the new share applied (it is, at the next computation)
     before = blas_threads()
     gate = threading.Barrier(min(device_pool.workers(), 2), timeout=10)
     seen = []
@@ -151,3 +152,20 @@ def test_a_clusters_blocks_run_on_the_executors_threads(compiled, monkeypatch):
     out = meshax.jit(lambda x: jnp.where(x > 0, x, 0.0) * 2.0)(h)
     np.testing.assert_array_equal(np.asarray(out), np.where(h > 0, h, np.float32(0)) * np.float32(2))
     assert max(batches) == (16 if compiled else CpuExecutor.max_threads), batches  # the cluster's blocks
+
+
+def test_per_device_clusters_run_here_when_small_and_never_change_blas_threads(monkeypatch):
+    """shard_map's per-device calls of a fused cluster: one after the other on this thread while all of their results
+    are small (a pool's hand-over costs more), side by side without touching BLAS's limit (a cluster never calls
+    BLAS) once they are large; other heavy kernels keep BLAS to one thread per call."""
+    from meshax._src.interpreters import shard_map
+    from meshax._src.interpreters.fusion import fused_p
+    from meshax._src.primitives.array_primitives import dot_general as dot_general_p
+
+    batches = []
+    monkeypatch.setattr(device_pool, "run_each", lambda calls, blas=True: batches.append(blas) or [c() for c in calls])
+    calls = [lambda i=i: i for i in range(4)]
+    small = shard_map.SIDE_BY_SIDE_ELEMENTS // 4 - 1
+    assert shard_map.run_device_calls(fused_p, calls, small) == [0, 1, 2, 3] and batches == []
+    assert shard_map.run_device_calls(fused_p, calls, small + 1) == [0, 1, 2, 3] and batches == [False]
+    assert shard_map.run_device_calls(dot_general_p, calls, 1) == [0, 1, 2, 3] and batches == [False, True]

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..core.core import impl_rules
 from ..core.jaxpr import Equation, Jaxpr, Literal, Var
+from .cpu_executor import constant
 
 # one step: (call, input slots, parameters, output slots, output types, whether the call gives a list of results)
 Step = tuple[Callable[..., Any], tuple[int, ...], dict[str, Any], tuple[int, ...], tuple[np.dtype, ...], bool]
@@ -66,9 +67,7 @@ class NumpyProgram:
     def _read(self, x: Any) -> int:
         if not isinstance(x, Literal):
             return self._slots[x.id]
-        value = np.asarray(x.value, dtype=x.aval.dtype)
-        value.flags.writeable = False  # shared by every run
-        self._template.append(value)
+        self._template.append(constant(x))
         return len(self._template) - 1
 
     def _steps_of(self, eq: Equation, structured: dict[Any, Callable[..., list[Any]]],

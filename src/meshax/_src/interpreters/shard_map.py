@@ -18,6 +18,7 @@ from ..core.jaxpr import Jaxpr, eval_jaxpr
 from ..core.core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, impl_rules, pvary_p,
                          reduced_vary_cast_p, sharding_rules)
 from ..sharding.placement_rules import elementwise
+from .fusion import fused_p
 from .process_blocks import one_buffer, run_joined_on_devices, run_summed_product, summed_products
 from .staging import inline_rules
 
@@ -28,8 +29,14 @@ SIDE_BY_SIDE_ELEMENTS = 1 << 16  # a device's elementwise result from this size 
 
 
 def run_device_calls(primitive: Primitive, calls: Sequence[Callable[[], Any]], elements: int) -> list[Any]:
-    """The results of one primitive's calls, one per device (or distinct set of buffers): heavy kernels, and
-    elementwise ones of `elements` or more per device, side by side within the controller's share of the cores."""
+    """The results of one primitive's calls, one per device (or distinct set of buffers): heavy kernels, fused
+    clusters whose results together reach `SIDE_BY_SIDE_ELEMENTS`, and other elementwise ones of `elements` or more
+    per device, side by side within the controller's share of the cores (a pool's hand-over costs more than a
+    small call)."""
+    if primitive is fused_p:  # elementwise work, no BLAS: side by side once all the devices' results are large
+        if len(calls) * elements < SIDE_BY_SIDE_ELEMENTS:
+            return [call() for call in calls]
+        return device_pool.run_each(calls, blas=False)
     if primitive.parallel_devices:
         return device_pool.run_each(calls)
     if len(calls) > 1 and elements >= SIDE_BY_SIDE_ELEMENTS and sharding_rules.get(primitive) is elementwise:
