@@ -439,6 +439,28 @@ def test_products_of_two_per_device_operands_run_stacked_with_each_devices_bits(
     assert "dot_general" in stacked, stacked
 
 
+@pytest.mark.parametrize("threads", ["2", "4"])
+def test_large_stacked_products_spread_over_many_threads_with_each_devices_bits(monkeypatch, threads):
+    """With 4 compute threads or more, a large stacked product (a 1024x10 weight's gradient from 128 rows per device)
+    runs as ranges of the stack side by side, each on one BLAS thread; with fewer, as one call. Each device's product
+    is bit for bit NumPy's product of that device's blocks either way."""
+    monkeypatch.setenv("MESHAX_CPU_THREADS", threads)
+    spread = []
+    monkeypatch.setattr("meshax._src.runtime.compute_pool.run_each",
+                        lambda calls, **kw: spread.append(([getattr(c, "func", None) for c in calls], kw))
+                        or real_run_each(calls, **kw))
+    mesh, rows, x, g = _activations_and_cotangents(seed=4, rows=128, features=1024)
+    P = meshax.P
+    body = meshax.shard_map(lambda a, b: lax.dot_general(jnp.maximum(a, 0.0), b, (((0,), (0,)), ((), ())))[None],
+                            mesh=mesh, in_specs=(P("data"), P("data")), out_specs=P("data"))
+    out = np.asarray(meshax.jit(body)(meshax.device_put(x, rows), meshax.device_put(g, rows)))
+    for i in range(4):
+        block = slice(128 * i, 128 * (i + 1))
+        assert out[i].tobytes() == (np.maximum(x[block], 0).T @ g[block]).tobytes(), i
+    products = [kw for funcs, kw in spread if funcs == [impl_rules[array_primitives.dot_general]] * 4]
+    assert products == ([{"blas": True}] if threads == "4" else []), spread
+
+
 def _pairwise(parts):
     """XLA's order of adding the devices' partial sums: neighbours first, ((p0 + p1) + (p2 + p3)) + ..."""
     while len(parts) > 1:

@@ -252,8 +252,8 @@ def _run_stacked(primitive: Primitive, params: dict[str, Any], values: Sequence[
     primitives and clusters without broadcasts whose split operands have the result's shape, reductions of
     C-ordered values (NumPy reduces each block of the stack in the same order as the block alone), and matrix
     products of two per-device operands (a weight's gradient before its sum over the devices: np.matmul makes
-    each device's BLAS call in turn, as that device's own call would; 16 devices: one call instead of 16 side
-    by side); None where that does not apply."""
+    each device's BLAS call in turn, as that device's own call would); large ones spread over the threads in
+    ranges of the stack (`_call_stacked`); None where that does not apply."""
     stacks = [v for v, s in zip(values, split) if s]
     if not all(isinstance(x, np.ndarray) and x.shape == stack[0].shape for stack in stacks for x in stack):
         return None
@@ -284,24 +284,42 @@ def _run_stacked(primitive: Primitive, params: dict[str, Any], values: Sequence[
 
 def _call_stacked(primitive: Primitive, operands: Sequence[Any], split: Sequence[bool],
                   params: dict[str, Any]) -> np.ndarray:
-    """`primitive` over operands stacked along their first dimension where `split`: large reductions as ranges of
-    the stack side by side on the controller's threads (each device's block reduced as alone; a reduction runs on
-    one thread in NumPy). Products stay one call: np.matmul gives each device's product all of BLAS's threads,
-    which measured faster than one thread each side by side (2 cores: 1.0 against 1.3-1.9 ms)."""
+    """`primitive` over operands stacked along their first dimension where `split`, as ranges of the stack side by
+    side on the controller's threads where that pays: large reductions (a reduction runs on one thread in NumPy;
+    each device's block is reduced as alone), and large products once the controller has `PRODUCTS_APART_FROM`
+    threads, each range on one BLAS thread (as each device's own call runs beside the others'). np.matmul runs the
+    devices' products one after the other, each on all of BLAS's threads: on 2 cores that measured faster than one
+    thread each side by side (1.0 against 1.3-1.9 ms), but a small product gains little from many threads and pays
+    their hand-over each time (16 cores, a 1024x10 weight gradient of 128 rows per device, 16 devices: 2.2 ms
+    stacked against 0.5 ms for the same 2048 rows as one product)."""
     impl = impl_rules[primitive]
     count = next(len(x) for x, s in zip(operands, split) if s)
     threads = 1 if compute_pool.in_batch() else compute_pool.workers()
-    elements = sum(x.size for x, s in zip(operands, split) if s)
-    if threads < 2 or elements < SPREAD_STACK_FROM or primitive.name not in _REDUCTIONS:
+    if primitive.name == "dot_general":
+        spread = threads >= PRODUCTS_APART_FROM and _multiply_adds(operands, params) >= SPREAD_PRODUCTS_FROM
+    else:
+        spread = threads >= 2 and primitive.name in _REDUCTIONS and \
+            sum(x.size for x, s in zip(operands, split) if s) >= SPREAD_STACK_FROM
+    if not spread:
         return np.asarray(impl(*operands, **params))
     parts = min(threads, count)
     bounds = [count * i // parts for i in range(parts + 1)]
     calls = [functools.partial(impl, *[x[lo:hi] if s else x for x, s in zip(operands, split)], **params)
              for lo, hi in zip(bounds, bounds[1:])]
-    return np.concatenate([np.asarray(piece) for piece in compute_pool.run_each(calls, blas=False)])
+    pieces = compute_pool.run_each(calls, blas=primitive.name == "dot_general")
+    return np.concatenate([np.asarray(piece) for piece in pieces])
+
+
+def _multiply_adds(operands: Sequence[Any], params: dict[str, Any]) -> int:
+    """The multiply-adds of a stacked product (both operands stacked, the stack its batch dimension)."""
+    left, right = operands
+    contracted = math.prod(left.shape[d] for d in params["dimension_numbers"][0][0])
+    return left.size * (right.size // max(1, right.shape[0] * contracted)) if contracted else 0
 
 
 SPREAD_STACK_FROM = 1 << 18  # elements of a stacked reduction's operand worth splitting among the threads
+PRODUCTS_APART_FROM = CpuExecutor.min_threads  # compute threads from which large stacked products are spread
+SPREAD_PRODUCTS_FROM = 1 << 22  # multiply-adds of a stacked product worth splitting among the threads
 
 
 def _stacked(values: list[np.ndarray], joined: Any, devices: tuple[Any, ...]) -> np.ndarray | None:
