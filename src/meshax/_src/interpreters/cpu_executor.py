@@ -211,8 +211,9 @@ def run_unfused(jaxpr: Jaxpr, inputs: Sequence[np.ndarray], out_shape: tuple[int
     one of its shape and type is free: the same values, less memory traffic (a 2-core step's relu and SGD
     updates: 1.05 -> 0.6 ms a cluster). The last equation writes into `out` where one is given (copied there
     where its implementation takes none)."""
-    if last_reads is None and out is None and _calls_of(jaxpr):
-        return _run_calls(jaxpr, inputs, out_shape)
+    calls = prepared_calls(jaxpr) if last_reads is None and out is None else None
+    if calls:
+        return _run_calls(calls, inputs, out_shape)
     env: dict[int, Any] = {v.id: x for v, x in zip(jaxpr.invars, inputs)}
     free: list[np.ndarray] = []  # buffers this call made whose values nobody reads any more
     for position, eq in enumerate(jaxpr.equations):
@@ -232,18 +233,21 @@ def run_unfused(jaxpr: Jaxpr, inputs: Sequence[np.ndarray], out_shape: tuple[int
     return env[jaxpr.outvars[0].id] if out is None else written(env[jaxpr.outvars[0].id], out)
 
 
-def _run_calls(jaxpr: Jaxpr, inputs: Sequence[np.ndarray], out_shape: tuple[int, ...]) -> np.ndarray:
-    """The cluster's equations called in order on numbered values (their calls prepared once per cluster)."""
-    calls = _calls_of(jaxpr)
+def _run_calls(calls: list[tuple], inputs: Sequence[np.ndarray], out_shape: tuple[int, ...]) -> np.ndarray:
+    """A cluster's prepared calls (`prepared_calls`) made in order on numbered values."""
     values = list(inputs) + [None] * len(calls)
     local = {"local_shapes": [out_shape]}
     for position, (impl, reads, literals, params, local_shape, dtype) in enumerate(calls, len(inputs)):
         args = [values[i] if i >= 0 else literals[-1 - i] for i in reads]
-        value = impl(*args, **params, **local) if local_shape else impl(*args, **params)
-        if type(value) is not np.ndarray:
-            value = np.asarray(value)
-        values[position] = value if value.dtype == dtype else value.astype(dtype)
+        values[position] = typed(impl(*args, **params, **local) if local_shape else impl(*args, **params), dtype)
     return values[-1]
+
+
+def typed(value: Any, dtype: np.dtype) -> np.ndarray:
+    """An implementation's result as an array of its equation's type."""
+    if type(value) is not np.ndarray:
+        value = np.asarray(value)
+    return value if value.dtype == dtype else value.astype(dtype)
 
 
 def constant(literal: Literal) -> np.ndarray:
@@ -253,20 +257,20 @@ def constant(literal: Literal) -> np.ndarray:
     return value
 
 
-def _calls_of(jaxpr: Jaxpr) -> list[tuple]:
-    """The prepared calls of a cluster (made once, kept on it); empty where its output is not its last equation's."""
+def prepared_calls(jaxpr: Jaxpr) -> list[tuple]:
+    """A cluster's equations as calls (made once, kept on it): per equation its implementation, where its operands
+    are (an index into the values: the cluster's inputs, then each equation's result; negative: a literal), those
+    literals as arrays, its parameters, whether it needs the local shape, and its result's type. Empty where the
+    cluster's output is not its last equation's."""
     calls = getattr(jaxpr, "_calls", None)
     if calls is None:
         result = jaxpr.outvars[0]
         last = jaxpr.equations[-1].outputs[0] if jaxpr.equations else None
-        calls = jaxpr._calls = _prepared_calls(jaxpr) if isinstance(result, Var) and result is last else []
+        calls = jaxpr._calls = _calls(jaxpr) if isinstance(result, Var) and result is last else []
     return calls
 
 
-def _prepared_calls(jaxpr: Jaxpr) -> list[tuple]:
-    """Per equation of a single-output cluster whose last equation makes its output: its implementation, where its
-    operands are (an index into the values: the inputs, then each equation's result; negative: a literal), those
-    literals as arrays, its parameters, whether it needs the local shape, and its result's type."""
+def _calls(jaxpr: Jaxpr) -> list[tuple]:
     index = {v.id: i for i, v in enumerate(jaxpr.invars)}
     calls = []
     for eq in jaxpr.equations:

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core.core import impl_rules
 from ..core.jaxpr import Equation, Jaxpr, Literal, Var
-from .cpu_executor import constant
+from .cpu_executor import constant, prepared_calls, typed
 
 # one step: (call, input slots, parameters, output slots, output types, whether the call gives a list of results)
 Step = tuple[Callable[..., Any], tuple[int, ...], dict[str, Any], tuple[int, ...], tuple[np.dtype, ...], bool]
@@ -52,30 +52,35 @@ class NumpyProgram:
             result = call(*[values[i] for i in ins], **params)
             if multiple:
                 for slot, dtype, value in zip(outs, types, result):
-                    values[slot] = _typed(value, dtype)
+                    values[slot] = typed(value, dtype)
             else:
-                values[outs[0]] = _typed(result, types[0])
+                values[outs[0]] = typed(result, types[0])
             for slot in released:
                 values[slot] = None
         return [values[i] for i in self._outs]
 
-    def _slot(self, var: Var) -> int:
-        self._slots[var.id] = len(self._template)
+    def _slot(self, var: Var | None = None) -> int:
+        """A new slot (for `var`'s value, where given)."""
         self._template.append(None)
-        return self._slots[var.id]
+        if var is not None:
+            self._slots[var.id] = len(self._template) - 1
+        return len(self._template) - 1
+
+    def _constant(self, value: np.ndarray) -> int:
+        self._template.append(value)
+        return len(self._template) - 1
 
     def _read(self, x: Any) -> int:
-        if not isinstance(x, Literal):
-            return self._slots[x.id]
-        self._template.append(constant(x))
-        return len(self._template) - 1
+        return self._constant(constant(x)) if isinstance(x, Literal) else self._slots[x.id]
 
     def _steps_of(self, eq: Equation, structured: dict[Any, Callable[..., list[Any]]],
                   evaluator: Callable[..., list[Any]]) -> list[Step]:
         ins = tuple(self._read(x) for x in eq.inputs)
         cluster = eq.params.get("cluster") if eq.primitive.name == "fused" else None
         if cluster is not None and math.prod(eq.outputs[0].aval.shape) < getattr(cluster.executor, "min_elements", 0):
-            return self._inlined(cluster.jaxpr, ins, eq.outputs[0])
+            calls = prepared_calls(cluster.jaxpr)
+            if calls:
+                return self._inlined(calls, ins, eq.outputs[0])
         rule = structured.get(eq.primitive)
         if rule is not None:
             call, params, multiple = functools.partial(rule, evaluator), eq.params, True
@@ -86,35 +91,19 @@ class NumpyProgram:
         outs = tuple(self._slot(v) for v in eq.outputs)
         return [(call, ins, params, outs, tuple(np.dtype(v.aval.dtype) for v in eq.outputs), multiple)]
 
-    def _inlined(self, cluster: Jaxpr, ins: tuple[int, ...], output: Var) -> list[Step]:
-        """A small cluster's equations as steps (as the executor runs it: each NumPy call on the whole arrays, those
-        that need a local shape given the cluster's output shape), its result in `output`'s slot."""
-        for var, slot in zip(cluster.invars, ins):
-            self._slots[var.id] = slot
+    def _inlined(self, calls: list[tuple], ins: tuple[int, ...], output: Var) -> list[Step]:
+        """A small cluster's prepared calls (cpu_executor.prepared_calls) as steps, made as its executor makes them
+        (each NumPy call on the whole arrays, those that need a local shape given the cluster's), the last one's
+        result in `output`'s slot."""
+        local = list(ins)  # the cluster's values (its inputs, then its equations' results) -> their slots
         steps: list[Step] = []
-        for eq in cluster.equations:
-            params = eq.params
-            if eq.primitive.needs_local_shape:
+        for position, (impl, reads, literals, params, local_shape, dtype) in enumerate(calls):
+            eq_ins = tuple(local[i] if i >= 0 else self._constant(literals[-1 - i]) for i in reads)
+            if local_shape:
                 params = {**params, "local_shapes": [output.aval.shape]}
-            eq_ins = tuple(self._read(x) for x in eq.inputs)
-            steps.append((impl_rules[eq.primitive], eq_ins, params, (self._slot(eq.outputs[0]),),
-                          (np.dtype(eq.outputs[0].aval.dtype),), False))
-        result = cluster.outvars[0]
-        if isinstance(result, Var) and result.id in {v.id for v in cluster.invars}:
-            return [(_same, (self._slots[result.id],), {}, (self._slot(output),), (np.dtype(output.aval.dtype),), False)]
-        self._slots[output.id] = self._read(result)
+            local.append(self._slot(output if position == len(calls) - 1 else None))
+            steps.append((impl, eq_ins, params, (local[-1],), (dtype,), False))
         return steps
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-def _typed(value: Any, dtype: np.dtype) -> np.ndarray:
-    """A result as an array of its equation's type."""
-    if type(value) is not np.ndarray:
-        value = np.asarray(value)
-    return value if value.dtype == dtype else value.astype(dtype)
 
 
 def _with_releases(steps: list[Step], kept: set[int]) -> list[tuple]:
