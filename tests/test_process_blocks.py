@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import threadpoolctl
 
 import meshax
 import meshax.numpy as jnp
@@ -443,7 +444,9 @@ def test_products_of_two_per_device_operands_run_stacked_with_each_devices_bits(
 def test_large_stacked_products_spread_over_many_threads_with_each_devices_bits(monkeypatch, threads):
     """With 4 compute threads or more, a large stacked product (a 1024x10 weight's gradient from 128 rows per device)
     runs as ranges of the stack side by side, each on one BLAS thread; with fewer, as one call. Each device's product
-    is bit for bit NumPy's product of that device's blocks either way."""
+    is bit for bit NumPy's product of that device's blocks on as many BLAS threads as it ran with (one when spread,
+    as each device's own call beside the others'; the share as one call): OpenBLAS's Haswell kernels round a
+    product on one thread and on several differently."""
     monkeypatch.setenv("MESHAX_CPU_THREADS", threads)
     spread = []
     monkeypatch.setattr("meshax._src.runtime.compute_pool.run_each",
@@ -454,9 +457,10 @@ def test_large_stacked_products_spread_over_many_threads_with_each_devices_bits(
     body = meshax.shard_map(lambda a, b: lax.dot_general(jnp.maximum(a, 0.0), b, (((0,), (0,)), ((), ())))[None],
                             mesh=mesh, in_specs=(P("data"), P("data")), out_specs=P("data"))
     out = np.asarray(meshax.jit(body)(meshax.device_put(x, rows), meshax.device_put(g, rows)))
-    for i in range(4):
-        block = slice(128 * i, 128 * (i + 1))
-        assert out[i].tobytes() == (np.maximum(x[block], 0).T @ g[block]).tobytes(), i
+    with threadpoolctl.threadpool_limits(1 if threads == "4" else int(threads), user_api="blas"):
+        for i in range(4):
+            block = slice(128 * i, 128 * (i + 1))
+            assert out[i].tobytes() == (np.maximum(x[block], 0).T @ g[block]).tobytes(), i
     products = [kw for funcs, kw in spread if funcs == [impl_rules[array_primitives.dot_general]] * 4]
     assert products == ([{"blas": True}] if threads == "4" else []), spread
 

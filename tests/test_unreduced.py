@@ -160,11 +160,13 @@ def test_cotangents_of_reduced_values_are_unreduced_under_jit():
 
             g1 = lib.jit(lib.grad(loss))(w, x)
             g2 = lib.jit(inner)(lib.reshard(w, lib.P(None, None, reduced={"X"})), x)
-            return (str(lib.typeof(g1)), np.asarray(g1).tolist(), str(lib.typeof(g2)),
-                    np.asarray(lib.reshard(g2, lib.P())).tolist(), seen)
+            return (str(lib.typeof(g1)), np.asarray(g1), str(lib.typeof(g2)),
+                    np.asarray(lib.reshard(g2, lib.P())), seen)
 
     theirs, ours = both(run)
-    assert ours == theirs
+    assert (ours[0], ours[2], ours[4]) == (theirs[0], theirs[2], theirs[4])
+    for mine, jaxs in ((ours[1], theirs[1]), (ours[3], theirs[3])):  # the products' rounding is BLAS's or XLA's
+        np.testing.assert_allclose(mine, jaxs, rtol=1e-6)
 
 
 @pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])

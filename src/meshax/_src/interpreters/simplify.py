@@ -1,6 +1,7 @@
 """Simplification of a jaxpr before it runs: no work whose result nobody reads, nothing computed twice.
 
-Three rewrites, all exact (the simplified program's values are bit for bit the original's):
+Four rewrites, all exact (the simplified program's values are bit for bit the original's, but for the
+transposed product's rounding on some BLAS kernels, below):
 - scalar constants are folded: an operation on literals only, with a scalar result, becomes a literal
   (computed once, by the same implementation);
 - identities are dropped: a conversion to the same type, a broadcast or reshape to the same shape,
@@ -10,7 +11,8 @@ Three rewrites, all exact (the simplified program's values are bit for bit the o
 - a transposed product, transpose(dot_general(a, b)) with the product read nowhere else and the
   transpose swapping its two groups of free dimensions, becomes dot_general(b, a): the result comes
   out in the order it is read in (a weight's gradient is a row-major matrix, as the weight it updates,
-  not a column-major view; BLAS computes C^T = B^T A^T with the same sums);
+  not a column-major view; BLAS computes C^T = B^T A^T with the same sums, in the same order with
+  OpenBLAS's SkylakeX kernels, in another with its Haswell ones: there the last bits may differ);
 then dead code (equations none of whose outputs is used) is eliminated. Only primitives with a plain
 NumPy implementation and no side effect are touched; calls, loops, collectives and callbacks stay.
 The printed program (make_jaxpr) is never simplified: this runs on the copy that executes.
