@@ -26,9 +26,10 @@ OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE are unset for every job.
 A job runs --warmup steps (the first one compiles/traces), then --steps timed steps; every step
 follows a barrier and is timed on every process until the new parameters and the loss are ready;
 a step's time is the max over processes. The NumPy floor (workers/train_floor.py) is timed in the
-default-mode meshax jobs after meshax's steps, in the same processes, at meshax's CPU budget: each
-process computes its rows of the batch by hand with NumPy (one warm-up step, then --steps timed
-steps), MPI Allreduce sums the gradients. Each (layout, style) cell runs --rounds jobs per library,
+default-mode meshax jobs, in the same processes, at meshax's CPU budget, a floor step after each of
+meshax's timed steps (so that both see the same state of a noisy host): each process computes its
+rows of the batch by hand with NumPy (one warm-up step, then --steps timed steps), MPI Allreduce
+sums the gradients. Each (layout, style) cell runs --rounds jobs per library,
 the libraries' order alternating, and reports the medians of the pooled timed steps and the ratios
 meshax / JAX and meshax / floor. The losses of every step are compared between meshax, JAX and the
 floor. A job that fails or times out is reported (verbatim output at the end) and the run goes on;
@@ -310,7 +311,7 @@ def report(bench: Bench, cells: list[tuple[int, int, str]], skipped: list[str], 
         f"variable set (meshax's CPU budget gave each process {', '.join(map(str, threads)) or 'n/a'} thread(s) "
         "in these layouts). NumPy floor: the same step written by hand with NumPy in the meshax jobs' "
         "processes, each its rows of the batch at meshax's CPU budget, gradients summed with MPI Allreduce "
-        "(workers/train_floor.py). Target (issue 23): meshax <= 1.2x JAX and <= 1.15x the floor; where the "
+        "(workers/train_floor.py), a floor step after each of meshax's timed steps. Target (issue 23): meshax <= 1.2x JAX and <= 1.15x the floor; where the "
         "floor itself is > 1.1x JAX, <= 1.1x the floor counts (set for the 784-1024-1024-10 model only). "
         "Losses: every step's loss of every job, compared "
         f"to the first job's (relative tolerance {LOSS_RTOL}).",

@@ -18,12 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "workers"))
 
 import train_worker  # noqa: E402 - after the workers' folder is on the path
-from train_floor import floor_step, local_rows, mpi_allreduce  # noqa: E402
 from worker_support import Backend  # noqa: E402
 
 
@@ -39,29 +37,16 @@ def main() -> int:
     common = train_worker.load_common("meshax")
     step, params, x, y = train_worker.build(b, common, args)
 
-    from threadpoolctl import threadpool_limits
-
-    from meshax._src.runtime.cpu_budget import compute_threads
-
-    fparams = common.init_params([args.features, args.width, args.width, args.classes])
-    xs, labels = common.make_dataset(1, args.batch, args.features, args.classes)
-    fx = local_rows(xs[0], b.rank, b.size)
-    one_hot = np.eye(args.classes, dtype=np.float32)[local_rows(labels[0], b.rank, b.size)]
-    allreduce = mpi_allreduce(b.world)
+    floor = train_worker.Floor(b, common, args)
 
     def run_meshax() -> None:
         nonlocal params
         params, loss = step(params, x, y)
         b.jax.block_until_ready((params, loss))
 
-    def run_floor() -> None:
-        nonlocal fparams
-        with threadpool_limits(limits=compute_threads(), user_api="blas"):
-            fparams, _ = floor_step(fparams, fx, one_hot, args.lr, args.batch, allreduce)
-
     times: dict[str, list[tuple[float, float]]] = {"meshax": [], "floor": []}
     for round_ in range(cli.rounds + 2):
-        for name, run in (("meshax", run_meshax), ("floor", run_floor)):
+        for name, run in (("meshax", run_meshax), ("floor", floor.step)):
             b.barrier()
             wall, cpu = time.perf_counter(), time.process_time()
             run()
@@ -78,7 +63,7 @@ def main() -> int:
         medians[name] = (statistics.median(walls), statistics.median(cpus))
     layout = f"{b.size}x{len(b.jax.local_devices())}"
     (mw, mc), (fw, fc) = medians["meshax"], medians["floor"]
-    print(f"{layout} {cli.style} ({compute_threads()} threads, {cli.rounds} rounds, load {load_before:.1f} -> "
+    print(f"{layout} {cli.style} ({floor.threads} threads, {cli.rounds} rounds, load {load_before:.1f} -> "
           f"{os.getloadavg()[0]:.1f}): wall meshax {mw * 1e3:.1f} floor {fw * 1e3:.1f} ms ({mw / fw:.2f}x); "
           f"cpu meshax {mc * 1e3:.1f} floor {fc * 1e3:.1f} ms ({mc / fc:.2f}x)", flush=True)
     return 0

@@ -15,8 +15,9 @@ One batch (--batch rows of --features, from the examples' make_dataset) is place
 warm-up steps and S timed steps, each after a barrier (meshax: the runtime's MPI barrier; JAX:
 multihost_utils.sync_global_devices), timed on every process from the call until the new
 parameters and the loss are ready. Every step's loss is kept (a check that both libraries train
-alike). With --floor-steps (meshax jobs), the same processes then time the hand-written NumPy step of
-train_floor.py (one warm-up step, then that many timed steps, each after a barrier). The record goes to
+alike). With --floor-steps (meshax jobs), the same processes also time the hand-written NumPy step of
+train_floor.py: one warm-up step after meshax's warm-up, then one timed step after each of meshax's
+timed steps (up to that many), each after a barrier. The record goes to
 $BENCH_RECORD_DIR/<rank>.json, rewritten after every step; the process exits with status 3 if it runs
 longer than --budget seconds.
 """
@@ -118,6 +119,9 @@ def main() -> int:
                            "devices": b.jax.device_count(), "setup_s": time.perf_counter() - began,
                            "warmup_times": [], "times": [], "losses": []})
     record = writer.record
+    floor = Floor(b, common, args) if b.name == "meshax" and args.floor_steps else None
+    if floor is not None:
+        record.update(floor_threads=floor.threads, floor_times=[], floor_losses=[])
     for step in range(args.warmup + args.steps):
         b.barrier()
         start = time.perf_counter()
@@ -128,38 +132,44 @@ def main() -> int:
         if step == args.warmup - 1:
             b.settle()
         record["losses"].append(float(loss))
+        if floor is not None and step >= args.warmup - 1 and len(record["floor_times"]) < args.floor_steps:
+            # the floor's warm-up after meshax's, then a floor step after each of meshax's timed steps, so that
+            # both see the same state of a noisy host (a shared VM's NumPy matmuls alone drift by up to 1.5x
+            # over seconds)
+            b.barrier()
+            start = time.perf_counter()
+            record["floor_losses"].append(floor.step())
+            if step >= args.warmup:
+                record["floor_times"].append(time.perf_counter() - start)
         writer.write(every=0)
-    if b.name == "meshax" and args.floor_steps:
-        run_floor(b, common, args, writer)
     b.barrier()
     writer.write(complete=True)
     return 0
 
 
-def run_floor(b: Backend, common: types.ModuleType, args: argparse.Namespace, writer: RecordWriter) -> None:
-    """The NumPy floor (train_floor.py) in this process, with this controller's CPU budget as BLAS threads:
-    one warm-up step, then --floor-steps timed steps, each after a barrier."""
-    from threadpoolctl import threadpool_limits
+class Floor:
+    """The NumPy floor's step (train_floor.py) in this process, with this controller's CPU budget as BLAS threads,
+    on its own parameters and this process's rows of the batch."""
 
-    from meshax._src.runtime.cpu_budget import compute_threads
+    def __init__(self, b: Backend, common: types.ModuleType, args: argparse.Namespace) -> None:
+        from meshax._src.runtime.cpu_budget import compute_threads
 
-    params = common.init_params([args.features, args.width, args.width, args.classes])
-    xs, labels = common.make_dataset(1, args.batch, args.features, args.classes)
-    x = local_rows(xs[0], b.rank, b.size)
-    one_hot = np.eye(args.classes, dtype=np.float32)[local_rows(labels[0], b.rank, b.size)]
-    allreduce = mpi_allreduce(b.world)
-    record = writer.record
-    record.update(floor_threads=compute_threads(), floor_times=[], floor_losses=[])
-    with threadpool_limits(limits=compute_threads(), user_api="blas"):
-        for step in range(1 + args.floor_steps):
-            b.barrier()
-            start = time.perf_counter()
-            params, loss = floor_step(params, x, one_hot, args.lr, args.batch, allreduce)
-            elapsed = time.perf_counter() - start
-            if step:
-                record["floor_times"].append(elapsed)
-            record["floor_losses"].append(loss)
-            writer.write(every=0)
+        self.args = args
+        self.params = common.init_params([args.features, args.width, args.width, args.classes])
+        xs, labels = common.make_dataset(1, args.batch, args.features, args.classes)
+        self.x = local_rows(xs[0], b.rank, b.size)
+        self.one_hot = np.eye(args.classes, dtype=np.float32)[local_rows(labels[0], b.rank, b.size)]
+        self.allreduce = mpi_allreduce(b.world)
+        self.threads = compute_threads()
+
+    def step(self) -> float:
+        """One SGD step; returns its loss."""
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=self.threads, user_api="blas"):
+            self.params, loss = floor_step(self.params, self.x, self.one_hot, self.args.lr, self.args.batch,
+                                           self.allreduce)
+        return loss
 
 
 if __name__ == "__main__":
