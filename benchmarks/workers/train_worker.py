@@ -152,9 +152,12 @@ class Floor:
     on its own parameters and this process's rows of the batch."""
 
     def __init__(self, b: Backend, common: types.ModuleType, args: argparse.Namespace) -> None:
+        from threadpoolctl import ThreadpoolController
+
         from meshax._src.runtime.cpu_budget import compute_threads
 
         self.args = args
+        self.blas = ThreadpoolController()  # found once: threadpool_limits() looks for the libraries each time (0.5 ms)
         self.params = common.init_params([args.features, args.width, args.width, args.classes])
         xs, labels = common.make_dataset(1, args.batch, args.features, args.classes)
         self.x = local_rows(xs[0], b.rank, b.size)
@@ -164,9 +167,7 @@ class Floor:
 
     def step(self) -> float:
         """One SGD step; returns its loss."""
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=self.threads, user_api="blas"):
+        with self.blas.limit(limits=self.threads, user_api="blas"):
             self.params, loss = floor_step(self.params, self.x, self.one_hot, self.args.lr, self.args.batch,
                                            self.allreduce)
         return loss
