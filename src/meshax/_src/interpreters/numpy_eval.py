@@ -8,11 +8,15 @@ as the eager path's (the same implementations, the same dtype of every intermedi
 Inputs on a one-device mesh (NamedSharding) take it too once the eager path has run the
 same call (primitive, parameters, inputs' shapes, types and shardings): its results'
 shardings are remembered (`learn`) and given to the fast path's results (a 1x1 training
-step's dispatch: 2.2 -> 0.8 ms). Programs with primitives this cannot run (collectives,
-shard_map, resharding) take the ordinary path.
+step's dispatch: 2.2 -> 0.8 ms). A shard_map over a one-device mesh of this process runs here too
+(`run_alone`): that device's block of every value is all of it, and each collective over its axes has
+the value JAX gives on one device (`alone_rules`); its results land on the mesh (`placing`), so it takes
+this path only once the eager path has taught their shardings. Programs with primitives this cannot run
+(other collectives, shard_maps over several devices, resharding) take the ordinary path.
 """
 from __future__ import annotations
 
+import collections
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -28,6 +32,13 @@ from .numpy_program import program_of
 
 # primitives with a jaxpr parameter: how to run them here (evaluator, *args, **params) -> outputs
 structured_rules: dict[Primitive, Callable[..., list[Any]]] = {}
+# of those, the ones whose rule takes only some calls: params -> whether it takes this one (its programs checked too)
+structured_applies: dict[Primitive, Callable[[dict[str, Any]], bool]] = {}
+# of those, the ones whose results land where their parameters say (a shard_map's mesh), not on the inputs' device
+placing: set[Primitive] = set()
+# collectives over mesh axes of one device (a shard_map body on a one-device mesh), as NumPy: (evaluator, *args,
+# **params) -> outputs; only programs run by `run_alone` have them
+alone_rules: dict[Primitive, Callable[..., list[Any]]] = {}
 
 
 def one_device(args: Sequence[Any]) -> Any:
@@ -101,16 +112,34 @@ def _jaxprs(params: dict[str, Any]) -> list[Jaxpr]:
     return found + [j for v in params.values() if isinstance(v, tuple) for j in v if isinstance(j, Jaxpr)]
 
 
-def supported(jaxpr: Jaxpr) -> bool:
-    """Whether every equation (recursively) has a NumPy implementation or a structured rule here and places its
-    result nowhere in particular (no `out_sharding`; remembered on the jaxpr)."""
-    known = getattr(jaxpr, "_numpy_supported", None)
+def supported(jaxpr: Jaxpr, alone: bool = False) -> bool:
+    """Whether every equation (recursively) has a NumPy implementation or a structured rule here that takes it and
+    places its result nowhere in particular (no `out_sharding`); with `alone`, collectives over axes of one device
+    too (a shard_map body on a one-device mesh). Remembered on the jaxpr."""
+    attribute = "_numpy_supported_alone" if alone else "_numpy_supported"
+    known = getattr(jaxpr, attribute, None)
     if known is None:
-        known = all(all(supported(j) for j in _jaxprs(eq.params)) if eq.primitive in structured_rules else
-                    eq.primitive in impl_rules and eq.primitive.name != "sharding_constraint"
-                    and eq.params.get("out_sharding") is None and eq.params.get("sharding") is None
-                    for eq in jaxpr.equations)
-        jaxpr._numpy_supported = known
+        known = all(_takes(eq.primitive, eq.params, alone) for eq in jaxpr.equations)
+        setattr(jaxpr, attribute, known)
+    return known
+
+
+def _takes(primitive: Primitive, params: dict[str, Any], alone: bool) -> bool:
+    if alone and primitive in alone_rules:
+        return True
+    if primitive in structured_rules:
+        applies = structured_applies.get(primitive)
+        return applies(params) if applies is not None else all(supported(j, alone) for j in _jaxprs(params))
+    return (primitive in impl_rules and primitive.name != "sharding_constraint"
+            and params.get("out_sharding") is None and params.get("sharding") is None)
+
+
+def places(jaxpr: Jaxpr) -> bool:
+    """Whether an equation of `jaxpr` (recursively) places its results (`placing`; remembered on the jaxpr)."""
+    known = getattr(jaxpr, "_numpy_places", None)
+    if known is None:
+        known = jaxpr._numpy_places = any(eq.primitive in placing or any(places(j) for j in _jaxprs(eq.params))
+                                          for eq in jaxpr.equations)
     return known
 
 
@@ -128,6 +157,14 @@ def run(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[np.nda
     return program_of(executable(jaxpr), structured_rules, run)(consts, args)
 
 
+def run_alone(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[np.ndarray]:
+    """`run` for a shard_map body on a one-device mesh: its collectives as `alone_rules` say."""
+    return program_of(executable(jaxpr), _with_alone_rules, run_alone, "_numpy_program_alone")(consts, args)
+
+
+_with_alone_rules = collections.ChainMap(alone_rules, structured_rules)
+
+
 def as_arrays(values: Sequence[np.ndarray], avals: Sequence[Any], device: Any,
               placements: Sequence[tuple[Any, bool]]) -> list[Array]:
     """The results as Arrays on `device`, each with its (sharding, committed)."""
@@ -140,11 +177,12 @@ def try_primitive(primitive: Primitive, args: Sequence[Any], params: dict[str, A
     mesh: once the eager path has taught the results' shardings); else None."""
     device = one_device(args)
     programs = _jaxprs(params)
-    if device is None or not all(supported(j) for j in programs):
+    if device is None or not _takes(primitive, params, alone=False):
         return None
     if not programs and not any(isinstance(a, Array) for a in args):
         return None  # host values into a function not traced yet (custom_jvp/vjp): it runs as Python, eagerly
-    single = all(isinstance(a.sharding, SingleDeviceSharding) for a in args if isinstance(a, Array))
+    single = (primitive not in placing and not any(places(j) for j in programs)
+              and all(isinstance(a.sharding, SingleDeviceSharding) for a in args if isinstance(a, Array)))
     placements = None if single else _learned_placements(primitive, args, params)
     if not single and placements is None:
         return None  # the eager path runs it, and learns its results' shardings

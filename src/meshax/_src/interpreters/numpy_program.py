@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -30,7 +30,7 @@ Step = tuple[Callable[..., Any], tuple[int, ...], dict[str, Any], tuple[int, ...
 class NumpyProgram:
     """The steps of one executable jaxpr, run by `__call__(consts, args)` -> its outputs' values."""
 
-    def __init__(self, jaxpr: Jaxpr, structured: dict[Any, Callable[..., list[Any]]],
+    def __init__(self, jaxpr: Jaxpr, structured: Mapping[Any, Callable[..., list[Any]]],
                  evaluator: Callable[..., list[Any]]) -> None:
         self._slots: dict[int, int] = {}
         self._template: list[Any] = []
@@ -73,7 +73,7 @@ class NumpyProgram:
     def _read(self, x: Any) -> int:
         return self._constant(constant(x)) if isinstance(x, Literal) else self._slots[x.id]
 
-    def _steps_of(self, eq: Equation, structured: dict[Any, Callable[..., list[Any]]],
+    def _steps_of(self, eq: Equation, structured: Mapping[Any, Callable[..., list[Any]]],
                   evaluator: Callable[..., list[Any]]) -> list[Step]:
         ins = tuple(self._read(x) for x in eq.inputs)
         cluster = eq.params.get("cluster") if eq.primitive.name == "fused" else None
@@ -119,10 +119,11 @@ def _with_releases(steps: list[Step], kept: set[int]) -> list[tuple]:
     return [step + (tuple(gone),) for step, gone in zip(steps, released)]
 
 
-def program_of(jaxpr: Jaxpr, structured: dict[Any, Callable[..., list[Any]]],
-               evaluator: Callable[..., list[Any]]) -> NumpyProgram:
-    """The NumpyProgram of executable `jaxpr` (made once, kept on it)."""
-    found = getattr(jaxpr, "_numpy_program", None)
+def program_of(jaxpr: Jaxpr, structured: Mapping[Any, Callable[..., list[Any]]],
+               evaluator: Callable[..., list[Any]], attribute: str = "_numpy_program") -> NumpyProgram:
+    """The NumpyProgram of executable `jaxpr` (made once, kept on it as `attribute`: one per rule table)."""
+    found = getattr(jaxpr, attribute, None)
     if found is None:
-        found = jaxpr._numpy_program = NumpyProgram(jaxpr, structured, evaluator)
+        found = NumpyProgram(jaxpr, structured, evaluator)
+        setattr(jaxpr, attribute, found)
     return found

@@ -21,6 +21,7 @@ from ..core.core import (Primitive, ShapedArray, abstract_eval, abstract_eval_ru
 from ..interpreters.ad import deflinear, defzero, jvp_rules, transpose_rules
 from ..interpreters import schedule
 from ..arrays.joined_values import joined_values
+from ..interpreters.numpy_eval import alone_rules
 from ..interpreters.process_blocks import join_blocks
 from ..interpreters.shard_map import DeviceTrace, device_rules
 from ..tree.tree_util import tree_map
@@ -448,6 +449,20 @@ def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
     pairs = tuple((int(s), int(t)) for s, t in perm)
     return tree_map(lambda leaf: ppermute_p.bind(_varying(jnp._promote(leaf)[0], axes), axes=axes, perm=pairs), x)
 
+
+
+# ---- over the axes of one device (a shard_map body on a one-device mesh run as NumPy: numpy_eval.run_alone) -------
+
+alone_rules[preduce_p] = lambda run, x, *, axes, op: [x]
+alone_rules[axis_index_p] = lambda run, *, axes: [np.int32(0)]
+alone_rules[all_gather_p] = lambda run, x, *, axes, axis, tiled: [x if tiled else np.expand_dims(x, axis)]
+alone_rules[reduce_scatter_p] = lambda run, x, *, axes, dimension, tiled: [x if tiled else np.squeeze(x, dimension)]
+alone_rules[grouped_sum_p] = lambda run, *xs, axes, parts: [x if part is None or part[1] else np.squeeze(x, part[0])
+                                                            for x, part in zip(xs, parts)]
+alone_rules[grouped_gather_p] = lambda run, *xs, axes, parts: [x if tiled else np.expand_dims(x, axis)
+                                                               for x, (axis, tiled) in zip(xs, parts)]
+alone_rules[ppermute_p] = lambda run, x, *, axes, perm: [x if (0, 0) in perm else np.zeros_like(x)]
+alone_rules[pvary_p] = lambda run, x, *, axes: [x]
 
 
 def pswapaxes(x: Any, axis_name: Any, axis: int, *, axis_index_groups: Any = None) -> Any:

@@ -21,6 +21,7 @@ from ..core.core import (AxisFrame, Tracer, axis_mesh, current_trace, eager_trac
                    set_current_trace, vma_rules)
 from ..sharding.explicit_types import sharding_aval
 from ..interpreters.eager import eager_rules
+from ..interpreters.numpy_eval import placing, run_alone, structured_applies, structured_rules, supported
 from ..arrays.collectives import gather_devices, group_index
 from ..arrays.joined_values import JoinedValues
 from ..interpreters.shard_map import DeviceTrace, device_rules, evaluate_body
@@ -203,10 +204,21 @@ def _assembled(values: dict, mesh: Mesh, spec: PartitionSpec) -> dict:
     return values
 
 
+def _alone(params: dict[str, Any]) -> bool:
+    """Whether a shard_map runs as a plain NumPy program (numpy_eval.py): its mesh is one device of this process,
+    whose block of every value is all of it, and its body runs there with its collectives over that device alone."""
+    mesh = params["mesh"]
+    return (mesh.size == 1 and mesh.flat_devices[0].process_index == device_table.process_index()
+            and supported(params["jaxpr"], alone=True))
+
+
 abstract_eval_rules[shard_map_p] = _abstract
 eager_rules[shard_map_p] = _run
 device_rules[shard_map_p] = _run_nested
 vma_rules[shard_map_p] = keeps_own_vma
+structured_rules[shard_map_p] = lambda run, *args, jaxpr, **_: run_alone(jaxpr, (), args)
+structured_applies[shard_map_p] = _alone
+placing.add(shard_map_p)
 
 
 def shard_map(f: Callable[..., Any] | None = None, mesh: Mesh | None = None, in_specs: Any = None,
