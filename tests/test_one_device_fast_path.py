@@ -37,18 +37,30 @@ def describe(result):
             for r in meshax.tree_util.tree_leaves(result)]
 
 
+def counted(monkeypatch, module, name):
+    """The list that gets an entry each time `module.name` (a function) is called from now on."""
+    calls = []
+    original = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a: calls.append(1) or original(*a))
+    return calls
+
+
+def first_and_second_calls(program, args, monkeypatch, module, name):
+    """`program(*args)` twice: (the first call's results, the second's), the second's asserted to call `module.name`
+    (the fast path's evaluator) where the first, on the eager path, taught it the results' shardings."""
+    first = program(*args)
+    runs = counted(monkeypatch, module, name)
+    second = program(*args)
+    assert runs, "the second call did not take the NumPy path"
+    return first, second
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_second_call_is_fast_and_the_same(name, monkeypatch):
     rng = np.random.default_rng(0)
     x = on_mesh(rng.standard_normal((4, 3)).astype(np.float32), P("data"))
     w = on_mesh(rng.standard_normal((3, 2)).astype(np.float32), P())
-    program = meshax.jit(PROGRAMS[name])
-    first = program(x, w)  # the eager path, which teaches the results' shardings
-    runs = []
-    original = numpy_eval.run
-    monkeypatch.setattr(numpy_eval, "run", lambda *a: runs.append(1) or original(*a))
-    second = program(x, w)
-    assert runs, "the second call did not take the NumPy path"
+    first, second = first_and_second_calls(meshax.jit(PROGRAMS[name]), (x, w), monkeypatch, numpy_eval, "run")
     assert describe(second) == describe(first)
     for got, want in zip(meshax.tree_util.tree_leaves(second), meshax.tree_util.tree_leaves(first)):
         assert isinstance(got.sharding, NamedSharding) == isinstance(want.sharding, NamedSharding)
@@ -83,9 +95,7 @@ def test_numpy_inputs_take_the_fast_path_with_the_eager_paths_results(name, monk
     x = rng.standard_normal((4, 3)).astype(np.float32)
     w = rng.standard_normal((3, 2))  # float64: canonicalized to float32, as JAX does
     program = meshax.jit(PROGRAMS[name])
-    runs = []
-    original = numpy_eval.run
-    monkeypatch.setattr(numpy_eval, "run", lambda *a: runs.append(1) or original(*a))
+    runs = counted(monkeypatch, numpy_eval, "run")
     fast = program(x, w)
     assert runs, "NumPy inputs did not take the NumPy path"
     monkeypatch.setattr(numpy_eval, "try_primitive", lambda *a: None)

@@ -7,12 +7,11 @@ import numpy as np
 import pytest
 
 import meshax
-from meshax._src.interpreters import numpy_eval
 from meshax._src.transforms import shard_map as shard_map_module
 
-jax = pytest.importorskip("jax")
+from test_one_device_fast_path import counted, describe, first_and_second_calls
 
-LIBS = {"meshax": meshax, "jax": jax}
+jax = pytest.importorskip("jax")
 
 
 def mesh_of(lib, devices=1):
@@ -65,22 +64,11 @@ def inputs(lib, mesh):
     return [lib.device_put(a, lib.sharding.NamedSharding(mesh, P("data"))) for a in (w, x)]
 
 
-def describe(result):
-    return [(np.asarray(r).tobytes(), r.shape, r.dtype, r.weak_type, r.sharding, r.committed)
-            for r in meshax.tree_util.tree_leaves(result)]
-
-
 @pytest.mark.parametrize("name", sorted(BODIES))
 def test_second_call_runs_as_numpy_as_the_eager_path_and_jax(name, monkeypatch):
     mesh = mesh_of(meshax)
-    program = meshax.jit(mapped(meshax, name, mesh))
-    w, x = inputs(meshax, mesh)
-    first = program(w, x)  # the per-device path, which teaches the results' shardings
-    runs = []
-    original = numpy_eval.run_alone
-    monkeypatch.setattr(shard_map_module, "run_alone", lambda *a: runs.append(1) or original(*a))
-    second = program(w, x)
-    assert runs, "the second call did not run as a NumPy program"
+    first, second = first_and_second_calls(meshax.jit(mapped(meshax, name, mesh)), inputs(meshax, mesh), monkeypatch,
+                                           shard_map_module, "run_alone")
     assert describe(second) == describe(first)
     jax_mesh = mesh_of(jax)
     theirs = jax.jit(mapped(jax, name, jax_mesh))(*inputs(jax, jax_mesh))
@@ -92,9 +80,7 @@ def test_second_call_runs_as_numpy_as_the_eager_path_and_jax(name, monkeypatch):
 def test_meshes_of_several_devices_and_numpy_inputs_keep_the_per_device_path(monkeypatch):
     """A two-device mesh runs device by device; NumPy inputs to a one-device shard_map get the mesh's sharding
     (as in JAX), not the default device's."""
-    runs = []
-    original = numpy_eval.run_alone
-    monkeypatch.setattr(shard_map_module, "run_alone", lambda *a: runs.append(1) or original(*a))
+    runs = counted(monkeypatch, shard_map_module, "run_alone")
     two = mesh_of(meshax, 2)
     program = meshax.jit(mapped(meshax, "fsdp gradient", two))
     w, x = inputs(meshax, two)
