@@ -1,6 +1,7 @@
 """The training examples (examples/train_*.py) as real multi-process meshax jobs, against real JAX.
 
-Each example runs under `meshax launch` in the layouts 1x8, 4x2 and 2x4 (processes x CPU devices);
+Each example runs under `meshax launch` in the layouts 1x1, 1x8, 4x2 and 2x4 (processes x CPU devices; on one
+device the shard_map examples run as plain NumPy programs, numpy_eval.run_alone);
 its loss curve must match, to 1e-5 relative, the one that JAX prints for a copy of the same program
 with the imports swapped to jax (one process, 8 CPU devices; computed once per example and session).
 """
@@ -17,7 +18,7 @@ import pytest
 from multiprocess import REPO, PYTHON, child_env, collect, lines_by_process, run_launcher, start
 
 EXAMPLES = ["train_dp_jit.py", "train_dp_shard_map.py", "train_fsdp.py"]
-LAYOUTS = [(1, 8), (4, 2), (2, 4)]
+LAYOUTS = [(1, 1), (1, 8), (4, 2), (2, 4)]
 ARGS = ["--steps", "6"]  # the examples' small default model (64-128-128-10, global batch 64)
 STEPS = 6
 RTOL = 1e-5
