@@ -134,7 +134,7 @@ def main() -> int:
         record["losses"].append(float(loss))
         if floor is not None and step >= args.warmup - 1 and len(record["floor_times"]) < args.floor_steps:
             # the floor's warm-up after meshax's, then a floor step after each of meshax's timed steps, so that
-            # both see the same state of a noisy host (a shared VM's NumPy matmuls alone drift by up to 1.5x
+            # both see the same state of a noisy host (a shared VM's NumPy matmuls alone drift by up to 1.7x
             # over seconds)
             b.barrier()
             start = time.perf_counter()
