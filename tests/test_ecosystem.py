@@ -1,6 +1,6 @@
 """Unchanged JAX programs using optax, flax, equinox and chex run on meshax through the `jax` alias and print
-JAX's numbers; optax's own test modules pass under the alias; flax and equinox data-parallel training runs as a
-two-process job (`meshax launch --as-jax`).
+JAX's numbers; optax's own test modules pass under the alias; flax and equinox data-parallel training and a flax
+NNX model sharded over a ('data', 'model') mesh run as two-process jobs (`meshax launch --as-jax`).
 
 Every program runs twice in subprocesses, once with real JAX (the oracle) and once with `python -m meshax.as_jax`,
 and their printed values are compared. The full run of optax's test modules takes long (their optimizers loop
@@ -53,14 +53,14 @@ def assert_same_report(ours: str, theirs: str, rtol: float = 2e-5, atol: float =
                 assert x == y, (mine, jax_line)
 
 
-@pytest.mark.parametrize("program", ["optax_losses", "flax_linen", "equinox_mlp", "chex_asserts"])
+@pytest.mark.parametrize("program", ["optax_losses", "flax_linen", "flax_nnx", "equinox_mlp", "chex_asserts"])
 def test_program_prints_jax_numbers(program: str):
     path = str(PROGRAMS / f"{program}.py")
     ours, theirs = run_both([PYTHON, "-m", "meshax.as_jax", path], [PYTHON, path], child_env(1), child_env(1))
     assert_same_report(ours, theirs)
 
 
-@pytest.mark.parametrize("example", ["flax_data_parallel", "equinox_data_parallel"])
+@pytest.mark.parametrize("example", ["flax_data_parallel", "equinox_data_parallel", "nnx_sharded"])
 def test_data_parallel_example_two_processes(example: str):
     """The example, unchanged, as 2 processes x 4 devices prints the losses real JAX prints on 8 devices."""
     path = str(REPO / "examples" / f"{example}.py")

@@ -7,6 +7,7 @@ into the tables `meshax.interpreters.{ad,batching}` expose.
 """
 from __future__ import annotations
 
+from collections.abc import Set
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -16,9 +17,18 @@ from meshax._src.core.core import ShapedArray, Tracer, aval_of
 from meshax._src.interpreters.staging import inline_rules
 from meshax._src.core.jaxpr import ClosedJaxpr, Equation as JaxprEqn, Jaxpr, Literal, Var, eval_jaxpr as _eval_jaxpr
 
-__all__ = ["ClosedJaxpr", "Jaxpr", "JaxprEqn", "Literal", "Primitive", "Var", "find_top_trace",
-           "get_opaque_trace_state", "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval", "primal_dtype_to_tangent_dtype",
-           "subjaxprs", "unmapped_aval", "valid_jaxtype"]
+__all__ = ["ClosedJaxpr", "Effect", "Effects", "Jaxpr", "JaxprEqn", "Literal", "Primitive", "Var", "find_top_trace",
+           "get_opaque_trace_state", "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval", "no_effects",
+           "primal_dtype_to_tangent_dtype", "subjaxprs", "unmapped_aval", "valid_jaxtype"]
+
+
+class Effect:
+    """The base class of a primitive's side effects (libraries subclass it to name theirs); meshax runs every
+    effect in program order, so it tracks no effect types."""
+
+
+Effects = Set[Effect]
+no_effects: Effects = frozenset()
 
 
 class Primitive(_core.Primitive):

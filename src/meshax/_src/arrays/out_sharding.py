@@ -6,6 +6,7 @@ import functools
 from typing import Any, Callable
 
 from .placement import device_put
+from ..sharding.aval_sharding import TypeSharding
 from ..sharding.mesh import AxisType, current_mesh
 from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding
 from ..tree.tree_util import tree_flatten, tree_unflatten
@@ -14,6 +15,8 @@ from ..tree.tree_util import tree_flatten, tree_unflatten
 def _target(spec: Any) -> Sharding:
     if isinstance(spec, Sharding):
         return spec
+    if isinstance(spec, TypeSharding) and not spec.mesh.empty:  # a type's sharding: its spec on the mesh in use
+        spec = spec.spec
     if isinstance(spec, PartitionSpec):
         mesh = current_mesh()
         if mesh is None:
@@ -55,8 +58,8 @@ def accepts_out_sharding(fun: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fun)
     def wrapped(*args: Any, out_sharding: Any = None, **kwargs: Any) -> Any:
         result = fun(*args, **kwargs)
-        if out_sharding is None:
-            return result
+        if out_sharding is None or isinstance(out_sharding, TypeSharding) and out_sharding.mesh.empty:
+            return result  # (a type's sharding without a mesh places nothing)
         return reshard(result, out_sharding)
 
     return wrapped

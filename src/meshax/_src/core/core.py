@@ -80,11 +80,11 @@ class ShapedArray(HasShape):
         return f"{_short_dtype(self.dtype)}[{self._dims()}]{self._varying()}"
 
     def __str__(self) -> str:
-        return f"{'~' if self.weak_type else ''}{np.dtype(self.dtype).name}[{self._dims()}]{self._varying()}"
+        return f"{'~' if self.weak_type else ''}{_dtype_name(self.dtype)}[{self._dims()}]{self._varying()}"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({np.dtype(self.dtype).name}[{self._dims()}]{weak})"
+        return f"ShapedArray({_dtype_name(self.dtype)}[{self._dims()}]{weak})"
 
     @property
     def sharding(self) -> Any:
@@ -104,6 +104,11 @@ class ShapedArray(HasShape):
         copy = object.__new__(type(self))
         copy.__dict__.update(self.__dict__, **changes)
         return copy
+
+
+def _dtype_name(dtype: Any) -> str:
+    """A dtype's name; an extended dtype (a typed key's key<fry>) names itself."""
+    return str(dtype) if getattr(dtype, "_meshax_extended", False) else np.dtype(dtype).name
 
 
 def _short_dtype(dtype: np.dtype) -> str:

@@ -44,7 +44,17 @@ def _axis_types(axis_types: Any, count: int) -> tuple[AxisType, ...]:
     return types
 
 
-class Mesh:
+class _AxisTypeQueries:
+    """Whether every axis of a mesh is of one type (`are_all_axes_explicit`, `_auto`, `_manual`)."""
+
+    axis_types: tuple
+
+    are_all_axes_explicit = property(lambda self: all(t is AxisType.Explicit for t in self.axis_types))
+    are_all_axes_auto = property(lambda self: all(t is AxisType.Auto for t in self.axis_types))
+    are_all_axes_manual = property(lambda self: all(t is AxisType.Manual for t in self.axis_types))
+
+
+class Mesh(_AxisTypeQueries):
     """Devices arranged in a grid whose axes have names; usable as a context manager."""
 
     def __init__(self, devices: Any, axis_names: str | Sequence[str], axis_types: Any = None) -> None:
@@ -237,7 +247,7 @@ class use_abstract_mesh:  # noqa: N801 - JAX's name
         _context.stack.pop()
 
 
-class AbstractMesh:
+class AbstractMesh(_AxisTypeQueries):
     """A mesh's axis names, sizes and types, without devices (as jax.sharding.AbstractMesh)."""
 
     def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str], axis_types: Any = None, *,

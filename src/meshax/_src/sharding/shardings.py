@@ -14,7 +14,7 @@ from typing import Any, Iterable, Sequence
 
 from ..runtime import devices as device_table
 from ..runtime.devices import Device
-from .mesh import Mesh, current_mesh
+from .mesh import AbstractMesh, Mesh, current_mesh
 
 Box = tuple[tuple[int, int], ...]
 
@@ -174,11 +174,23 @@ class Sharding:
         return hash(self.key)
 
 
+def _mesh_in_use_for(abstract: AbstractMesh) -> Mesh:
+    """The mesh in use whose axes (names and sizes) are `abstract`'s: a sharding over an abstract mesh is one over
+    the devices of the mesh in use."""
+    mesh = current_mesh()
+    if mesh is None or (tuple(mesh.shape.items()) != tuple(abstract.shape.items())):
+        raise ValueError(f"NamedSharding over {abstract} needs the mesh with those axes in use: create it inside "
+                         f"`with jax.set_mesh(mesh):` (the mesh in use is {mesh}).")
+    return mesh
+
+
 class NamedSharding(Sharding):
     """Shards an array over `mesh` as `spec` says: dimension i is split over the axes in spec[i]."""
 
     def __init__(self, mesh: Mesh, spec: PartitionSpec | Sequence[Any] | None = None, *,
                  memory_kind: str | None = None) -> None:
+        if isinstance(mesh, AbstractMesh):
+            mesh = _mesh_in_use_for(mesh)
         if not isinstance(mesh, Mesh):
             raise TypeError(f"NamedSharding needs a meshax Mesh as its first argument; got {type(mesh).__name__}.")
         spec = PartitionSpec() if spec is None else spec

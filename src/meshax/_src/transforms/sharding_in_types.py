@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+from ..arrays.key_arrays import KEY_DTYPE, KeyArray
 from ..arrays.out_sharding import reshard  # noqa: F401  (jax.reshard)
 from ..core.core import (Primitive, ShapedArray, Tracer, abstract_eval_rules, aval_of, current_trace, eager_trace,
                    keeps_own_vma, vma_rules)
@@ -26,6 +27,8 @@ def typeof(x: Any) -> ShapedArray:
     dimension (as JAX prints them: float32[8@X,4]). An Array's type knows its mesh (`typeof(x).sharding`)."""
     if isinstance(x, Ref):
         return RefType(x.aval)
+    if isinstance(x, KeyArray):
+        return ShapedArray(x.shape, KEY_DTYPE)  # key<fry>[...]
     aval = aval_of(x)
     sharding = getattr(x, "sharding", None) if not isinstance(x, Tracer) else None
     if aval.mesh is None and isinstance(sharding, NamedSharding):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from typing import Any, Callable, Hashable, Iterable
+from typing import Any, Callable, Hashable, Iterable, TypeVar
 
 _NoneType = type(None)
 
@@ -46,6 +46,10 @@ class FlattenedIndexKey:
 
     def __str__(self) -> str:
         return f"[<flat index {self.key}>]"
+
+
+KeyEntry = TypeVar("KeyEntry", bound=Any)  # one step of a key path (SequenceKey, DictKey, ...)
+KeyPath = tuple[KeyEntry, ...]
 
 
 def _simple_entrystr(key: Any) -> str:
@@ -206,6 +210,13 @@ def register_pytree_with_keys_class(cls: type) -> type:
     flatten = (lambda x: x.tree_flatten()) if hasattr(cls, "tree_flatten") else None
     register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(),
                               cls.tree_unflatten, flatten)
+    return cls
+
+
+def register_static(cls: type) -> type:
+    """Register ``cls`` as a pytree node with no children: an instance (which must be hashable) is
+    static aux data, so transformations treat it as a constant."""
+    register_pytree_with_keys(cls, lambda x: ((), x), lambda x, _: x)
     return cls
 
 

@@ -32,6 +32,8 @@ from .registry import (  # public names are re-exported via __all__
     DictKey,
     FlattenedIndexKey,
     GetAttrKey,
+    KeyEntry,
+    KeyPath,
     SequenceKey,
     _NAMEDTUPLE,
     _NodeKind,
@@ -44,12 +46,15 @@ from .registry import (  # public names are re-exported via __all__
     register_pytree_node_class,
     register_pytree_with_keys,
     register_pytree_with_keys_class,
+    register_static,
 )
 
 __all__ = [
     "DictKey",
     "FlattenedIndexKey",
     "GetAttrKey",
+    "KeyEntry",
+    "KeyPath",
     "Partial",
     "PyTreeDef",
     "SequenceKey",
@@ -60,6 +65,7 @@ __all__ = [
     "register_pytree_node_class",
     "register_pytree_with_keys",
     "register_pytree_with_keys_class",
+    "register_static",
     "tree_all",
     "tree_flatten",
     "tree_flatten_with_path",

@@ -1,0 +1,1 @@
+"""jax._src.state for the alias: array refs (meshax's `Ref`)."""
