@@ -8,8 +8,8 @@ import pathlib
 SRC = pathlib.Path(__file__).resolve().parent.parent / "src"
 
 # The layers of meshax/_src, lowest first; a module may import its own layer and those below it.
-LAYERS = ["config", "tree", "runtime", "core", "sharding", "arrays", "interpreters", "primitives", "numpy", "lax",
-          "random", "transforms", "nn", "checkpoint", "compat", "launch"]
+LAYERS = ["config", "profiler", "tree", "runtime", "core", "sharding", "arrays", "interpreters", "primitives", "numpy",
+          "lax", "random", "transforms", "nn", "checkpoint", "compat", "launch"]
 # jnp.linalg and jnp.fft are built on lax.linalg and lax.fft: they sit just above lax, though jnp's namespace holds them.
 ABOVE_LAX = {"meshax._src.numpy.linalg", "meshax._src.numpy.fft"}
 MAX_LINES = 600

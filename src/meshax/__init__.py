@@ -6,6 +6,7 @@ which lives in this package) starts without importing NumPy or the array machine
 from __future__ import annotations
 
 import importlib
+import os as _os
 from typing import Any
 
 __version__ = "0.1.0"
@@ -16,9 +17,15 @@ from ._src.runtime import blas_threads as _blas_threads
 # otherwise, they sleep at once (runtime/blas_threads.py).
 _blas_threads.choose_at_import()
 
+if _os.environ.get("MESHAX_PROFILE_DIR"):  # a process of `meshax launch --profile DIR`: traced from start to exit
+    from . import profiler as _profiler
+
+    _profiler.trace_whole_process(_os.environ["MESHAX_PROFILE_DIR"])
+
 _SUBMODULES = ("checkpoint", "debug", "distributed", "dtypes", "errors", "experimental", "lax", "nn", "numpy", "random",
                "sharding", "tree", "tree_util")
 _SUBMODULES += ("ad_checkpoint", "stages")  # JAX documentation's modules (issue 25)
+_SUBMODULES += ("profiler",)
 
 # Public name -> module that defines it.
 _NAMES = {
@@ -107,7 +114,7 @@ __all__ = sorted((*_SUBMODULES, *_NAMES))
 
 # Names that never make Arrays: using them does not load the array machinery (nor NumPy).
 _WITHOUT_ARRAYS = {"distributed", "config", "Device", "device_count", "devices", "local_device_count",
-                   "local_devices", "process_count", "process_index", "tree", "tree_util"}
+                   "local_devices", "process_count", "process_index", "tree", "tree_util", "profiler"}
 
 # The JAX modules and names libraries build on (optax, flax, equinox, chex); see meshax.as_jax.
 _SUBMODULES += ("api_util", "core", "custom_derivatives", "extend", "flatten_util", "interpreters", "scipy",

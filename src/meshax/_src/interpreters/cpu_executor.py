@@ -31,6 +31,7 @@ import numpy as np
 from ..runtime import compute_pool as device_pool
 from ..core.core import impl_rules
 from ..core.jaxpr import Equation, Jaxpr, Literal, Var
+from ..profiler import recorder
 from .numba_executor import NumbaExecutor
 from .numexpr_executor import NumexprExecutor
 
@@ -98,9 +99,15 @@ class CpuExecutor:
         """How `cluster` can run: its numba program and its numexpr program (None where one cannot express it),
         along which axis of each input the output's rows lie (None: the cluster cannot be split into blocks of
         rows), and where its intermediates are read for the last time."""
+        begin = recorder.now() if recorder.on else 0
         supported = all(self.numexpr.supports(eq) for eq in cluster.equations)
-        return _Plan(self.numba.compile(cluster), self.numexpr.compile(cluster) if supported else None,
+        plan = _Plan(self.numba.compile(cluster), self.numexpr.compile(cluster) if supported else None,
                      _row_axes(cluster), _last_reads(cluster))
+        if begin:  # on the track of the device call that needed it
+            recorder.add("compile fused cluster", "compile", None, begin, recorder.now(),
+                         {"equations": len(cluster.equations), "numba": plan.numba is not None,
+                          "numexpr": plan.numexpr is not None})
+        return plan
 
 
 class _Plan:

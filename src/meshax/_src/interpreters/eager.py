@@ -4,7 +4,8 @@ For one primitive: pick the mesh of the largest Array input, ask the sharding ru
 where inputs must be, reshard them (any-to-any, across processes), run the NumPy
 implementation once per distinct set of local input buffers (replicas share the
 work and the result), and reduce across mesh axes where the rule says so.
-This is the root trace: it has no parent. With jax_debug_nans/infs on, a checking variant replaces it.
+This is the root trace: it has no parent. With jax_debug_nans/infs on, a checking variant replaces it; while a
+profiler trace is recorded, a recording variant (each operation an event; each device's call on its device's track).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..config import config
+from ..profiler import recorder
 from ..core.jaxpr import Jaxpr
 from ..arrays.array import Array, read_only
 from ..arrays.collectives import allreduce_devices
@@ -26,6 +28,7 @@ from ..arrays.partial_sums import as_plain, as_unreduced
 from ..arrays.partition import SINGLE_AXIS, as_named, choose_mesh, current_specs, place, sharding_for, spec_of, to_partition_spec
 from ..sharding.placement_rules import Spec, fit
 from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding
+from ..arrays.placement import check_committed_devices
 from ..arrays.transfer import reshard
 from .numpy_eval import learn, structured_rules, try_primitive
 from ..arrays.joined_values import JoinedValues
@@ -47,6 +50,8 @@ class EagerTrace(Trace):
         for arg in args:
             if isinstance(arg, Tracer):
                 check_not_escaped(arg, self)
+        if len(args) > 1 and not _has_program(params):  # a program's closed-over values move, as in JAX
+            check_committed_devices(args, primitive.name)
         if primitive in structured_rules:
             fast = try_primitive(primitive, args, params)
             if fast is not None:
@@ -94,8 +99,20 @@ class EagerTrace(Trace):
         if reduce_axes:
             if hold and len(results) == 1:
                 return HeldReduction(mesh, reduce_axes, layout.reduce_op, results[0], finish)
+            begin = recorder.now() if recorder.on else 0
             results = [allreduce_devices(mesh, reduce_axes, r, layout.reduce_op) for r in results]
+            if begin:
+                _record_reduction(primitive, mesh, reduce_axes, layout.reduce_op, results, begin)
         return finish(results)
+
+
+def _record_reduction(primitive: Primitive, mesh: Mesh, axes: tuple[str, ...], op: str, results: list[dict],
+                      begin: int) -> None:
+    """A result's reduction across devices, as a collective event of this process (its MPI calls nest in it)."""
+    nbytes = sum({id(v): np.asarray(v).nbytes for r in results for v in r.values()}.values())
+    recorder.add(f"all-reduce {op} over {','.join(axes)}", "collective", (recorder.COLLECTIVES,), begin,
+                 recorder.now(), {"operation": primitive.name, "bytes": nbytes,
+                                  "devices": [d.id for d in mesh.local_device_tuple()]})
 
 
 def _layout(primitive: Primitive, args: Sequence[Any], params: dict[str, Any], avals: list[ShapedArray],
@@ -111,6 +128,13 @@ def _layout(primitive: Primitive, args: Sequence[Any], params: dict[str, Any], a
 
 _plans: dict[tuple, tuple] = {}  # (primitive, params, inputs' shardings and types) -> (avals, out avals, mesh, layout)
 MAX_PLANS = 8192
+
+
+def _has_program(params: dict[str, Any]) -> bool:
+    """Whether a primitive's parameters hold a program (jit, loops, conditionals, shard_map, remat)."""
+    return any(isinstance(value, Jaxpr) or isinstance(getattr(value, "jaxpr", None), Jaxpr)
+               or (isinstance(value, tuple) and value and isinstance(getattr(value[0], "jaxpr", value[0]), Jaxpr))
+               for value in params.values())
 
 
 def _plan_key(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> tuple | None:
@@ -251,8 +275,12 @@ def run_locally(primitive: Primitive, inputs: list[Array], params: dict[str, Any
     are summed over next."""
     local = mesh.local_device_tuple()
     if len(local) > 1:
+        begin = recorder.now() if recorder.on else 0
         joined = run_joined(primitive, inputs, params, mesh, local, out_avals, out_specs, summed_over)
         if joined is not None:
+            if begin:  # one call over every device's blocks: an event of the process
+                recorder.add(primitive.name, "joined", (recorder.HOST,), begin, recorder.now(),
+                             {"devices": [d.id for d in local]})
             return joined
     local_shapes = _local_shapes(mesh, out_avals, out_specs) if primitive.needs_local_shape else None
     boxes = inputs[0].sharding.device_boxes(inputs[0].shape) if primitive.needs_local_box else None
@@ -268,7 +296,7 @@ def run_locally(primitive: Primitive, inputs: list[Array], params: dict[str, Any
             if boxes is not None:
                 extra["local_box"] = boxes[device]
             tasks[key] = functools.partial(impl, *buffers, **params, **extra)
-    calls = list(tasks.values())
+    calls = _timed_calls(primitive, tasks, task_of_device) if recorder.on else list(tasks.values())
     values = run_device_calls(primitive, calls, sum(a.size for a in out_avals) // max(len(calls), 1))
     outputs = {key: list(value) if primitive.multiple_results else [value] for key, value in zip(tasks, values)}
     results: list[dict] = [dict() for _ in out_avals]
@@ -276,6 +304,14 @@ def run_locally(primitive: Primitive, inputs: list[Array], params: dict[str, Any
         for slot, value in zip(results, outputs[key]):
             slot[device] = value
     return results
+
+
+def _timed_calls(primitive: Primitive, tasks: dict, task_of_device: dict) -> list[Callable[[], Any]]:
+    """Each distinct call recording its runs on the tracks of the devices it computes for."""
+    devices_of: dict = {}
+    for device, key in task_of_device.items():
+        devices_of.setdefault(key, []).append(device.id)
+    return [recorder.timed(call, primitive.name, "device", devices_of[key]) for key, call in tasks.items()]
 
 
 def _local_shapes(mesh: Mesh, avals: list[ShapedArray], specs: list[Spec]) -> dict:
@@ -341,12 +377,42 @@ class _CheckingEagerTrace(EagerTrace):
                 raise FloatingPointError(f"invalid value (inf) encountered in {primitive.name}")
 
 
-def _install_root_trace(nans: bool, infs: bool) -> None:
-    """The plain eager trace, or the checking one while jax_debug_nans or jax_debug_infs is on (off again: no cost)."""
-    set_eager_trace(_CheckingEagerTrace(nans, infs) if nans or infs else _PLAIN)
+class _Recorded:
+    """While a profiler trace is recorded: each operation an event of the process (its device calls nest in it)."""
+
+    def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
+        name = params.get("name")
+        label = f"{primitive.name}({name})" if isinstance(name, str) else primitive.name
+        with recorder.span(label, "jit" if primitive.name == "jit" else "operation", (recorder.HOST,)):
+            return super().process(primitive, args, params)
+
+
+class _RecordedEagerTrace(_Recorded, EagerTrace):
+    pass
+
+
+class _RecordedCheckingEagerTrace(_Recorded, _CheckingEagerTrace):
+    pass
+
+
+def _install_root_trace(nans: bool, infs: bool, recording: bool) -> None:
+    """The plain eager trace, or the checking one while jax_debug_nans or jax_debug_infs is on, either recording
+    while a profiler trace is (off again: no cost)."""
+    if nans or infs:
+        set_eager_trace(_RecordedCheckingEagerTrace(nans, infs) if recording else _CheckingEagerTrace(nans, infs))
+    else:
+        set_eager_trace(_RecordedEagerTrace() if recording else _PLAIN)
+
+
+def _reinstall(nans: bool | None = None, infs: bool | None = None, recording: bool | None = None) -> None:
+    """`_install_root_trace` with the settings not given as they are now."""
+    _install_root_trace(bool(config.read("jax_debug_nans")) if nans is None else bool(nans),
+                        bool(config.read("jax_debug_infs")) if infs is None else bool(infs),
+                        recorder.on if recording is None else recording)
 
 
 _PLAIN = EagerTrace()
-_install_root_trace(bool(config.read("jax_debug_nans")), bool(config.read("jax_debug_infs")))
-config.watch("jax_debug_nans", lambda on: _install_root_trace(bool(on), bool(config.read("jax_debug_infs"))))
-config.watch("jax_debug_infs", lambda on: _install_root_trace(bool(config.read("jax_debug_nans")), bool(on)))
+_reinstall()
+config.watch("jax_debug_nans", lambda on: _reinstall(nans=on))
+config.watch("jax_debug_infs", lambda on: _reinstall(infs=on))
+recorder.watch(lambda on: _reinstall(recording=on))

@@ -9,7 +9,8 @@ results' slots and types; literals are made into arrays once; a fused cluster to
 to do more than call its equations one by one (`min_elements`) becomes those equations' steps; a slot is
 cleared after its last reader, so that intermediates are freed as early as in the interpreter that keeps
 no environment. The values are those of running the equations in order: the same implementations on the
-same inputs, each result of its equation's type.
+same inputs, each result of its equation's type. While a profiler trace is recorded, each step is an event (on the
+track of the device call it runs in), and preparing a program one too.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..core.core import impl_rules
+from ..profiler import recorder
 from ..core.jaxpr import Equation, Jaxpr, Literal, Var
 from .cpu_executor import constant, prepared_calls, typed
 
@@ -37,12 +39,18 @@ class NumpyProgram:
         self._consts = tuple(self._slot(v) for v in jaxpr.constvars)
         self._args = tuple(self._slot(v) for v in jaxpr.invars)
         steps: list[Step] = []
+        names: list[str] = []  # each step's primitive, for the profiler
         for eq in jaxpr.equations:
-            steps.extend(self._steps_of(eq, structured, evaluator))
+            made = self._steps_of(eq, structured, evaluator)
+            steps.extend(made)
+            names.extend([eq.primitive.name] if len(made) == 1 else [f"fused:{_name(s[0])}" for s in made])
         self._outs = tuple(self._read(x) for x in jaxpr.outvars)
         self._steps = _with_releases(steps, set(self._outs))
+        self._names = names
 
     def __call__(self, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
+        if recorder.on:
+            return self._recorded(consts, args)
         values = self._template.copy()
         for slot, value in zip(self._consts, consts):
             values[slot] = value
@@ -55,6 +63,22 @@ class NumpyProgram:
                     values[slot] = typed(value, dtype)
             else:
                 values[outs[0]] = typed(result, types[0])
+            for slot in released:
+                values[slot] = None
+        return [values[i] for i in self._outs]
+
+    def _recorded(self, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
+        """`__call__`, each step recorded as an event."""
+        values = self._template.copy()
+        for slot, value in zip((*self._consts, *self._args), (*consts, *args)):
+            values[slot] = value
+        for name, (call, ins, params, outs, types, multiple, released) in zip(self._names, self._steps):
+            begin = recorder.now()
+            result = call(*[values[i] for i in ins], **params)
+            results = zip(outs, types, result) if multiple else [(outs[0], types[0], result)]
+            for slot, dtype, value in results:
+                values[slot] = typed(value, dtype)
+            recorder.add(name, "program", None, begin, recorder.now())
             for slot in released:
                 values[slot] = None
         return [values[i] for i in self._outs]
@@ -124,6 +148,15 @@ def program_of(jaxpr: Jaxpr, structured: Mapping[Any, Callable[..., list[Any]]],
     """The NumpyProgram of executable `jaxpr` (made once, kept on it as `attribute`: one per rule table)."""
     found = getattr(jaxpr, attribute, None)
     if found is None:
+        begin = recorder.now() if recorder.on else 0
         found = NumpyProgram(jaxpr, structured, evaluator)
         setattr(jaxpr, attribute, found)
+        if begin:
+            recorder.add("prepare program", "compile", None, begin, recorder.now(),
+                         {"equations": len(jaxpr.equations)})
     return found
+
+
+def _name(call: Callable[..., Any]) -> str:
+    """An implementation's name, for the profiler."""
+    return getattr(call, "__name__", None) or type(call).__name__

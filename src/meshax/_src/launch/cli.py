@@ -14,7 +14,8 @@ TIMEOUT_EXIT_CODE = 124  # Same as coreutils' `timeout`.
 
 _LAUNCH_USAGE = (
     f"{PROG} launch -n N [--cpu-devices K] [--port P | --coordinator HOST:PORT] "
-    "[--timeout SECONDS] [--grace SECONDS] [--as-jax] [--] [python] (script.py | -m module) [args ...]"
+    "[--timeout SECONDS] [--grace SECONDS] [--as-jax] [--profile DIR] [--] [python] (script.py | -m module) "
+    "[args ...]"
 )
 
 _EPILOG = """\
@@ -33,6 +34,7 @@ examples:
   meshax launch -np 4 python examples/demo.py
   meshax launch --nproc-per-node 2 --port 0 -- examples/demo.py
   meshax launch -n 4 --timeout 600 -m mypackage.train --epochs 3
+  meshax launch -n 2 --cpu-devices 4 --profile /tmp/prof train.py   # then open /tmp/prof/trace.json.gz
 
 The program runs under this interpreter (%s); {process_id} and
 {num_processes} in its arguments are replaced per process.
@@ -138,6 +140,13 @@ def _add_launch(commands: argparse._SubParsersAction) -> argparse.ArgumentParser
         "--as-jax", action="store_true",
         help="run unchanged JAX code: `import jax` (and every jax.X) is answered by meshax in each process "
         "(python -m meshax.as_jax)",
+    )
+    launch.add_argument(
+        "--profile", metavar="DIR",
+        help="trace every process from start to exit (meshax.profiler: each primitive on its device's track, "
+        "MPI calls with their bytes and waits, jit compilation, annotations) and merge the traces into "
+        "DIR/trace.json.gz, one pid per process (Chrome trace JSON: open it at ui.perfetto.dev or "
+        "chrome://tracing); each process's own trace is kept in DIR/processes/",
     )
     # REMAINDER makes everything after `-m` belong to the child, like `python -m`.
     launch.add_argument(

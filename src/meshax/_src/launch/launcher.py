@@ -4,6 +4,8 @@ Starts N copies of a Python program on this machine, wired together through
 ``MESHAX_*`` environment variables, relays their output with ``[i]`` prefixes
 and makes sure that they all stop together: when one process fails the others
 get a grace period and are then terminated, and no child outlives the launcher.
+With ``--profile DIR`` every child records a profiler trace from start to exit
+and the launcher merges them into ``DIR/trace.json.gz`` when the job has ended.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import IO
 
 from .cli import PROG, TIMEOUT_EXIT_CODE, free_port, info, parse_args
 
+from ..profiler import merge
 from ..runtime.client import PEER_FAILURE_EXIT_CODE, report_cannot_join
 
 KILL_DELAY = 2.0  # Seconds between SIGTERM and SIGKILL when stopping children.
@@ -47,7 +50,8 @@ def _child_command(program: list[str], process_id: int, num_processes: int) -> l
 
 
 def _child_env(
-    process_id: int, num_processes: int, address: str, cpu_devices: int | None, token: str
+    process_id: int, num_processes: int, address: str, cpu_devices: int | None, token: str,
+    profile_dir: str | None = None,
 ) -> dict[str, str]:
     """Our environment plus the variables that tell a child its place in the job and its secret."""
     env = dict(os.environ)
@@ -62,6 +66,10 @@ def _child_env(
     if cpu_devices is not None:
         env["MESHAX_NUM_CPU_DEVICES"] = str(cpu_devices)
         env["JAX_NUM_CPU_DEVICES"] = str(cpu_devices)
+    if profile_dir is not None:
+        env["MESHAX_PROFILE_DIR"] = profile_dir  # read by `import meshax` (meshax.profiler.trace_whole_process)
+    else:
+        env.pop("MESHAX_PROFILE_DIR", None)
     return env
 
 
@@ -181,6 +189,7 @@ class _Job:
         self.reports = _Reports()
         self.address = ""
         self.token = ""
+        self.profile_dir = os.path.abspath(args.profile) if args.profile else None
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -194,7 +203,7 @@ class _Job:
                 break  # Interrupted while starting: start no more.
             proc = subprocess.Popen(
                 _child_command(self.args.program, i, n),
-                env=_child_env(i, n, address, self.args.cpu_devices, token),
+                env=_child_env(i, n, address, self.args.cpu_devices, token, self.profile_dir),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -360,9 +369,32 @@ def _install_handlers(job: _Job) -> dict[int, object]:
     return {sig: signal.signal(sig, job.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
 
 
+def _forget_old_traces(profile_dir: str) -> None:
+    """Remove the per-process traces an earlier job left in `profile_dir`: only this job's are merged."""
+    for path in merge.process_files(profile_dir):
+        os.remove(path)
+
+
+def _merge_traces(profile_dir: str, num_processes: int) -> None:
+    """Merge the job's per-process traces into `profile_dir/trace.json.gz`, saying which processes left none."""
+    missing = [i for i in range(num_processes) if not os.path.exists(merge.process_file(profile_dir, i))]
+    try:
+        path = merge.merge_job(profile_dir)
+    except (OSError, ValueError) as error:  # a file cut short or unreadable: the job's result stands
+        _message(f"--profile: cannot merge the traces in {profile_dir}: {error}")
+        return
+    if path is None:
+        _message(f"--profile: no process wrote a trace into {profile_dir}")
+        return
+    left = f" (processes {', '.join(map(str, missing))} wrote none: they did not exit normally)" if missing else ""
+    _message(f"trace of {num_processes - len(missing)} process(es) in {path}{left}")
+
+
 def launch(args: argparse.Namespace) -> int:
     """Run the job described by parsed ``launch`` arguments; return the exit code."""
     job = _Job(args)
+    if job.profile_dir is not None:
+        _forget_old_traces(job.profile_dir)
     previous = _install_handlers(job)
     try:
         job.start()
@@ -371,6 +403,8 @@ def launch(args: argparse.Namespace) -> int:
         job.cleanup()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if job.profile_dir is not None:
+            _merge_traces(job.profile_dir, len(job.procs))
 
 
 def main(argv: list[str] | None = None) -> int:

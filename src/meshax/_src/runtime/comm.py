@@ -2,7 +2,9 @@
 
 Everything meshax moves between processes goes through a ProcessGroup, so that
 later layers (collectives, resharding, desync checks) have one place to hook into.
-Buffers are NumPy arrays passed to MPI without pickling or extra copies.
+Buffers are NumPy arrays passed to MPI without pickling or extra copies. While a profiler trace is recorded,
+every operation is an event of the process's MPI track, with its bytes, and the time it blocks in MPI (agreeing,
+exchanging) an event inside it.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import numpy as np
 
 from . import buffers
 from ..config import config
+from ..profiler import recorder
 from . import inband
 from .mpi import mpi_module
 from .shared_reduce import SharedMemoryReducer
@@ -53,24 +56,37 @@ class ProcessGroup:
         self._reductions: dict[tuple, _Reduction] = {}  # by (shape, dtype, op, checking)
 
     @contextlib.contextmanager
-    def _operation(self, name: str, signature: Any, agree_first: bool = True) -> Iterator[Activity]:
-        """Run MPI operation `name` under the watchdog, as a step of the group's history; when checking and
-        `agree_first`, first agree with every member that it is the same step."""
+    def _operation(self, name: str, signature: Any, agree_first: bool = True, nbytes: int = 0) -> Iterator[Activity]:
+        """Run MPI operation `name` (of `nbytes` from this member) under the watchdog, as a step of the group's
+        history; when checking and `agree_first`, first agree with every member that it is the same step."""
         entry = f"MPI {name} {signature}"
-        with self._exchange(f"{entry} {self._where}", entry, agree_first and config.read("meshax_check")) as activity:
+        with self._exchange(f"{entry} {self._where}", entry, agree_first and config.read("meshax_check"),
+                            nbytes) as activity:
             yield activity
 
     @contextlib.contextmanager
-    def _exchange(self, what: str, entry: str, agree_first: bool) -> Iterator[Activity]:
+    def _exchange(self, what: str, entry: str, agree_first: bool, nbytes: int = 0,
+                  begin: int = 0) -> Iterator[Activity]:
         """An exchange among the members under the watchdog (`what`, history `entry`), after agreeing that it is the
-        same step where `agree_first`; an MPI failure inside it fails the job as the members' disagreement."""
+        same step where `agree_first`; an MPI failure inside it fails the job as the members' disagreement. While
+        recording: an event from `begin` (default: now) with its `nbytes`, the exchange itself its wait."""
         with communicating(what, self.ranks, entry) as activity:
+            waiting = recorder.now() if recorder.on else 0
             if agree_first:
                 self._agree(activity)
             try:
                 yield activity
             except mpi_module().Exception as error:  # e.g. a message truncated: the members' sizes differ
                 self._desync(activity, f"MPI failed: {str(error).splitlines()[0]}")
+            if waiting:
+                self._record(entry, begin or waiting, waiting, nbytes)
+
+    def _record(self, entry: str, begin: int, waiting: int, nbytes: int) -> None:
+        """An operation as an event of the MPI track, from `begin`, blocked in MPI from `waiting` on."""
+        waited = recorder.now()
+        args = {"bytes": nbytes, "processes": list(self.ranks)}
+        recorder.add("wait", "wait", (recorder.COLLECTIVES,), waiting, waited, args)
+        recorder.add(entry, "collective", (recorder.COLLECTIVES,), begin, max(recorder.now(), waited + 1), args)
 
     def check_same(self, name: str, signature: Any) -> None:
         """Fail the job on every member unless all pass the same `signature` (checked even with checks off)."""
@@ -118,6 +134,7 @@ class ProcessGroup:
         """The reduction `op` over the group of `source`: an array, or how to fill one of `shape` and `dtype`.
         When checking, the check travels in the reduced buffer itself (inband.py): small reductions in one
         buffer of the one checked size, larger ones after their data."""
+        begin = recorder.now() if recorder.on else 0  # the reduction's event begins with making its buffer
         checking = config.read("meshax_check")
         plan = self._reductions.get((shape, dtype, op, checking))
         if plan is None:
@@ -125,7 +142,7 @@ class ProcessGroup:
         check, raw, flat = plan.check, None, None
         if (callable(source) and not plan.small and self._reducer is not None
                 and (plan.size + (check.length if check else 0)) * dtype.itemsize >= SHARED_MEMORY_FROM):
-            return self._allreduce_in_window(plan, shape, dtype, op, source, checking)
+            return self._allreduce_in_window(plan, shape, dtype, op, source, checking, begin)
         if plan.small:  # the data and the check in one buffer of the one checked size; zeros between them
             raw = bytearray(CHECKED_BYTES)  # zeros; struct writes the check into a bytearray faster than into NumPy
             send = result = np.frombuffer(raw, dtype, plan.size)
@@ -145,7 +162,7 @@ class ProcessGroup:
         elif send is not source:
             send[...] = source
         nans = np.isnan(send) if plan.nans else None
-        with self._exchange(plan.what, plan.entry, checking and check is None) as activity:
+        with self._exchange(plan.what, plan.entry, checking and check is None, plan.nbytes, begin) as activity:
             if raw is not None:
                 expected = check.write(raw, activity.chain)
                 self.comm.Allreduce(self._in_place, (raw, plan.datatype), op=plan.mpi_op)
@@ -170,11 +187,11 @@ class ProcessGroup:
         return result
 
     def _allreduce_in_window(self, plan: "_Reduction", shape: tuple[int, ...], dtype: np.dtype, op: str,
-                             fill: Callable[[np.ndarray], None], checking: bool) -> np.ndarray:
+                             fill: Callable[[np.ndarray], None], checking: bool, begin: int = 0) -> np.ndarray:
         """`_allreduce` of a large array made by `fill` among processes of one machine: filled straight into this
         member's slot of the shared window (shared_reduce.py; no copy in), the check after the data."""
         check = plan.check
-        with self._exchange(plan.what, plan.entry, checking and check is None) as activity:
+        with self._exchange(plan.what, plan.entry, checking and check is None, plan.nbytes, begin) as activity:
             flat = self._reducer.own_slot(plan.size + (check.length if check else 0), dtype)
             fill(flat[:plan.size].reshape(shape))
             expected = check.write(flat, activity.chain) if check is not None else None
@@ -204,7 +221,7 @@ class ProcessGroup:
         """Stack every member's equally shaped `array` along a new leading axis."""
         send = np.require(array, requirements="C")
         result = buffers.empty((self.size,) + send.shape, send.dtype)
-        with self._operation("Allgather", (send.shape, send.dtype.str)):
+        with self._operation("Allgather", (send.shape, send.dtype.str), nbytes=send.nbytes):
             self.comm.Allgather(send, result)
         return result
 
@@ -213,17 +230,18 @@ class ProcessGroup:
         members before it, and each member has already written its own part in place."""
         MPI = mpi_module()
         if len(set(counts)) == 1:  # MPICH's Allgatherv is far slower than Allgather for equal parts
-            with self._operation("Allgather", (counts[0], result.dtype.str)):
+            with self._operation("Allgather", (counts[0], result.dtype.str), nbytes=result.nbytes // len(counts)):
                 self.comm.Allgather(MPI.IN_PLACE, result)
         else:
-            with self._operation("Allgatherv", (tuple(counts), result.dtype.str)):
+            with self._operation("Allgatherv", (tuple(counts), result.dtype.str),
+                                 nbytes=counts[self.rank] * result.itemsize):
                 self.comm.Allgatherv(MPI.IN_PLACE, [result, list(counts)])
         return result
 
     def broadcast(self, array: np.ndarray, root: int) -> np.ndarray:
         """Every member gets member `root`'s `array` (others pass a buffer of the same shape)."""
         buffer = np.require(array, requirements="C")
-        with self._operation("Bcast", (root, buffer.shape, buffer.dtype.str)):
+        with self._operation("Bcast", (root, buffer.shape, buffer.dtype.str), nbytes=buffer.nbytes):
             self.comm.Bcast(buffer, root=root)
         return buffer
 
@@ -246,10 +264,11 @@ class _Reduction:
     makes the same reductions every time): its history entry, MPI's op and datatype, and its in-band check if
     checking: `small` ones travel in a buffer of CHECKED_BYTES, others after their data."""
 
-    __slots__ = ("size", "entry", "what", "mpi_op", "datatype", "check", "small", "nans")
+    __slots__ = ("size", "nbytes", "entry", "what", "mpi_op", "datatype", "check", "small", "nans")
 
     def __init__(self, group: ProcessGroup, shape: tuple[int, ...], dtype: np.dtype, op: str, checking: bool) -> None:
         self.size = math.prod(shape)
+        self.nbytes = self.size * dtype.itemsize
         self.entry = f"MPI Allreduce {(op, shape, dtype.str)}"
         self.what = f"{self.entry} {group._where}"
         self.mpi_op = group._mpi_op(op)
