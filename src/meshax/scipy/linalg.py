@@ -6,10 +6,57 @@ from typing import Any
 from meshax import numpy as jnp
 from meshax._src.numpy import _promote_inexact
 from meshax._src.lax.linalg import triangular_solve
-from meshax._src.numpy.linalg import det, eigh, inv, qr, svd
+from meshax._src.numpy import linalg as _np_linalg
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv", "qr", "solve",
            "solve_triangular", "svd"]
+
+
+def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+    """The determinant of `a` (the overwrite and finiteness flags are accepted and ignored, as JAX does)."""
+    return _np_linalg.det(a)
+
+
+def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+    """The inverse of the square matrix `a`."""
+    return _np_linalg.inv(a)
+
+
+def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False, overwrite_a: bool = False,
+         overwrite_b: bool = False, turbo: bool = True, eigvals: None = None, type: int = 1,  # noqa: A002
+         check_finite: bool = True) -> Any:
+    """Eigenvalues (ascending) and eigenvectors of a Hermitian matrix, read from its `lower` (else upper)
+    triangle: the tuple (w, v), or w alone when `eigvals_only`. Only the standard problem (b=None, type=1, all
+    eigenvalues) is implemented, as in JAX."""
+    if b is not None:
+        raise NotImplementedError("Only the b=None case of eigh is implemented")
+    if type != 1:
+        raise NotImplementedError("Only the type=1 case of eigh is implemented.")
+    if eigvals is not None:
+        raise NotImplementedError("Only the eigvals=None case of eigh is implemented.")
+    w, v = _np_linalg.eigh(a, UPLO="L" if lower else "U")
+    return w if eigvals_only else (w, v)
+
+
+def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full", pivoting: bool = False,
+       check_finite: bool = True) -> tuple[Any, ...]:
+    """QR decomposition as scipy spells it: mode 'full' (Q square), 'economic' (Q as wide as R is tall) or 'r'
+    (the tuple (R,))."""
+    if mode not in ("full", "economic", "r"):
+        raise ValueError(f"Unsupported QR decomposition mode {mode!r}")
+    if pivoting:
+        raise NotImplementedError("scipy.linalg.qr(pivoting=True) is not supported in meshax; use pivoting=False.")
+    if mode == "r":
+        return (_np_linalg.qr(a, mode="complete")[1],)
+    return tuple(_np_linalg.qr(a, mode="complete" if mode == "full" else "reduced"))
+
+
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
+        check_finite: bool = True, lapack_driver: str = "gesdd") -> Any:
+    """Singular value decomposition: the tuple (U, S, Vh), or S alone without `compute_uv`."""
+    if not compute_uv:
+        return _np_linalg.svd(a, compute_uv=False)
+    return tuple(_np_linalg.svd(a, full_matrices=full_matrices))
 
 
 def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> Any:

@@ -48,6 +48,21 @@ def read_only(buffer: np.ndarray) -> np.ndarray:
 live: "weakref.WeakValueDictionary[int, Array]" = weakref.WeakValueDictionary()  # every Array alive, for live_arrays
 
 
+class _DeletedBuffers:
+    """Stands in for a deleted Array's buffers: every use raises JAX's error naming the Array's type."""
+
+    def __init__(self, message: str) -> None:
+        self._message = message
+
+    def _refuse(self, *_: Any) -> Any:
+        raise RuntimeError(self._message)
+
+    __getitem__ = __iter__ = __len__ = __contains__ = __bool__ = _refuse
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(self.__dict__.get("_message", "Array has been deleted."))
+
+
 # How an Array of partial sums (PartitionSpec(unreduced=...)) is summed and resharded: with collectives, which sit
 # above this module; arrays/partial_sums.py installs them (arrays/placement.py imports it).
 partial_sum_rules: dict[str, Callable[..., Any]] = {}
@@ -70,6 +85,7 @@ class Array:
         self.committed = committed
         self._value: np.ndarray | None = None
         self._aval: Any = None  # the type, once asked (every operation on the Array asks)
+        self._views: list[weakref.ref] | None = None  # shard Arrays sharing these buffers (deleted with it)
         live[id(self)] = self
 
     # ---- metadata -----------------------------------------------------------------------
@@ -108,17 +124,20 @@ class Array:
         return self._sharding.is_fully_replicated
 
     def devices(self) -> set[Device]:
+        self._check_alive()
         return set(self._sharding.device_set)
 
     @property
     def device(self) -> Any:
-        """The device of a single-device array (callable too, as older JAX spelled it), else the sharding."""
+        """The device of a single-device array, else the sharding."""
+        self._check_alive()
         if len(self._sharding.device_set) == 1:
             return next(iter(self._sharding.device_set))
         return self._sharding
 
     def local_buffers(self) -> dict[Device, np.ndarray]:
         """This process's buffers by device (replicas share one object); read-only."""
+        self._check_alive()
         return self._buffers
 
     def local_boxes(self) -> dict[Box, np.ndarray]:
@@ -127,16 +146,48 @@ class Array:
         return {box: self._buffers[devices[0]] for box, devices in
                 unique_boxes((d, boxes[d]) for d in self._buffers).items()}
 
+    # ---- deletion (jax.Array.delete; jit deletes donated arguments) ---------------------------------------
+
+    def delete(self) -> None:
+        """Free this Array's buffers; any later read raises RuntimeError (deleting twice is allowed)."""
+        if self._deleted:
+            return
+        self._buffers = _DeletedBuffers(f"Array has been deleted with shape={self._type_text()}.")
+        self._value = None
+        live.pop(id(self), None)
+        for ref in self._views or ():
+            view = ref()
+            if view is not None:
+                view.delete()
+
+    @property
+    def _deleted(self) -> bool:
+        return isinstance(self._buffers, _DeletedBuffers)
+
+    def is_deleted(self) -> bool:
+        return self._deleted
+
+    def _check_alive(self) -> None:
+        if self._deleted:
+            self._buffers._refuse()
+
+    def _type_text(self) -> str:
+        """The type as JAX's deleted-Array error names it: float32[8@i,2] (no weak-type mark)."""
+        return str(self.aval).lstrip("~")
+
     # ---- shards -----------------------------------------------------------------------------
 
     def _shards(self, devices: list[Device]) -> list[Shard]:
+        self._check_alive()
         index_map = self._sharding.devices_indices_map(self._shape)
         replica = self._sharding.replica_ids(self._shape)
-        return [
-            Shard(d, index_map[d], replica[d],
-                  single_device_array(self._buffers[d], d, self.weak_type) if d in self._buffers else None)
-            for d in devices
-        ]
+        return [Shard(d, index_map[d], replica[d], self._view(d) if d in self._buffers else None) for d in devices]
+
+    def _view(self, device: Device) -> "Array":
+        """Device `device`'s buffer as a one-device Array, deleted when this Array is."""
+        view = single_device_array(self._buffers[device], device, self.weak_type)
+        self._views = [ref for ref in self._views or () if ref() is not None] + [weakref.ref(view)]
+        return view
 
     @property
     def addressable_shards(self) -> list[Shard]:
@@ -174,10 +225,12 @@ class Array:
         return value.copy() if copy else value
 
     def block_until_ready(self) -> "Array":
+        if self._deleted:
+            raise RuntimeError("INVALID_ARGUMENT: BlockHostUntilReady() called on deleted or donated buffer")
         return self
 
     def copy_to_host_async(self) -> None:
-        return None
+        self._check_alive()
 
     def item(self, *args: int) -> Any:
         return self._read().item(*args)
@@ -208,6 +261,7 @@ class Array:
         return self._shape[0]
 
     def __format__(self, spec: str) -> str:
+        self._check_alive()
         if self.ndim == 0 and self.has_value():
             return format(self._read()[()], spec)
         return format(str(self), spec)

@@ -102,7 +102,8 @@ def install(cls: type) -> None:
     cls.at = property(lambda self: jnp._IndexUpdateHelper(self))
     cls.__array_namespace__ = lambda self, api_version=None: __import__("meshax.numpy").numpy
     cls.is_ready = lambda self: True
-    cls.is_deleted = lambda self: False
+    if not hasattr(cls, "is_deleted"):  # Array has its own; tracers are never deleted
+        cls.is_deleted = lambda self: False
     cls.tobytes = lambda self, order="C": self.__array__().tobytes(order)
 
 

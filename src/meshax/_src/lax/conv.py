@@ -9,6 +9,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from ..arrays.out_sharding import reshard
 from ..core.core import aval_of
 from ..tree.tree_util import tree_flatten, tree_unflatten
 from . import lax_ops as L
@@ -146,9 +147,9 @@ def _windows(x: Any, first: int, window: Sequence[int], strides: Sequence[int], 
 def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: Any,
                          lhs_dilation: Sequence[int] | None = None, rhs_dilation: Sequence[int] | None = None,
                          dimension_numbers: Any = None, feature_group_count: int = 1, batch_group_count: int = 1,
-                         precision: Any = None, preferred_element_type: Any = None) -> Any:
+                         precision: Any = None, preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
     """The general convolution of jax.lax: strided, padded ('SAME'/'VALID'/pairs), dilated input and kernel,
-    any dimension layout, feature groups."""
+    any dimension layout, feature groups; `out_sharding` places the result."""
     lhs, rhs = L._same_dtype("conv_general_dilated", lhs, rhs)
     dn = conv_dimension_numbers(aval_of(lhs).shape, aval_of(rhs).shape, dimension_numbers)
     if int(batch_group_count) != 1:
@@ -178,7 +179,8 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
     product = L.dot_general(patches, kernel, (((2, 3), (2, 3)), ((1,), (0,))), precision, preferred_element_type)
     product = S.transpose(product, (1, 0, nsp + 2) + tuple(range(2, nsp + 2)))  # (N, G, O/G, out...)
     result = S.reshape(product, (n, o) + out)
-    return S.transpose(result, tuple(int(j) for j in np.argsort(dn.out_spec)))
+    result = S.transpose(result, tuple(int(j) for j in np.argsort(dn.out_spec)))
+    return result if out_sharding is None else reshard(result, out_sharding)
 
 
 def conv(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: Any, precision: Any = None,
@@ -211,16 +213,23 @@ def _transpose_padding(window: int, stride: int, padding: str) -> tuple[int, int
 
 def conv_transpose(lhs: Any, rhs: Any, strides: Sequence[int], padding: Any,
                    rhs_dilation: Sequence[int] | None = None, dimension_numbers: Any = None,
-                   transpose_kernel: bool = False, precision: Any = None, preferred_element_type: Any = None) -> Any:
-    """The transposed convolution (fractionally strided: the input dilated by `strides`); with
-    `transpose_kernel`, the kernel is flipped and its in/out features swapped, as the gradient of a conv."""
+                   transpose_kernel: bool = False, precision: Any = None, preferred_element_type: Any = None,
+                   use_consistent_padding: bool = False) -> Any:
+    """The transposed convolution (fractionally strided: the input dilated by `strides`), channels last by
+    default as in JAX; with `transpose_kernel`, the kernel is flipped and its in/out features swapped, as the
+    gradient of a conv; with `use_consistent_padding`, (low, high) pairs are the forward conv's padding."""
     lhs, rhs = L._lift(lhs), L._lift(rhs)
+    if dimension_numbers is None:  # NHWC / HWIO / NHWC, TensorFlow's convention, as JAX's conv_transpose
+        spatial = "HWDEFGIJKLMN"[:aval_of(lhs).ndim - 2]
+        dimension_numbers = (f"N{spatial}C", f"{spatial}IO", f"N{spatial}C")
     dn = conv_dimension_numbers(aval_of(lhs).shape, aval_of(rhs).shape, dimension_numbers)
     window = [aval_of(rhs).shape[d] for d in dn.rhs_spec[2:]]
     rhs_dil = tuple(rhs_dilation) if rhs_dilation else (1,) * len(window)
     effective = [_dilated(w, d) for w, d in zip(window, rhs_dil)]
     if isinstance(padding, str):
         pads = [_transpose_padding(w, s, padding.upper()) for w, s in zip(effective, strides)]
+    elif use_consistent_padding:
+        pads = [(w - 1 - lo, w - 1 - hi) for w, (lo, hi) in zip(effective, padding)]
     else:
         pads = padding
     if transpose_kernel:
@@ -251,10 +260,10 @@ def conv_general_dilated_patches(lhs: Any, filter_shape: Sequence[int], window_s
 
 
 def reduce_window(operand: Any, init_value: Any, computation: Callable[..., Any], window_dimensions: Sequence[int],
-                  window_strides: Sequence[int], padding: Any, base_dilation: Sequence[int] | None = None,
-                  window_dilation: Sequence[int] | None = None) -> Any:
+                  window_strides: Sequence[int] | None = None, padding: Any = "VALID",
+                  base_dilation: Sequence[int] | None = None, window_dilation: Sequence[int] | None = None) -> Any:
     """Each window of `operand` (an array or a pytree of same-shaped arrays) reduced with the binary `computation`
-    from `init_value`; padding ('SAME'/'VALID'/pairs) is filled with the init value."""
+    from `init_value`; padding ('SAME'/'VALID'/pairs) is filled with the init value. Strides default to 1."""
     flat, tree = tree_flatten(operand)
     inits, init_tree = tree_flatten(init_value)
     if tree != init_tree:
@@ -263,7 +272,7 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable[..., Any]
     shape = aval_of(flat[0]).shape
     nd = len(shape)
     window = tuple(int(w) for w in window_dimensions)
-    strides = tuple(int(s) for s in window_strides)
+    strides = tuple(int(s) for s in window_strides) if window_strides is not None else (1,) * nd
     base = tuple(int(d) for d in base_dilation) if base_dilation else (1,) * nd
     dilation = tuple(int(d) for d in window_dilation) if window_dilation else (1,) * nd
     pads = _pads(padding, [_dilated(n, b) for n, b in zip(shape, base)],

@@ -19,7 +19,7 @@ from ..arrays.array import Array
 from ..core.core import Tracer
 from ..primitives.random_bits import erf_inv_p, fma_p, threefry2x32_p  # noqa: F401  (meshax.random's primitives)
 from ..core.dtypes import issubdtype
-from ..arrays.key_arrays import KeyArray
+from ..arrays.key_arrays import KeyArray, KeyDType
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits", "random_bits", "clone",
@@ -206,11 +206,25 @@ def key_data(keys: Any) -> Any:
     return _key_array(keys, "key_data")
 
 
-def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> KeyArray:
-    """Typed keys overlaying uint32[..., 2] data (as key_data returns it)."""
+def wrap_key_data(key_bits_array: Any, *, impl: Any = None, dtype: Any = None) -> KeyArray:
+    """Typed keys overlaying uint32[..., 2] data (as key_data returns it); their PRNG is named by `impl` or by a
+    key `dtype` (one of the two)."""
+    if impl is not None and dtype is not None:
+        raise ValueError("Cannot specify both `impl` and `dtype` arguments to jax.random.wrap_key_data")
+    if dtype is not None:
+        impl = _impl_of_key_dtype(dtype)
     if impl not in (None, "threefry2x32"):
         raise ValueError(f"meshax.random implements only the threefry2x32 PRNG; got impl={impl!r}.")
     return KeyArray(_key_array(key_bits_array, "wrap_key_data"))
+
+
+def _impl_of_key_dtype(dtype: Any) -> Any:
+    """The PRNG a `dtype=` argument names: a key dtype's own, or (as JAX reads it) an implementation's name."""
+    if isinstance(dtype, KeyDType):
+        return dtype.impl
+    if isinstance(dtype, str):
+        return dtype
+    raise TypeError(f"unrecognized type {type(dtype)} for specifying PRNG implementation.")
 
 
 def _like(key: Any, data: Any) -> Any:

@@ -12,6 +12,8 @@ import weakref
 from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ..primitives import array_primitives as P
 from .residual_origins import SourceLines, eval_jaxpr_keeping_origins, recall
 from ..core.core import (Primitive, Tracer, abstract_eval_rules, aval_of, define_primitive, keeps_own_vma,
@@ -21,6 +23,7 @@ from ..sharding.placement_rules import elementwise
 from ..interpreters.ad import Zero, backward_pass, instantiate, is_undefined, jvp_flat, jvp_rules, tangent_aval, \
     transpose_rules
 from ..interpreters.numpy_eval import structured_rules
+from .debugging import debug_callback_p
 from ..interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, stage_observers, trace_to_jaxpr
 from ..sharding.mesh import current_mesh
 from ..core.jaxpr import Equation, Jaxpr, Literal, Var, eval_jaxpr
@@ -76,9 +79,8 @@ def save_any_names_but_these(*names: str) -> Callable[..., bool]:
 
 
 def save_anything_except_these_names(*names: str) -> Callable[..., bool]:
-    """Save every value except those named one of `names`."""
-    excluded = frozenset(names)
-    return lambda primitive, *_, **params: not _is_named(primitive, params, excluded)
+    """Save every value: JAX 0.10's policy of this name consults no names (it is everything_saveable)."""
+    return everything_saveable
 
 
 def save_from_both_policies(first: Callable[..., bool], second: Callable[..., bool]) -> Callable[..., bool]:
@@ -180,23 +182,27 @@ def _traced(fun: Callable[..., Any], flat: Callable[..., list[Any]], out_tree: l
 def _jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr, policy: Any, prevent_cse: bool) -> tuple:
     nonzero = [not isinstance(t, Zero) for t in tangents]
     in_avals = [v.aval for v in jaxpr.invars]
+    out_avals = [v.aval for v in jaxpr.outvars]
+    inexact = [np.issubdtype(a.dtype, np.inexact) for a in out_avals]  # integer outputs' tangents stay Zero
 
     def body(*args: Any) -> list[Any]:
         xs, rest = list(args[:len(primals)]), iter(args[len(primals):])
         ts = [next(rest) if nz else Zero(tangent_aval(a)) for nz, a in zip(nonzero, in_avals)]
         outs, touts = jvp_flat(lambda *v: eval_jaxpr_keeping_origins(jaxpr, v), xs, ts)
-        return outs + [instantiate(t) for t in touts]
+        return outs + [instantiate(t) for t, keep in zip(touts, inexact) if keep]
 
     new, _ = trace_to_jaxpr(body, in_avals + [tangent_aval(a) for a, nz in zip(in_avals, nonzero) if nz])
     outs = remat_p.bind(*new.consts, *primals, *[t for t in tangents if not isinstance(t, Zero)],
                         jaxpr=consts_as_inputs(new), policy=policy, prevent_cse=prevent_cse)
     n = len(jaxpr.outvars)
-    return outs[:n], outs[n:]
+    touts = iter(outs[n:])
+    return outs[:n], [next(touts) if keep else Zero(tangent_aval(a)) for a, keep in zip(out_avals, inexact)]
 
 
-def _spliced(jaxpr: Jaxpr) -> Jaxpr:
+def _spliced(jaxpr: Jaxpr, depths: dict[int, int], level: int = 1) -> Jaxpr:
     """`jaxpr` with the bodies of nested checkpoints spliced in (fresh variables for theirs): partial evaluation
-    then splits them equation by equation, so a nested call fed a tangent still computes its primal outputs now."""
+    then splits them equation by equation, so a nested call fed a tangent still computes its primal outputs now.
+    `depths` receives, for each debug callback (by id of its equation), how many checkpoints enclose it."""
     renamed: dict[int, Any] = {}
 
     def read(x: Any) -> Any:
@@ -207,13 +213,17 @@ def _spliced(jaxpr: Jaxpr) -> Jaxpr:
         inputs = [read(x) for x in eq.inputs]
         if eq.primitive is not remat_p:
             equations.append(Equation(eq.primitive, inputs, eq.outputs, eq.params))
+            if eq.primitive is debug_callback_p:
+                depths[id(equations[-1])] = level
             continue
-        inner = _spliced(eq.params["jaxpr"])
+        inner = _spliced(eq.params["jaxpr"], depths, level + 1)
         renamed.update((v.id, a) for v, a in zip(inner.invars, inputs))
         for inner_eq in inner.equations:
             outputs = [Var(v.aval) for v in inner_eq.outputs]
             equations.append(Equation(inner_eq.primitive, [read(x) for x in inner_eq.inputs], outputs,
                                       inner_eq.params))
+            if id(inner_eq) in depths:
+                depths[id(equations[-1])] = depths.pop(id(inner_eq))
             renamed.update((v.id, fresh) for v, fresh in zip(inner_eq.outputs, outputs))
         renamed.update((out.id, read(v)) for out, v in zip(eq.outputs, inner.outvars))
     return Jaxpr(jaxpr.constvars, jaxpr.invars, equations, [read(v) for v in jaxpr.outvars], jaxpr.consts)
@@ -221,7 +231,8 @@ def _spliced(jaxpr: Jaxpr) -> Jaxpr:
 
 def _partial_eval(trace: Any, *args: Any, jaxpr: Jaxpr, policy: Any, prevent_cse: bool) -> list[Any]:
     """Known equations run now; the unknown ones are staged with the recomputation of every unsaved value."""
-    jaxpr = _spliced(jaxpr)
+    depths: dict[int, int] = {}
+    jaxpr = _spliced(jaxpr, depths)
     unknown_ids = {v.id for v, a in zip(jaxpr.invars, args) if trace.is_own(a)}
     producer: dict[int, Any] = {}
     unknown_eqns = []
@@ -250,6 +261,11 @@ def _partial_eval(trace: Any, *args: Any, jaxpr: Jaxpr, policy: Any, prevent_cse
     for eq in unknown_eqns:
         for x in eq.inputs:
             need(x)
+    callbacks = _rerun_callbacks(jaxpr, unknown_eqns, policy, depths)
+    for eq in callbacks:
+        for x in eq.inputs:
+            need(x)
+    recompute += callbacks
     order = {id(eq): i for i, eq in enumerate(jaxpr.equations)}
     recompute.sort(key=lambda eq: order[id(eq)])
     residual_vars = list(saved.values())
@@ -271,6 +287,26 @@ def _partial_eval(trace: Any, *args: Any, jaxpr: Jaxpr, policy: Any, prevent_cse
                          [v.aval for v in staged_jaxpr.outvars])
     known_iter, staged_iter = iter(known_out[:n_known]), iter(staged)
     return [next(staged_iter) if u else next(known_iter) for u in out_unknown]
+
+
+def _rerun_callbacks(jaxpr: Jaxpr, unknown_eqns: list[Any], policy: Any, depths: dict[int, int]) -> list[Any]:
+    """The debug callbacks the backward pass runs again, as JAX's does: each known one the policy does not save,
+    or saves with every input at hand in the recomputation (an input of the checkpoint, or a value recomputed
+    because the policy does not save it); once per checkpoint enclosing it."""
+    at_hand = {v.id for v in jaxpr.invars}
+    staged = set(map(id, unknown_eqns))
+    rerun = []
+    for eq in jaxpr.equations:
+        if id(eq) in staged:
+            continue
+        avals = [x.aval for x in eq.inputs]
+        if eq.primitive is debug_callback_p:
+            if not policy(eq.primitive, *avals, **eq.params) or \
+                    all(isinstance(x, Literal) or x.id in at_hand for x in eq.inputs):
+                rerun += [eq] * depths.get(id(eq), 1)
+        elif not policy(eq.primitive, *avals, **eq.params):
+            at_hand.update(v.id for v in eq.outputs)
+    return rerun
 
 
 def _transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, policy: Any, prevent_cse: bool) -> list[Any]:
