@@ -281,11 +281,7 @@ def test_check_committed_devices_message_matches_jax():
         check_committed_devices([meshax.device_put(np.ones(8, np.float32), meshax.devices()[0]), spread], "add")
 
 
-WIRED = pytest.mark.xfail(strict=True, reason="needs transforms/jit.py to call "
-                                              "arrays.placement.check_committed_devices (issue 39, item 6)")
-
-
-@pytest.mark.parametrize("op", ["add", "multiply", "stack", pytest.param("jit", marks=WIRED)])
+@pytest.mark.parametrize("op", ["add", "multiply", "stack", "jit"])
 def test_committed_arrays_on_different_devices_refused(op):
     for lib, np_mod in LIBS.values():
         a, b = _committed_pair(lib)
@@ -515,3 +511,20 @@ def test_remat_alias_prints_twice_under_grad(capsys):
             return np_mod.sin(x)
         counts.append(printed(capsys, lambda: lib.grad(lib.remat(f))(1.0)))
     assert counts[0] == counts[1] == ["x=1.0", "x=1.0"]
+
+
+@pytest.mark.parametrize("by", ["argnums", "argnames", "keyword"])
+def test_donated_arguments_are_deleted_after_the_call(by):
+    """jit(donate_argnums=/donate_argnames=): reading a donated Array afterwards raises JAX's RuntimeError; an
+    argument not donated, and a donated one the call returns unchanged, stay readable."""
+    for lib, np_mod in LIBS.values():
+        donate = {"argnums": {"donate_argnums": 0}, "argnames": {"donate_argnames": "x"},
+                  "keyword": {"donate_argnums": 0}}[by]
+        step = lib.jit(lambda x, y: (x + y, y), **donate)
+        x, y = np_mod.ones(3), np_mod.arange(3.0)
+        out, same = step(x=x, y=y) if by == "keyword" else step(x, y)
+        np.testing.assert_array_equal(np.asarray(out), [1.0, 2.0, 3.0])
+        with pytest.raises(RuntimeError, match=r"Array has been deleted with shape=float32\[3\]"):
+            np.asarray(x)
+        assert x.is_deleted() and not y.is_deleted()
+        np.testing.assert_array_equal(np.asarray(same), [0.0, 1.0, 2.0])

@@ -2,8 +2,8 @@
 `jax.experimental.hijax`, `jax._src.state.types.AbstractRef`, `jax._src.tree_util._registry`,
 `tree_util.register_static`/`KeyPath`), `jax.typeof` of typed keys, `out_sharding=jax.typeof(x).sharding`,
 NamedSharding over the abstract mesh in use, `are_all_axes_*`, and NNX programs (sharding annotations on Auto
-and Explicit meshes) that print JAX's numbers under `python -m meshax.as_jax`. Marked xfail (strict) at the end:
-what nnx.Conv/ConvTranspose, nnx.remat over Dropout and nnx.shard_map still need in modules other changes own."""
+and Explicit meshes) that print JAX's numbers under `python -m meshax.as_jax`. At the end:
+what nnx.Conv/ConvTranspose, nnx.remat over Dropout and nnx.shard_map need."""
 from __future__ import annotations
 
 import typing
@@ -249,9 +249,6 @@ def test_nnx_sharding_annotations_print_jax_numbers(axis_type):
 
 # ---- what nnx.Conv, nnx.ConvTranspose, nnx.remat over Dropout and nnx.shard_map need ----
 
-PENDING = "needs the change to {} described in issue 39's NNX report; drop this mark when it lands"
-
-
 @pytest.mark.parametrize("mode", MODES)
 def test_conv_general_dilated_takes_out_sharding(mode):
     rng = np.random.default_rng(0)
@@ -285,8 +282,6 @@ def test_grad_through_checkpoint_with_an_integer_output(mode):
     np.testing.assert_array_equal(*results)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason=PENDING.format("transforms/shard_map.py (an empty axis_names is every axis)"))
 @pytest.mark.parametrize("mode", MODES)
 def test_shard_map_with_empty_axis_names_maps_every_axis(mode):
     """nnx.shard_map passes axis_names=frozenset() when none are given."""

@@ -191,8 +191,6 @@ def test_primitives_collectives_and_annotations_are_events(traced_run: tuple[dic
     assert any(e["cat"] == "program" and e["name"] == "sin" for e in timed)
 
 
-@pytest.mark.xfail(strict=True, reason="until the hooks of H6's report are in interpreters/shard_map.py, "
-                   "arrays/collectives.py, transforms/shard_map.py and transforms/jit.py (then drop this mark)")
 def test_a_shard_map_s_psum_is_a_collective_and_its_body_runs_on_each_device(traced_run: tuple[dict, dict]) -> None:
     doc, _ = traced_run
     timed = _timed(doc)

@@ -14,6 +14,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from ..profiler import recorder
 from ..runtime import buffers, compute_pool as device_pool
 from ..runtime import devices as device_table
 from ..runtime.devices import Device
@@ -200,6 +201,7 @@ def allreduce_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.n
     """Every local device gets the `op`-reduction of `values` over its group along `axes`."""
     if not axes:
         return values
+    begin = recorder.now() if recorder.on else 0
     combine = NUMPY_COMBINE[op]
     groups = local_groups(mesh, tuple(axes), device_table.process_index())
     partial: dict[tuple[int, ...], np.ndarray] = {}
@@ -213,13 +215,25 @@ def allreduce_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.n
     for processes, batch in sorted(by_process_set.items()):
         partial.update(_reduce_across(processes, [_parts(values, g.local) for g in batch],
                                       [g.key for g in batch], op))
+    if begin:
+        _record(f"all-reduce {op} over {','.join(axes)}", begin, [values], groups)
     return {device: partial[group.key] for group in groups for device in group.local}
+
+
+def _record(name: str, begin: int, values: Sequence[dict], groups: Sequence[Group]) -> None:
+    """A collective among the local devices of `groups` (and across processes: its MPI calls nest in it), as an
+    event of the process's collectives track with the bytes of its distinct inputs."""
+    nbytes = sum({id(v): np.asarray(v).nbytes for per_device in values for v in per_device.values()}.values())
+    devices = sorted(d.id for g in groups for d in g.local)
+    recorder.add(name, "collective", (recorder.COLLECTIVES,), begin, recorder.now(),
+                 {"bytes": nbytes, "devices": devices})
 
 
 def allreduce_devices_many(mesh: Mesh, axes: Sequence[str], values: Sequence[dict[Device, np.ndarray]],
                            op: str) -> list[dict[Device, np.ndarray]]:
     """allreduce_devices of several arrays of one dtype at once: one MPI call per process set for all of them
     (their parts side by side in one buffer), so that a group of reductions waits for its peers once."""
+    begin = recorder.now() if recorder.on else 0
     combine = NUMPY_COMBINE[op]
     groups = local_groups(mesh, tuple(axes), device_table.process_index())
     partial: dict[Any, np.ndarray] = {}
@@ -235,6 +249,8 @@ def allreduce_devices_many(mesh: Mesh, axes: Sequence[str], values: Sequence[dic
                 partial[(index, group.key)] = combine_all(local, combine) if len(local) > 1 else local[0]
     for processes, (locals_, keys) in sorted(across.items()):
         partial.update(_reduce_across(processes, locals_, keys, op))
+    if begin:
+        _record(f"all-reduce {op} over {','.join(axes)}", begin, values, groups)
     return [{device: partial[(index, group.key)] for group in groups for device in group.local}
             for index in range(len(values))]
 
@@ -298,6 +314,7 @@ class Gathered(NamedTuple):
 
 def gather_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.ndarray]) -> dict[Device, Gathered]:
     """Every local device gets the values of all members of its group along `axes`, in group order."""
+    begin = recorder.now() if recorder.on else 0
     groups = local_groups(mesh, tuple(axes), device_table.process_index(), by_axes=True)
     known = {d: values[d] for g in groups for d in g.local}
     flat_of: dict[tuple[Device, ...], np.ndarray] = {}
@@ -314,6 +331,8 @@ def gather_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.ndar
     for group in groups:
         gathered = Gathered([known[m] for m in group.members], flat_of.get(group.members))
         result.update({d: gathered for d in group.local})  # one per group, shared by its local devices
+    if begin:
+        _record(f"all-gather over {','.join(axes)}", begin, [values], groups)
     return result
 
 
@@ -346,6 +365,7 @@ def permute_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.nda
                     perm: Sequence[tuple[int, int]]) -> dict[Device, np.ndarray]:
     """Within each group along `axes`, member i's value goes to member j for each (i, j) in `perm`;
     members that receive nothing get zeros."""
+    begin = recorder.now() if recorder.on else 0
     here = device_table.process_index()
     sample = np.asarray(next(iter(values.values())))
     result: dict[Device, np.ndarray] = {}
@@ -367,6 +387,8 @@ def permute_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.nda
     for device in values:
         if device not in result:
             result[device] = np.zeros_like(sample)  # receives from nobody
+    if begin:
+        _record(f"permute over {','.join(axes)}", begin, [values], groups)
     return result
 
 

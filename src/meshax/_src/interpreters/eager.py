@@ -99,20 +99,8 @@ class EagerTrace(Trace):
         if reduce_axes:
             if hold and len(results) == 1:
                 return HeldReduction(mesh, reduce_axes, layout.reduce_op, results[0], finish)
-            begin = recorder.now() if recorder.on else 0
             results = [allreduce_devices(mesh, reduce_axes, r, layout.reduce_op) for r in results]
-            if begin:
-                _record_reduction(primitive, mesh, reduce_axes, layout.reduce_op, results, begin)
         return finish(results)
-
-
-def _record_reduction(primitive: Primitive, mesh: Mesh, axes: tuple[str, ...], op: str, results: list[dict],
-                      begin: int) -> None:
-    """A result's reduction across devices, as a collective event of this process (its MPI calls nest in it)."""
-    nbytes = sum({id(v): np.asarray(v).nbytes for r in results for v in r.values()}.values())
-    recorder.add(f"all-reduce {op} over {','.join(axes)}", "collective", (recorder.COLLECTIVES,), begin,
-                 recorder.now(), {"operation": primitive.name, "bytes": nbytes,
-                                  "devices": [d.id for d in mesh.local_device_tuple()]})
 
 
 def _layout(primitive: Primitive, args: Sequence[Any], params: dict[str, Any], avals: list[ShapedArray],

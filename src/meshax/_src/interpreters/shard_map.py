@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..profiler import recorder
 from ..runtime import compute_pool as device_pool
 from ..arrays.array import Array
 from ..core.jaxpr import Jaxpr, eval_jaxpr
@@ -66,8 +67,12 @@ class DeviceTrace(Trace):
         out_avals = _out_avals(primitive, [aval_of(a) for a in args], params)
         if len(out_avals) == 1 and len(self.devices) > 1:
             operands = [a.payload if mine else c for a, mine, c in zip(args, own, constants)]
+            begin = recorder.now() if recorder.on else 0
             joined = run_joined_on_devices(primitive, operands, own, params, out_avals[0], self.devices)
             if joined is not None:
+                if begin:  # one call over every device's blocks: an event of the process
+                    recorder.add(primitive.name, "joined", (recorder.HOST,), begin, recorder.now(),
+                                 {"devices": [d.id for d in self.devices]})
                 return self.new(out_avals[0], joined)
         extra = {"local_shapes": [a.shape for a in out_avals]} if primitive.needs_local_shape else {}
         impl = impl_rules[primitive]
@@ -75,12 +80,17 @@ class DeviceTrace(Trace):
         if all(one_buffer([a.payload[d] for d in self.devices]) for a, mine in zip(args, own) if mine):
             # every device holds the same buffers (a replicated value's update): computed once, shared as replicas are
             first = self.devices[0]
+            begin = recorder.now() if recorder.on else 0
             value = impl(*[a.payload[first] if mine else c for a, mine, c in zip(args, own, constants)],
                          **params, **extra)
+            if begin:  # one call for every device
+                recorder.add(primitive.name, "device", [d.id for d in self.devices], begin, recorder.now())
             values = [value] * len(self.devices)
         else:
             calls = [functools.partial(impl, *[a.payload[d] if mine else c for a, mine, c in
                                                zip(args, own, constants)], **params, **extra) for d in self.devices]
+            if recorder.on:
+                calls = [recorder.timed(call, primitive.name, "device", (d.id,)) for call, d in zip(calls, self.devices)]
             values = run_device_calls(primitive, calls, sum(a.size for a in out_avals))
         for device, value in zip(self.devices, values):
             for slot, v in zip(results, value if primitive.multiple_results else [value]):

@@ -16,15 +16,15 @@ from ..runtime import devices as device_table
 from .. import numpy as jnp
 from ..arrays.collectives import (allreduce_devices, allreduce_devices_many, gather_devices, group_index, local_groups,
                                   permute_devices)
-from ..core.core import (Primitive, ShapedArray, abstract_eval, abstract_eval_rules, axis_size, manual_axes, pvary_p,
-                    vma_checked, vma_rules)
+from ..core.core import (Primitive, ShapedArray, Tracer, abstract_eval, abstract_eval_rules, aval_of, axis_size,
+                         manual_axes, pvary_p, vma_checked, vma_rules)
 from ..interpreters.ad import deflinear, defzero, jvp_rules, transpose_rules
 from ..interpreters import schedule
 from ..arrays.joined_values import joined_values
 from ..interpreters.numpy_eval import alone_rules
 from ..interpreters.process_blocks import join_blocks
 from ..interpreters.shard_map import DeviceTrace, device_rules
-from ..tree.tree_util import tree_map
+from ..tree.tree_util import tree_flatten, tree_map, tree_unflatten
 from .unreduced_casts import PCAST_TARGETS, pcast_leaf, psum_of_unreduced
 
 
@@ -37,10 +37,37 @@ def _names(axis_name: Any) -> tuple[str, ...]:
     return names
 
 
-def _no_groups(name: str, axis_index_groups: Any) -> None:
-    if axis_index_groups is not None:
-        raise NotImplementedError(f"{name}: axis_index_groups is not implemented in meshax yet; use a mesh with an "
-                                  "extra axis and name the sub-axis instead.")
+def _groups(name: str, axis_index_groups: Any, axes: tuple[str, ...]) -> tuple[tuple[int, ...], ...] | None:
+    """`axis_index_groups` checked and as tuples: groups of equal size that together hold each index along `axes`
+    once (None: one group of all devices)."""
+    if axis_index_groups is None:
+        return None
+    n = axis_size(axes, name)
+    unmapped = [a for a in axes if a not in manual_axes()]
+    if unmapped:
+        raise NotImplementedError(f"{name}: axis_index_groups is not supported in vmap collectives (axis "
+                                  f"{unmapped[0]!r} is a vmap axis); apply {name} without groups there.")
+    groups = tuple(tuple(int(i) for i in group) for group in axis_index_groups)
+    if sorted(i for group in groups for i in group) != list(range(n)):
+        raise ValueError(f"{name}: axis_index_groups must cover all indices exactly once: {groups} does not hold each "
+                         f"of 0..{n - 1} (the devices along {axes}) once.")
+    if len({len(group) for group in groups}) != 1:
+        raise ValueError(f"{name}: axis_index_groups {groups} must all have the same size.")
+    return groups
+
+
+def _in_group(leaf: Any, axes: tuple[str, ...], groups: tuple[tuple[int, ...], ...]) -> tuple[Any, Any]:
+    """The values of `leaf` on the members of this device's group, stacked in the group's order, and this device's
+    position in its group."""
+    n = axis_size(axes, "axis_index_groups")
+    members = np.zeros((n, len(groups[0])), np.int32)
+    position = np.zeros(n, np.int32)
+    for group in groups:
+        for place, index in enumerate(group):
+            members[index], position[index] = group, place
+    me = axis_index(axes)
+    gathered = all_gather_p.bind(_varying(leaf, axes), axes=axes, axis=0, tiled=False)
+    return jnp.take(gathered, jnp.take(members, me, axis=0), axis=0), jnp.take(position, me)
 
 
 def _collective(name: str, abstract: Callable[..., ShapedArray], vma: Callable[..., frozenset],
@@ -107,11 +134,19 @@ def _reduce_device(trace: DeviceTrace, x: Any, *, axes: tuple[str, ...], op: str
 preduce_p = _collective("preduce", _reduce_eval, lambda x, *, axes, op: x.vma - frozenset(axes), _reduce_device)
 
 
-def _preduce(x: Any, axis_name: Any, op: str) -> Any:
+def _preduce(x: Any, axis_name: Any, op: str, axis_index_groups: Any, what: str) -> Any:
     axes = _names(axis_name)
+    groups = _groups(what, axis_index_groups, axes)
+    if op == "sum" and groups is not None and vma_checked():
+        raise NotImplementedError(f"{what} with axis_index_groups is not supported under shard_map's "
+                                  "check_vma=True (as in JAX); pass check_vma=False to shard_map, or use "
+                                  "pmax/pmin/all_gather.")
 
     def reduce(leaf: Any) -> Any:
         leaf = jnp._promote(leaf)[0]
+        if groups is not None:
+            stacked, _ = _in_group(leaf, axes, groups)
+            return getattr(jnp, op)(stacked, axis=0, **({"dtype": stacked.dtype} if op == "sum" else {}))
         if op == "sum":
             total = psum_of_unreduced(leaf, axes)
             if total is not None:
@@ -121,26 +156,67 @@ def _preduce(x: Any, axis_name: Any, op: str) -> Any:
     return tree_map(reduce, x)
 
 
+def _constant_sum(x: Any, axis_name: Any, axis_index_groups: Any, what: str) -> tuple[bool, Any]:
+    """psum of values none of which is traced (Python scalars, NumPy values): each times the number of devices
+    summed over, computed here in its own type, so `psum(1, axis)` is a Python int (as JAX's). Booleans count as
+    int32 values and are summed as traced ones. (False, x) where some leaf is traced or boolean."""
+    leaves, structure = tree_flatten(x)
+    if any(isinstance(leaf, Tracer) or _is_bool(leaf) for leaf in leaves):
+        return False, x
+    axes = _names(axis_name)
+    groups = _groups(what, axis_index_groups, axes)
+    size = len(groups[0]) if groups is not None else axis_size(axes, what)
+    return True, tree_unflatten(structure, [_times(leaf, size) for leaf in leaves])
+
+
+def _times(leaf: Any, size: int) -> Any:
+    """`leaf` times `size` in the type of `leaf`."""
+    if isinstance(leaf, (int, float, complex)):
+        return leaf * type(leaf)(size)
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        return leaf * np.asarray(size, leaf.dtype)
+    return jnp.multiply(leaf, np.asarray(size, jnp._promote(leaf)[0].dtype))
+
+
+def _is_bool(leaf: Any) -> bool:
+    return isinstance(leaf, (bool, np.bool_)) or getattr(leaf, "dtype", None) == np.bool_
+
+
+def _bools_as_int32(x: Any) -> Any:
+    """Boolean leaves as int32 (psum counts them)."""
+    return tree_map(lambda leaf: jnp.asarray(leaf, np.int32) if _is_bool(leaf) else leaf, x)
+
+
 def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
-    """Sum over the devices along `axis_name`; `psum(1, axis)` is the axis size."""
-    _no_groups("psum", axis_index_groups)
-    return _preduce(x, axis_name, "sum")
+    """Sum over the devices along `axis_name`; `psum(1, axis)` is the axis size (a Python int)."""
+    return _psum(x, axis_name, axis_index_groups, "psum")
+
+
+def _psum(x: Any, axis_name: Any, axis_index_groups: Any, what: str) -> Any:
+    """psum, its errors naming `what` (the collective called); over no axes, `x` itself (as JAX's)."""
+    if isinstance(axis_name, (tuple, list)) and not axis_name:
+        return x
+    constant, total = _constant_sum(x, axis_name, axis_index_groups, what)
+    if constant:
+        return total
+    return _preduce(_bools_as_int32(x), axis_name, "sum", axis_index_groups, what)
 
 
 def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
-    _no_groups("pmax", axis_index_groups)
-    return _preduce(x, axis_name, "max")
+    """The maximum over the devices along `axis_name` (over each group of `axis_index_groups`)."""
+    return _preduce(x, axis_name, "max", axis_index_groups, "pmax")
 
 
 def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
-    _no_groups("pmin", axis_index_groups)
-    return _preduce(x, axis_name, "min")
+    """The minimum over the devices along `axis_name` (over each group of `axis_index_groups`)."""
+    return _preduce(x, axis_name, "min", axis_index_groups, "pmin")
 
 
 def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
-    _no_groups("pmean", axis_index_groups)
-    size = axis_size(_names(axis_name), "pmean")
-    return tree_map(lambda total: jnp.divide(total, size), psum(x, axis_name))
+    """The mean over the devices along `axis_name`: psum(x) / psum(1) (Python values stay Python values)."""
+    total = _psum(x, axis_name, axis_index_groups, "pmean")
+    size = _psum(1, axis_name, axis_index_groups, "pmean")
+    return tree_map(lambda t: jnp.divide(t, size) if isinstance(t, Tracer) else t / size, total)
 
 
 def _preduce_jvp(primals: list[Any], tangents: list[Any], *, axes: tuple[str, ...], op: str) -> tuple[Any, Any]:
@@ -202,9 +278,10 @@ def _gather_eval(x: ShapedArray, *, axes: tuple[str, ...], axis: int, tiled: boo
     return ShapedArray(tuple(shape), x.dtype, x.weak_type)
 
 
-def _gather_device(trace: DeviceTrace, x: Any, *, axes: tuple[str, ...], axis: int, tiled: bool) -> Any:
+def _gather_device(trace: DeviceTrace, primitive: Primitive, x: Any, *, axes: tuple[str, ...], axis: int,
+                   tiled: bool) -> Any:
     x = trace.lift(x)
-    aval = abstract_eval(all_gather_p, [x.aval], {"axes": axes, "axis": axis, "tiled": tiled})[0]
+    aval = abstract_eval(primitive, [x.aval], {"axes": axes, "axis": axis, "tiled": tiled})[0]
     members = gather_devices(trace.mesh, axes, x.payload)
     join = np.concatenate if tiled else np.stack
     joined: dict[int, np.ndarray] = {}  # devices of one group share one result
@@ -220,18 +297,38 @@ def _gather_device(trace: DeviceTrace, x: Any, *, axes: tuple[str, ...], axis: i
 
 
 all_gather_p = _collective("all_gather", _gather_eval, lambda x, *, axes, axis, tiled: x.vma | frozenset(axes),
-                           _gather_device)
+                           lambda trace, x, **params: _gather_device(trace, all_gather_p, x, **params))
+# all_gather(to="invarying"): the same values, typed invariant over the gathered axes (the same on every device)
+all_gather_invariant_p = _collective(
+    "all_gather_invariant", _gather_eval, lambda x, *, axes, axis, tiled: x.vma - frozenset(axes),
+    lambda trace, x, **params: _gather_device(trace, all_gather_invariant_p, x, **params))
+GATHER_TARGETS = ("varying", "invarying", "reduced")
 
 
-def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False, axis_index_groups: Any = None) -> Any:
-    """Every device gets the values of all devices along `axis_name`, stacked (or concatenated, tiled) at `axis`."""
-    _no_groups("all_gather", axis_index_groups)
+def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: int = 0, tiled: bool = False,
+               to: str = "varying") -> Any:
+    """Every device gets the values of all devices along `axis_name`, stacked (or concatenated, tiled) at `axis`;
+    typed varying over `axis_name` (`to="varying"`), invariant (`"invarying"`) or reduced (`"reduced"`)."""
+    if to not in GATHER_TARGETS:
+        raise ValueError(f"all_gather got to={to!r}; the allowed `to` values are {set(GATHER_TARGETS)}.")
     axes = _names(axis_name)
+    groups = _groups("all_gather", axis_index_groups, axes)
+    if groups is not None and to != "varying":
+        raise NotImplementedError(f"all_gather with axis_index_groups and to={to!r} is not supported (as in JAX); "
+                                  "gather to='varying' with groups.")
 
     def one(leaf: Any) -> Any:
         leaf = _varying(jnp._promote(leaf)[0], axes)
-        ndim = leaf.ndim + (0 if tiled else 1)
-        return all_gather_p.bind(leaf, axes=axes, axis=jnp._axes(axis, ndim)[0], tiled=tiled)
+        at = jnp._axes(axis, leaf.ndim + (0 if tiled else 1))[0]
+        if to != "varying":
+            gathered = all_gather_invariant_p.bind(leaf, axes=axes, axis=at, tiled=tiled)
+            return pcast_leaf(gathered, axes, "reduced") if to == "reduced" and vma_checked() else gathered
+        if groups is None:
+            return all_gather_p.bind(leaf, axes=axes, axis=at, tiled=tiled)
+        stacked, _ = _in_group(leaf, axes, groups)
+        if tiled:
+            return jnp.concatenate([jnp.getitem(stacked, i) for i in range(len(groups[0]))], axis=at)
+        return jnp.moveaxis(stacked, 0, at)
 
     return tree_map(one, x)
 
@@ -285,15 +382,31 @@ reduce_scatter_p = _collective("reduce_scatter", _scatter_eval,
 def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0, tiled: bool = False,
                  axis_index_groups: Any = None) -> Any:
     """Sum over `axis_name`, then keep this device's block of `scatter_dimension`."""
-    _no_groups("psum_scatter", axis_index_groups)
     axes = _names(axis_name)
+    groups = _groups("psum_scatter", axis_index_groups, axes)
 
     def one(leaf: Any) -> Any:
         leaf = _varying(jnp._promote(leaf)[0], axes)
         dim = jnp._axes(scatter_dimension, leaf.ndim)[0]
-        return reduce_scatter_p.bind(leaf, axes=axes, dimension=dim, tiled=tiled)
+        if groups is None:
+            return reduce_scatter_p.bind(leaf, axes=axes, dimension=dim, tiled=tiled)
+        return _grouped_scatter(leaf, axes, groups, dim, tiled)
 
     return tree_map(one, x)
+
+
+def _grouped_scatter(leaf: Any, axes: tuple[str, ...], groups: tuple, dim: int, tiled: bool) -> Any:
+    """psum_scatter within each group of `axis_index_groups`: the group's sum, this device's block of `dim`."""
+    k, size = len(groups[0]), leaf.shape[dim]
+    if (tiled and size % k) or (not tiled and size != k):
+        raise ValueError(f"psum_scatter: dimension {dim} has size {size}, which must be "
+                         f"{'divisible by' if tiled else 'equal to'} the {k} devices of each axis_index_group.")
+    stacked, position = _in_group(leaf, axes, groups)
+    total = jnp.sum(stacked, axis=0, dtype=stacked.dtype)
+    if not tiled:
+        return jnp.take(total, position, axis=dim)
+    block = size // k
+    return jnp.take(total, jnp.add(jnp.arange(block), jnp.multiply(position, block)), axis=dim)
 
 
 # ---- grouped sums: psums and psum_scatters next to each other in an executed program, as one reduction -----------
@@ -387,6 +500,15 @@ deflinear(all_gather_p, lambda ct, x, *, axes, axis, tiled: [
     reduce_scatter_p.bind(_varying(ct, axes), axes=axes, dimension=axis, tiled=tiled)])
 deflinear(reduce_scatter_p, lambda ct, x, *, axes, dimension, tiled: [
     all_gather_p.bind(ct, axes=axes, axis=dimension, tiled=tiled)])
+deflinear(all_gather_invariant_p, lambda ct, x, *, axes, axis, tiled: [_own_block(ct, axes, axis, tiled)])
+
+
+def _own_block(ct: Any, axes: tuple[str, ...], axis: int, tiled: bool) -> Any:
+    """This device's block along `axis` of the cotangent of an invariant all_gather (its transpose)."""
+    if not tiled:
+        return jnp.take(ct, axis_index(axes), axis=axis)
+    block = aval_of(ct).shape[axis] // axis_size(axes, "all_gather")
+    return jnp.take(ct, jnp.add(jnp.arange(block), jnp.multiply(axis_index(axes), block)), axis=axis)
 
 
 # ---- all_to_all ------------------------------------------------------------------------------------------------
@@ -396,9 +518,9 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *, til
                axis_index_groups: Any = None) -> Any:
     """Split `split_axis` into one block per device along `axis_name`, send block k to device k,
     and concatenate the received blocks along `concat_axis`."""
-    _no_groups("all_to_all", axis_index_groups)
     axes = _names(axis_name)
-    n = axis_size(axes, "all_to_all")
+    groups = _groups("all_to_all", axis_index_groups, axes)
+    n = axis_size(axes, "all_to_all") if groups is None else len(groups[0])
 
     def one(leaf: Any) -> Any:
         leaf = jnp._promote(leaf)[0]
@@ -406,8 +528,11 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *, til
         if leaf.shape[split] % n:
             raise ValueError(f"all_to_all: split_axis {split} has size {leaf.shape[split]}, not divisible by {n}.")
         block = leaf.shape[split] // n
-        gathered = all_gather(leaf, axes, axis=0)                  # (n, ...): every member's whole value
-        start = jnp.multiply(axis_index(axes), block)
+        if groups is None:   # (n, ...): every member's whole value
+            gathered, position = all_gather(leaf, axes, axis=0), axis_index(axes)
+        else:
+            gathered, position = _in_group(leaf, axes, groups)
+        start = jnp.multiply(position, block)
         mine = jnp.take(gathered, jnp.add(jnp.arange(block), start), axis=split + 1)   # my block of each
         parts = [jnp.getitem(mine, k) for k in range(n)]
         if tiled:
@@ -456,6 +581,7 @@ def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
 alone_rules[preduce_p] = lambda run, x, *, axes, op: [x]
 alone_rules[axis_index_p] = lambda run, *, axes: [np.int32(0)]
 alone_rules[all_gather_p] = lambda run, x, *, axes, axis, tiled: [x if tiled else np.expand_dims(x, axis)]
+alone_rules[all_gather_invariant_p] = alone_rules[all_gather_p]
 alone_rules[reduce_scatter_p] = lambda run, x, *, axes, dimension, tiled: [x if tiled else np.squeeze(x, dimension)]
 alone_rules[grouped_sum_p] = lambda run, *xs, axes, parts: [x if part is None or part[1] else np.squeeze(x, part[0])
                                                             for x, part in zip(xs, parts)]

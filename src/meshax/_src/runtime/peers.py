@@ -13,6 +13,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..config import config
+from ..profiler import recorder
 from . import watch
 from .progress import wait_all
 
@@ -22,7 +23,7 @@ class Exchange:
     headers, then take the data (so a mismatched message never meets a buffer of the wrong size)."""
 
     def __init__(self, comm: Any, tag: int, what: str, ranks: Iterable[int], entry: str) -> None:
-        self.comm, self.tag = comm, tag
+        self.comm, self.tag, self.what = comm, tag, what
         self.ranks = tuple(ranks)
         self._step = watch.communicating(what, self.ranks, entry)
         self._checking = config.read("meshax_check")
@@ -33,6 +34,7 @@ class Exchange:
         self._keep: list[np.ndarray] = []
 
     def __enter__(self) -> "Exchange":
+        self._begin = recorder.now() if recorder.on else 0
         self.activity = self._step.__enter__()
         self._mine = np.array([self.activity.chain, self.activity.group_sequence], np.int64)
         return self
@@ -67,7 +69,14 @@ class Exchange:
                              f"the messages from processes {strangers} belong to another step of their history")
         receives = [self.comm.Irecv(_raw(buffer), source=source, tag=self.tag) for buffer, source in self._receives]
         moved = sum(data.nbytes for data in self._keep) + sum(buffer.nbytes for buffer, _ in self._receives)
+        waiting = recorder.now() if self._begin else 0
         wait_all(self._sends + receives, moved)
+        if waiting:  # the exchange, and the time blocked in it, as events of the process's MPI track
+            args = {"bytes": moved, "processes": list(self.ranks)}
+            waited = recorder.now()
+            recorder.add("wait", "wait", (recorder.COLLECTIVES,), waiting, waited, args)
+            recorder.add(f"MPI point-to-point: {self.what}", "collective", (recorder.COLLECTIVES,), self._begin,
+                         max(recorder.now(), waited + 1), args)
 
 
 def _raw(array: np.ndarray) -> np.ndarray:

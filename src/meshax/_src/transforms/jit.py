@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..arrays.placement import device_put, host_value
+from ..arrays.placement import check_committed_devices, device_put, host_value
 from ..arrays.formats import shardings_of_formats
 from .stages import Traced
 from ..arrays.array import Array
@@ -28,7 +28,7 @@ from ..interpreters.eager_programs import run_eagerly
 from ..interpreters.numpy_eval import structured_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
 from ..core.jaxpr import Jaxpr, eval_jaxpr
-from ..sharding.mesh import AxisType, Mesh
+from ..sharding.mesh import AxisType, Mesh, current_mesh
 from ..runtime import devices as device_table
 from ..arrays.partition import choose_mesh, sharding_for
 from .refs import Ref, unwrapped
@@ -37,6 +37,7 @@ from ..runtime.history import note as note_call
 from ..sharding.placement_rules import replicated
 from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding
 from ..arrays.transfer import from_host
+from ..profiler import recorder
 from ..tree.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
 
 
@@ -91,13 +92,15 @@ class Jitted:
     the oldest forgotten first."""
 
     def __init__(self, fun: Callable[..., Any], in_shardings: Any, out_shardings: Any,
-                 static_argnums: Sequence[int], static_argnames: Sequence[str], donate_argnums: Sequence[int]) -> None:
+                 static_argnums: Sequence[int], static_argnames: Sequence[str], donate_argnums: Sequence[int],
+                 donate_argnames: Sequence[str] = ()) -> None:
         self.fun = fun
         self.in_shardings = in_shardings = shardings_of_formats(in_shardings)
         self.out_shardings = out_shardings = shardings_of_formats(out_shardings)
         self.static_argnums = tuple(static_argnums)
         self.static_argnames = tuple(static_argnames)
         self.donate_argnums = tuple(donate_argnums)
+        self.donate_argnames = tuple(donate_argnames)
         self._cache = _cache_of(fun, (_hashable(in_shardings), _hashable(out_shardings), self.static_argnums,
                                       self.static_argnames, self.donate_argnums))
         self._entries: dict[Any, str] = {}  # call signature -> how a call is recorded in the history
@@ -115,7 +118,7 @@ class Jitted:
     def _flatten(self, dynamic_args: tuple, dynamic_kwargs: dict) -> tuple[list[Any], Any]:
         """The leaves and tree structure of the dynamic arguments, placed as in_shardings says."""
         if self.in_shardings is not None:
-            dynamic_args = _apply_shardings(dynamic_args, self.in_shardings)
+            dynamic_args = _apply_shardings(dynamic_args, self.in_shardings, "in_shardings")
         return tree_flatten((dynamic_args, dynamic_kwargs))
 
     def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple, list[Any]]:
@@ -140,7 +143,20 @@ class Jitted:
         if jit_disabled():
             return self.fun(*args, **kwargs)
         key, leaves = self._prepare(args, kwargs)
-        return self._run(key, leaves)
+        outputs = self._run(key, leaves)
+        if self.donate_argnums or self.donate_argnames:
+            self._delete_donated(args, kwargs, outputs)
+        return outputs
+
+    def _delete_donated(self, args: tuple, kwargs: dict[str, Any], outputs: Any) -> None:
+        """Delete the donated Arrays (JAX reuses their buffers for the outputs: reading them afterwards raises);
+        an Array the call returns as it is stays."""
+        donated = [args[i] for i in self.donate_argnums if -len(args) <= i < len(args)]
+        donated += [kwargs[name] for name in self.donate_argnames if name in kwargs]
+        returned = {id(leaf) for leaf in tree_flatten(outputs)[0]}
+        for leaf in tree_flatten(donated)[0]:
+            if isinstance(leaf, Array) and id(leaf) not in returned and not leaf.is_deleted():
+                leaf.delete()
 
     def _run(self, key: tuple, leaves: list[Any]) -> Any:
         """Evaluate the program traced for `key`. Host values it returns (constants, inputs passed through) become
@@ -148,6 +164,7 @@ class Jitted:
         _, (jaxpr, consts, out_structure) = key
         refs = [leaf for leaf in leaves if isinstance(leaf, Ref)]
         leaves = unwrapped(leaves)
+        check_committed_devices(leaves, getattr(self.fun, "__name__", "fun"))
         if device_table.process_count() > 1:
             self._note_call(key[0], leaves)
         outputs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=getattr(self.fun, "__name__", "fun"))
@@ -161,7 +178,7 @@ class Jitted:
             outputs = [_as_output(value, mesh, committed) for value in outputs]
         outputs = tree_unflatten(out_structure, [_as_compiled_output(value) for value in outputs])
         if self.out_shardings is not None:
-            outputs = _apply_shardings(outputs, self.out_shardings)
+            outputs = _apply_shardings(outputs, self.out_shardings, "out_shardings")
         return outputs
 
     def _note_call(self, signature: tuple, leaves: list[Any]) -> None:
@@ -200,7 +217,11 @@ class Jitted:
             return out_leaves + [ref._value for ref in refs]
 
         avals = [aval_of(x) for x in unwrapped(leaves)]
+        begin = recorder.now() if recorder.on else 0
         jaxpr, _ = trace_to_jaxpr(flat_fun, avals)
+        if begin:
+            recorder.add(f"trace jit({getattr(self.fun, '__name__', 'fun')})", "compile", None, begin, recorder.now(),
+                         {"equations": len(jaxpr.equations)})
         return consts_as_inputs(jaxpr), list(jaxpr.consts), out_structure[0]
 
     def trace(self, *args: Any, **kwargs: Any) -> Any:
@@ -329,12 +350,39 @@ def _as_compiled_output(value: Any) -> Any:
     return Array(value.shape, value.dtype, canonical, value.local_buffers(), value.weak_type)
 
 
-def _apply_shardings(tree: Any, shardings: Any) -> Any:
-    if isinstance(shardings, Sharding) or shardings is None:
-        return device_put(tree, shardings)
-    if isinstance(tree, tuple) and isinstance(shardings, (tuple, list)) and len(shardings) == len(tree):
-        return tuple(_apply_shardings(t, s) for t, s in zip(tree, shardings))
-    return device_put(tree, shardings)
+def _is_placement(target: Any) -> bool:
+    return target is None or isinstance(target, (Sharding, PartitionSpec))
+
+
+def _apply_shardings(tree: Any, shardings: Any, what: str) -> Any:
+    """`tree` placed as jit's `what` (in_shardings or out_shardings) says: one Sharding or PartitionSpec for all of
+    it, or a tree of them that is a prefix of `tree` (None leaves a subtree as it is); a PartitionSpec is a leaf,
+    on the mesh set with set_mesh/use_mesh."""
+    if what == "in_shardings" and isinstance(shardings, list):
+        shardings = tuple(shardings)  # one per positional argument, as a list or a tuple
+    targets, structure = tree_flatten(shardings, is_leaf=_is_placement)
+    try:
+        parts = structure.flatten_up_to(tree)
+    except ValueError as error:
+        values = "positional arguments" if what == "in_shardings" else "outputs"
+        raise ValueError(f"jit {what} {structure} does not match the {values} {tree_flatten(tree)[1]}: give one "
+                         f"Sharding or PartitionSpec for all of them, or a tree of them that is a prefix of their "
+                         f"tree ({error}).") from None
+    placed = [part if target is None else device_put(part, _on_context_mesh(target, what))
+              for target, part in zip(targets, parts)]
+    return tree_unflatten(structure, placed)
+
+
+def _on_context_mesh(target: Any, what: str) -> Any:
+    """A PartitionSpec as a NamedSharding on the mesh in context; other targets as they are."""
+    if not isinstance(target, PartitionSpec):
+        return target
+    mesh = current_mesh()
+    if mesh is None:
+        raise RuntimeError(f"jit got the PartitionSpec {target!r} in {what} but no mesh is in context to place it on; "
+                           "call it inside `with jax.set_mesh(mesh):` (or use_mesh), or pass "
+                           "NamedSharding(mesh, spec) instead.")
+    return NamedSharding(mesh, target)
 
 
 def jit(fun: Callable[..., Any] | None = None, *, in_shardings: Any = None, out_shardings: Any = None,
@@ -344,11 +392,22 @@ def jit(fun: Callable[..., Any] | None = None, *, in_shardings: Any = None, out_
     if fun is None:
         return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
                                  static_argnums=static_argnums, static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums)
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                                 keep_unused=keep_unused, device=device, backend=backend, inline=inline)
     if not callable(fun):
         raise TypeError(f"jit needs a function; got {type(fun).__name__}.")
     static_argnums, static_argnames = _static_arguments(fun, _as_tuple(static_argnums), _as_tuple(static_argnames))
-    return Jitted(fun, in_shardings, out_shardings, static_argnums, static_argnames, _as_tuple(donate_argnums))
+    donate_argnums, donate_argnames = _donated_arguments(fun, _as_tuple(donate_argnums), _as_tuple(donate_argnames))
+    return Jitted(fun, in_shardings, out_shardings, static_argnums, static_argnames, donate_argnums, donate_argnames)
+
+
+def _donated_arguments(fun: Callable[..., Any], argnums: tuple[int, ...],
+                       argnames: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """donate_argnums and donate_argnames, each completed with the other through `fun`'s signature (as in JAX)."""
+    names, _ = _positional_parameters(fun)
+    argnums = tuple(sorted(set(argnums) | {names.index(n) for n in argnames if n in names}))
+    argnames = tuple(sorted(set(argnames) | {names[i] for i in argnums if 0 <= i < len(names)}))
+    return argnums, argnames
 
 
 def _static_arguments(fun: Callable[..., Any], argnums: tuple[int, ...],

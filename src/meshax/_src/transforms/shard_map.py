@@ -15,6 +15,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from ..profiler import recorder
 from ..runtime import devices as device_table
 from ..arrays.array import Array, read_only
 from ..core.core import (AxisFrame, Tracer, axis_mesh, current_trace, eager_trace, Primitive, ShapedArray, abstract_eval_rules, aval_of, extend_axis_env, keeps_own_vma,
@@ -42,24 +43,28 @@ def spec_axes(spec: PartitionSpec) -> list[str]:
     return [name for entry in spec.normalized() for name in entry]
 
 
+def _is_spec(x: Any) -> bool:
+    return isinstance(x, PartitionSpec) or x is None
+
+
 def _specs_for(specs: Any, tree: Any, count: int, what: str) -> list[PartitionSpec]:
-    if isinstance(specs, PartitionSpec) or specs is None:
+    """One PartitionSpec per leaf of `tree`: `specs` is one for all, or a tree of them that is a prefix of `tree`
+    (as JAX's), each spec covering its whole subtree; None is a replicated P()."""
+    if _is_spec(specs):
         return [specs if specs is not None else PartitionSpec()] * count
-    flat, spec_structure = tree_flatten(specs, is_leaf=lambda x: isinstance(x, PartitionSpec) or x is None)
-    if len(flat) != count:
-        # As JAX's: the specs may be a prefix of the tree, one spec then covering a whole subtree.
-        try:
-            parts = spec_structure.flatten_up_to(tree_unflatten(tree, list(range(count))))
-        except ValueError:
-            raise ValueError(f"shard_map {what} has {len(flat)} PartitionSpecs but there are {count} {what[:-6]}s "
-                             f"({tree}); give one spec per {what[:-6]}, or a tree of specs that is a prefix "
-                             "of theirs.") from None
-        expanded: list[PartitionSpec | None] = [None] * count
-        for spec, part in zip(flat, parts):
-            for index in tree_flatten(part)[0]:
-                expanded[index] = spec
-        flat = expanded
-    return [s if s is not None else PartitionSpec() for s in flat]
+    flat, spec_structure = tree_flatten(specs, is_leaf=_is_spec)
+    try:
+        parts = spec_structure.flatten_up_to(tree_unflatten(tree, list(range(count))))
+    except ValueError as error:
+        noun = "argument" if what == "in_specs" else "output"
+        raise ValueError(f"shard_map {what} has {len(flat)} PartitionSpecs ({spec_structure}) for {count} "
+                         f"{noun}s ({tree}), and their tree is not a prefix of the {noun}s' tree: give one "
+                         f"PartitionSpec per {noun}, or a tree of them that is a prefix of theirs ({error}).") from None
+    expanded = [PartitionSpec()] * count
+    for spec, part in zip(flat, parts):
+        for index in tree_flatten(part)[0]:
+            expanded[index] = spec if spec is not None else PartitionSpec()
+    return expanded
 
 
 def _out_specs_for(specs: Any, tree: Any, count: int) -> list[PartitionSpec]:
@@ -96,12 +101,22 @@ def trimmed(spec: PartitionSpec, ndim: int) -> PartitionSpec:
     return PartitionSpec(*tuple(spec)[:ndim], unreduced=spec.unreduced, reduced=spec.reduced)
 
 
+def _check_out_rank(f: Callable[..., Any], aval: ShapedArray, spec: PartitionSpec, index: int,
+                    trailing_nones: bool) -> None:
+    """An out_spec may not have more entries than its output has dimensions (as JAX checks); the older spelling
+    (`older_shard_map`) accepts extra trailing Nones, as seed 003 writes them."""
+    entries = spec.normalized() if trailing_nones else tuple(spec)
+    if len(entries) > aval.ndim:
+        name = getattr(f, "__name__", repr(f))
+        raise ValueError(f"shard_map applied to the function '{name}' was given out_specs {spec!r} (length "
+                         f"{len(tuple(spec))}) for output {index} ({aval.str_short()}), which has rank "
+                         f"{aval.ndim}: an out_specs entry may not be longer than its output's rank; shorten the "
+                         f"spec or return a value with more dimensions.")
+
+
 def _global_aval(aval: ShapedArray, mesh: Mesh, spec: PartitionSpec, manual: tuple = ()) -> ShapedArray:
     """The aval outside the map of an output `aval` laid out as `spec` (varying only over enclosing maps' axes)."""
     NamedSharding(mesh, spec)  # unknown or repeated axis names raise here, naming them
-    axes = spec.normalized()
-    if len(axes) > aval.ndim:  # trailing Nones beyond the rank are accepted, as seed 003 writes them
-        raise ValueError(f"shard_map out_specs {spec!r} is longer than the rank {aval.ndim} of the output {aval}.")
     parts = _parts(mesh, spec, aval.ndim)
     out = ShapedArray(tuple(s * n for s, n in zip(aval.shape, parts)), aval.dtype, aval.weak_type,
                       aval.vma - frozenset(manual))
@@ -230,6 +245,19 @@ def shard_map(f: Callable[..., Any] | None = None, mesh: Mesh | None = None, in_
     if f is None:
         return functools.partial(shard_map, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
                                  check_vma=check_vma, axis_names=axis_names)
+    return _mapped(f, mesh, in_specs, out_specs, check_vma, axis_names, trailing_nones=False)
+
+
+def older_shard_map(f: Callable[..., Any], mesh: Mesh | None = None, in_specs: Any = None,
+                    out_specs: Any = None) -> Callable[..., Any]:
+    """The map of the older spelling jax.experimental.shard_map.shard_map as the seeds use it: without varying-axes
+    typing, and its out_specs may hold trailing Nones beyond their outputs' rank."""
+    return _mapped(f, mesh, in_specs, out_specs, False, None, trailing_nones=True)
+
+
+def _mapped(f: Callable[..., Any], mesh: Mesh | None, in_specs: Any, out_specs: Any, check_vma: bool,
+            axis_names: Any, trailing_nones: bool) -> Callable[..., Any]:
+    """`f` mapped over the shards of its inputs (see shard_map)."""
     cache: dict[Any, tuple] = {}
 
     @functools.wraps(f, updated=())
@@ -250,11 +278,11 @@ def shard_map(f: Callable[..., Any] | None = None, mesh: Mesh | None = None, in_
         _check_partial_sum_specs(the_mesh, manual, out_specs, "out_specs")
         _check_spec_axes(out_specs, the_mesh, manual, "out_specs")
         if current_trace() is eager_trace():  # eagerly, f runs per device (print shows each device's value)
-            return _run_eagerly(f, the_mesh, structure, leaves, specs, out_specs, check_vma, manual)
+            return _run_eagerly(f, the_mesh, structure, leaves, specs, out_specs, check_vma, manual, trailing_nones)
         key = (structure, tuple(avals), specs, the_mesh, manual)
         traced = cache.get(key)
         if traced is None:
-            traced = _trace(f, the_mesh, structure, avals, specs, out_specs, check_vma, manual)
+            traced = _trace(f, the_mesh, structure, avals, specs, out_specs, check_vma, manual, trailing_nones)
             if not traced[-1]:  # programs that captured tracers of an enclosing trace are not reused
                 cache[key] = traced
         jaxpr, consts, out_structure, out_spec_list, out_avals, _ = traced
@@ -326,8 +354,9 @@ def _spec_of_argument(x: Any, mesh: Mesh) -> PartitionSpec:
 
 
 def _run_eagerly(f: Callable[..., Any], mesh: Mesh, structure: Any, leaves: list[Any], specs: tuple,
-                 out_specs: Any, check_vma: bool, manual: tuple) -> Any:
+                 out_specs: Any, check_vma: bool, manual: tuple, trailing_nones: bool) -> Any:
     """Run `f` itself in a DeviceTrace: Python runs once, every operation device by device."""
+    begin = recorder.now() if recorder.on else 0
     in_avals = tuple(aval_of(x) for x in leaves)
     # checked before the plan cache, whose keys equate P('x', None) with P('x')
     for index, (aval, spec) in enumerate(zip(in_avals, specs)):
@@ -341,8 +370,9 @@ def _run_eagerly(f: Callable[..., Any], mesh: Mesh, structure: Any, leaves: list
         out_leaves, out_tree = tree_flatten(f(*tree_unflatten(structure, inputs)))
         out_spec_list = tuple(_out_specs_for(out_specs, out_tree, len(out_leaves)))
         outputs = [trace.lift(o) for o in _as_specs_say(out_leaves, out_spec_list, check_vma)]
-    if check_vma:
-        for index, (out, spec) in enumerate(zip(outputs, out_spec_list)):
+    for index, (out, spec) in enumerate(zip(outputs, out_spec_list)):
+        _check_out_rank(f, out.aval, spec, index, trailing_nones)
+        if check_vma:
             _check_replication(f, mesh, manual, out.aval, spec, index)
     results = []
     for out, spec in zip(outputs, out_spec_list):
@@ -350,12 +380,14 @@ def _run_eagerly(f: Callable[..., Any], mesh: Mesh, structure: Any, leaves: list
         spec = trimmed(spec, aval.ndim)
         results.append(Array(aval.shape, aval.dtype, NamedSharding(mesh, spec),
                              _read_only_values(out.payload, aval.dtype), aval.weak_type))
+    if begin:
+        recorder.add(f"shard_map({getattr(f, '__name__', 'f')})", "operation", (recorder.HOST,), begin, recorder.now())
     return tree_unflatten(out_tree, results)
 
 
 def _manual_axes(mesh: Mesh, axis_names: Any, specs: Sequence[PartitionSpec]) -> tuple[str, ...]:
     """The mesh axes this map makes manual (all, or `axis_names`), in mesh order; specs may name only those."""
-    chosen = set(mesh.axis_names if axis_names is None else
+    chosen = set(mesh.axis_names if not axis_names else  # None or an empty set: every axis, as in JAX
                  ((axis_names,) if isinstance(axis_names, str) else axis_names))
     unknown = chosen - set(mesh.axis_names)
     if unknown:
@@ -384,7 +416,7 @@ def _check_spec_axes(specs: Any, mesh: Mesh, manual: tuple, what: str) -> None:
 
 
 def _trace(f: Callable[..., Any], mesh: Mesh, structure: Any, avals: list[ShapedArray], specs: tuple,
-           out_specs: Any, check_vma: bool, manual: tuple) -> tuple:
+           out_specs: Any, check_vma: bool, manual: tuple, trailing_nones: bool) -> tuple:
     local = [_local_aval(a, mesh, s, i, check_vma) for i, (a, s) in enumerate(zip(avals, specs))]
     out_structure = []
 
@@ -399,8 +431,9 @@ def _trace(f: Callable[..., Any], mesh: Mesh, structure: Any, avals: list[Shaped
         jaxpr, outputs = trace_to_jaxpr(flat, local)
     out_spec_list = tuple(_out_specs_for(out_specs, out_structure[0], len(outputs)))
     out_local = [aval_of(o) for o in jaxpr.outvars]
-    if check_vma:
-        for index, (aval, spec) in enumerate(zip(out_local, out_spec_list)):
+    for index, (aval, spec) in enumerate(zip(out_local, out_spec_list)):
+        _check_out_rank(f, aval, spec, index, trailing_nones)
+        if check_vma:
             _check_replication(f, mesh, manual, aval, spec, index)
     out_avals = tuple(_global_aval(a, mesh, s, manual) for a, s in zip(out_local, out_spec_list))
     out_spec_list = tuple(trimmed(s, a.ndim) for s, a in zip(out_spec_list, out_avals))
