@@ -528,3 +528,26 @@ def test_donated_arguments_are_deleted_after_the_call(by):
             np.asarray(x)
         assert x.is_deleted() and not y.is_deleted()
         np.testing.assert_array_equal(np.asarray(same), [0.0, 1.0, 2.0])
+
+
+def test_reshard_and_host_local_arrays_take_specs_as_a_tree_prefix():
+    """A tree of specs that is a prefix of the values' tree covers each subtree (never zipped by leaf position);
+    one that is no prefix raises ValueError, as in JAX."""
+    seen = []
+    for lib, np_mod in LIBS.values():
+        sharding = lib.sharding
+        mesh = lib.make_mesh((8,), ("i",), axis_types=(sharding.AxisType.Explicit,))
+        tree = {"a": (np_mod.zeros((8, 2)), np_mod.zeros(8)), "b": np_mod.zeros(8)}
+        with lib.set_mesh(mesh):
+            out = sharding.reshard(tree, {"a": sharding.PartitionSpec("i"), "b": sharding.PartitionSpec()})
+            with pytest.raises(ValueError):
+                sharding.reshard(tree, {"a": sharding.PartitionSpec("i"), "c": sharding.PartitionSpec()})
+        auto = lib.make_mesh((8,), ("i",), axis_types=(sharding.AxisType.Auto,))
+        local = {"a": (np.zeros((8, 2)), np.zeros(8)), "b": np.zeros(8)}
+        from importlib import import_module
+        utils = import_module(f"{lib.__name__}.experimental.multihost_utils")
+        placed = utils.host_local_array_to_global_array(local, auto, {"a": sharding.PartitionSpec("i"),
+                                                                      "b": sharding.PartitionSpec()})
+        seen.append([tuple(x.sharding.spec) for x in lib.tree.leaves(out)]
+                    + [(x.shape, tuple(x.sharding.spec)) for x in lib.tree.leaves(placed)])
+    assert seen[0] == seen[1]

@@ -11,7 +11,7 @@ from .array import Array
 from ..sharding.mesh import Mesh
 from ..sharding.shardings import NamedSharding, PartitionSpec
 from .transfer import box_shape, global_value
-from ..tree.tree_util import tree_flatten, tree_unflatten
+from ..tree.tree_util import prefix_leaves, tree_flatten, tree_unflatten
 
 BARRIER_TIMEOUT_SECONDS = 300.0
 
@@ -115,19 +115,21 @@ def assert_equal(in_tree: Any, fail_message: str = "") -> None:
         )
 
 
-def _specs_for(pspecs: Any, leaves_structure: Any, count: int) -> list[PartitionSpec]:
-    if isinstance(pspecs, PartitionSpec) or pspecs is None:
-        return [pspecs or PartitionSpec()] * count
-    specs, structure = tree_flatten(pspecs, is_leaf=lambda x: isinstance(x, PartitionSpec) or x is None)
-    if structure != leaves_structure and len(specs) != count:
-        raise ValueError(f"pspecs {pspecs!r} do not match the structure of the inputs ({leaves_structure}).")
+def _specs_for(pspecs: Any, inputs: Any) -> list[PartitionSpec]:
+    """One PartitionSpec per leaf of `inputs`: `pspecs` is one for all or a tree of them that is a prefix of
+    theirs (None: replicated)."""
+    try:
+        specs = prefix_leaves(pspecs, inputs, is_leaf=lambda x: isinstance(x, PartitionSpec) or x is None)
+    except ValueError as error:
+        raise ValueError(f"pspecs {pspecs!r} are not a prefix of the inputs' tree {tree_flatten(inputs)[1]}: give "
+                         f"one PartitionSpec, or a tree of them that is a prefix of theirs ({error}).") from None
     return [spec or PartitionSpec() for spec in specs]
 
 
 def host_local_array_to_global_array(local_inputs: Any, global_mesh: Mesh, pspecs: Any) -> Any:
     """Global Arrays from each process's host-local values; dimensions sharded across processes grow."""
     leaves, structure = tree_flatten(local_inputs)
-    specs = _specs_for(pspecs, structure, len(leaves))
+    specs = _specs_for(pspecs, local_inputs)
     global_mesh.local_mesh  # raises unless each process's devices form a contiguous block
     outputs = [
         leaf if isinstance(leaf, Array) and not leaf.is_fully_addressable
@@ -140,7 +142,7 @@ def host_local_array_to_global_array(local_inputs: Any, global_mesh: Mesh, pspec
 def global_array_to_host_local_array(global_inputs: Any, global_mesh: Mesh, pspecs: Any) -> Any:
     """Each process's part of global Arrays, as Arrays over the local mesh (no data moves)."""
     leaves, structure = tree_flatten(global_inputs)
-    specs = _specs_for(pspecs, structure, len(leaves))
+    specs = _specs_for(pspecs, global_inputs)
     local_mesh = global_mesh.local_mesh
     return tree_unflatten(structure, [_host_local(leaf, local_mesh, spec) for leaf, spec in zip(leaves, specs)])
 

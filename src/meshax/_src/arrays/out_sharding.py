@@ -9,7 +9,7 @@ from .placement import device_put
 from ..sharding.aval_sharding import TypeSharding
 from ..sharding.mesh import AxisType, current_mesh
 from ..sharding.shardings import NamedSharding, PartitionSpec, Sharding
-from ..tree.tree_util import tree_flatten, tree_unflatten
+from ..tree.tree_util import prefix_leaves, tree_flatten, tree_unflatten
 
 
 def _target(spec: Any) -> Sharding:
@@ -27,15 +27,17 @@ def _target(spec: Any) -> Sharding:
 
 
 def reshard(xs: Any, out_shardings: Any) -> Any:
-    """`xs` laid out as `out_shardings` (one PartitionSpec/Sharding for all leaves, or a tree of them)."""
+    """`xs` laid out as `out_shardings` (one PartitionSpec/Sharding for all leaves, or a tree of them that is a
+    prefix of `xs`'s, each covering its subtree)."""
     leaves, tree = tree_flatten(xs)
     if isinstance(out_shardings, (PartitionSpec, Sharding)):
         targets = [out_shardings] * len(leaves)
     else:
-        targets = tree_flatten(out_shardings, is_leaf=lambda s: isinstance(s, (PartitionSpec, Sharding)))[0]
-        if len(targets) != len(leaves):
-            raise ValueError(f"reshard got {len(targets)} shardings for {len(leaves)} arrays; give one, or one per "
-                             "array in the same tree.")
+        try:
+            targets = prefix_leaves(out_shardings, xs, is_leaf=lambda s: isinstance(s, (PartitionSpec, Sharding)))
+        except ValueError as error:
+            raise ValueError(f"reshard's shardings {out_shardings!r} are not a prefix of the arrays' tree {tree}: "
+                             f"give one sharding, or a tree of them that is a prefix of theirs ({error}).") from None
     return tree_unflatten(tree, [device_put(x, _spelled(_target(t), x)) for x, t in zip(leaves, targets)])
 
 

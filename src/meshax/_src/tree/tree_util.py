@@ -400,6 +400,14 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None):
     return leaves, treedef
 
 
+def prefix_leaves(prefix: Any, tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
+    """One leaf of `prefix` (a tree that is a prefix of `tree`'s) for each leaf of `tree`: the leaf covering it.
+    Raises ValueError naming the mismatch when `prefix` is not a prefix of `tree`."""
+    targets, structure = tree_flatten(prefix, is_leaf)
+    parts = structure.flatten_up_to(tree)
+    return [target for target, part in zip(targets, parts) for _ in tree_flatten(part)[0]]
+
+
 def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> Any:
     return treedef.unflatten(leaves)
 
