@@ -8,7 +8,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ..core.core import aval_of
+from ..core.core import ConcretizationTypeError, Tracer, aval_of
 from . import lax_ops as L
 from .composite_ops import GatherScatterMode
 
@@ -167,9 +167,22 @@ scatter_max = _scatter_op("max", "The maximum of `operand` and `updates` at the 
 def scatter_apply(operand: Any, scatter_indices: Any, func: Callable[[Any], Any],
                   dimension_numbers: ScatterDimensionNumbers, *, update_shape: Sequence[int] = (),
                   indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None) -> Any:
-    """`operand` with `func` applied to the elements at the windows of `scatter_indices`."""
+    """`operand` with `func` applied to the elements at the windows of `scatter_indices`, once per window that
+    covers an element (as JAX's). With traced indices that count is bounded by the number of windows (at most
+    64), unless unique_indices=True says it is one."""
     jnp = _jnp()
     x = L._lift(operand)
-    marks = scatter(jnp.zeros(aval_of(x).shape, bool), scatter_indices, jnp.ones(tuple(update_shape), bool),
-                    dimension_numbers, mode=mode)
-    return jnp.where(marks, func(x), x)
+    counts = scatter_add(np.zeros(aval_of(x).shape, np.int32), scatter_indices, np.ones(tuple(update_shape), np.int32),
+                         dimension_numbers, mode=mode)
+    if not isinstance(counts, Tracer):
+        repeats = int(np.max(np.asarray(counts), initial=0))
+    else:
+        repeats = 1 if unique_indices else int(np.prod(aval_of(L._lift(scatter_indices)).shape[:-1], dtype=np.int64))
+        if repeats > 64:
+            raise ConcretizationTypeError(
+                f"scatter_apply with {repeats} traced windows: pass unique_indices=True, or concrete indices, so "
+                "that meshax knows how many times func applies to each element.")
+    result = x
+    for k in range(repeats):
+        result = jnp.where(counts > k, jnp.asarray(func(result), aval_of(x).dtype), result)
+    return result

@@ -165,11 +165,12 @@ def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: 
     return dynamic_slice(x, starts, sizes, allow_negative_indices=allow_negative_indices)
 
 
-def dynamic_index_in_dim(operand: Any, index: Any, axis: int = 0, keepdims: bool = True) -> Any:
+def dynamic_index_in_dim(operand: Any, index: Any, axis: int = 0, keepdims: bool = True, *,
+                         allow_negative_indices: bool = True) -> Any:
     """The entry at a possibly traced `index` along `axis`."""
     x = _operand(operand)
     axis = _normalize_axis(axis, aval_of(x).ndim)
-    out = dynamic_slice_in_dim(x, index, 1, axis)
+    out = dynamic_slice_in_dim(x, index, 1, axis, allow_negative_indices=allow_negative_indices)
     return out if keepdims else squeeze(out, (axis,))
 
 
@@ -197,28 +198,30 @@ def dynamic_update_slice(operand: Any, update: Any, start_indices: Any, *,
     return P.scatter.bind(x, y, *_index_arrays(clamped, shape, sizes), index=("array",) * len(shape), mode="set")
 
 
-def dynamic_update_slice_in_dim(operand: Any, update: Any, start_index: Any, axis: int) -> Any:
+def dynamic_update_slice_in_dim(operand: Any, update: Any, start_index: Any, axis: int, *,
+                                allow_negative_indices: bool = True) -> Any:
     """`operand` with `update` written at a possibly traced `start_index` along `axis`."""
     x = _operand(operand)
     axis = _normalize_axis(axis, aval_of(x).ndim)
     starts: list[Any] = [0] * aval_of(x).ndim
     starts[axis] = start_index
-    return dynamic_update_slice(x, update, starts)
+    return dynamic_update_slice(x, update, starts, allow_negative_indices=allow_negative_indices)
 
 
-def dynamic_update_index_in_dim(operand: Any, update: Any, index: Any, axis: int) -> Any:
+def dynamic_update_index_in_dim(operand: Any, update: Any, index: Any, axis: int, *,
+                                allow_negative_indices: bool = True) -> Any:
     """`operand` with the entry at `index` along `axis` replaced by `update` (which may lack that axis)."""
     x, y = _operand(operand), _operand(update)
     axis = _normalize_axis(axis, aval_of(x).ndim)
     if aval_of(y).ndim == aval_of(x).ndim - 1:
         y = expand_dims(y, (axis,))
-    return dynamic_update_slice_in_dim(x, y, index, axis)
+    return dynamic_update_slice_in_dim(x, y, index, axis, allow_negative_indices=allow_negative_indices)
 
 
 # ---- shapes ----------------------------------------------------------------------------------------------------------
 
 
-def reshape(operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None,
+def reshape(operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None, *,
             out_sharding: Any = None) -> Any:
     """`operand` reshaped to `new_sizes` (after transposing by `dimensions`, when given)."""
     x = _operand(operand)
@@ -241,9 +244,12 @@ def transpose(operand: Any, permutation: Sequence[int]) -> Any:
     return x if perm == tuple(range(len(perm))) else P.transpose.bind(x, permutation=perm)
 
 
-def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int],
+def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int], *,
                      out_sharding: Any = None) -> Any:
     """`operand` placed in `shape`, its dimension i at output dimension broadcast_dimensions[i]."""
+    if out_sharding is not None:
+        raise NotImplementedError(f"broadcast_in_dim(out_sharding={out_sharding!r}) is not supported by meshax; "
+                                  "reshard the result instead.")
     x = _operand(operand)
     shape, dims = tuple(int(n) for n in shape), tuple(int(d) for d in broadcast_dimensions)
     aval = aval_of(x)
@@ -255,12 +261,13 @@ def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: S
     return P.broadcast_in_dim.bind(x, shape=shape, broadcast_dimensions=dims)
 
 
-def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
+def broadcast(operand: Any, sizes: Sequence[int], *, out_sharding: Any = None) -> Any:
     """`operand` with new leading dimensions of `sizes`."""
     x = _operand(operand)
     ndim = aval_of(x).ndim
     sizes = tuple(int(s) for s in sizes)
-    return broadcast_in_dim(x, sizes + aval_of(x).shape, tuple(range(len(sizes), len(sizes) + ndim)))
+    return broadcast_in_dim(x, sizes + aval_of(x).shape, tuple(range(len(sizes), len(sizes) + ndim)),
+                            out_sharding=out_sharding)
 
 
 def broadcast_to_rank(x: Any, rank: int) -> Any:

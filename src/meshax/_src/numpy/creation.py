@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import operator
 from typing import Any, Sequence
 
 import numpy as np
@@ -14,14 +15,17 @@ from ..arrays.array import Array
 from ..core.core import Tracer
 from ..sharding.explicit_rules import format_spec
 from ..sharding.shardings import NamedSharding, PartitionSpec
-from .promotion import ArrayLike, _cast, _dims, _dtype, _is_array, _placed, _shape
-from .ufuncs import astype, power
-from .shape_ops import broadcast_to, ravel, reshape, stack
+from .promotion import ArrayLike, _as_array, _axes, _cast, _dims, _dtype, _is_array, _lift, _ndim, _placed, _shape
+from .ufuncs import add, astype, divide, floor, log10, multiply, power, sign, subtract
+from .shape_ops import _take_range, broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape, stack
 from ..arrays.out_sharding import accepts_out_sharding
+from ..core.dtypes import issubdtype
 
 
+@accepts_out_sharding
 def array(object: ArrayLike, dtype: Any = None, copy: bool = True, order: Any = None, ndmin: int = 0, *,
           device: Any = None) -> Array:
+    _check_order(order)
     if isinstance(object, Array):
         result = object if dtype is None else astype(object, dtype)
         return result if device is None else device_put(result, device)
@@ -40,14 +44,21 @@ def array(object: ArrayLike, dtype: Any = None, copy: bool = True, order: Any = 
     return _placed(value, device, weak and np.ndim(object) == 0)
 
 
+def _check_order(order: Any) -> None:
+    """Arrays have no memory order to choose: only NumPy's order='K' (or None) is accepted, as in JAX."""
+    if order is not None and order != "K":
+        raise NotImplementedError(f"Only implemented for order='K'; got order={order!r}.")
+
+
 def _flatten_nested(x: Any) -> list[Any]:
     if isinstance(x, (list, tuple)):
         return [leaf for e in x for leaf in _flatten_nested(e)]
     return [x]
 
 
+@accepts_out_sharding
 def asarray(a: ArrayLike, dtype: Any = None, order: Any = None, *, device: Any = None, copy: Any = None) -> Array:
-    return array(a, dtype=dtype, copy=False, device=device)
+    return array(a, dtype=dtype, copy=False, order=order, device=device)
 
 
 def _filled(shape: Any, fill: Any, dtype: Any, device: Any, weak: bool = False) -> Array:
@@ -112,8 +123,8 @@ def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = Non
     return _filled(*_with_fill(_like(a, dtype, shape, device), 1))
 
 
-def empty_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Array:
-    return zeros_like(a, dtype, shape, device=device)
+def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Array:
+    return zeros_like(prototype, dtype, shape, device=device)
 
 
 @accepts_out_sharding
@@ -139,11 +150,60 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
     return _placed(value.astype(_dtype(dtype)), device)
 
 
-def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False,
+def _inexact(dtype: np.dtype) -> np.dtype:
+    return dtype if issubdtype(dtype, np.inexact) else dtypes.default_float_dtype()
+
+
+def _spacing_types(start: Any, stop: Any, dtype: Any) -> tuple[np.dtype, np.dtype]:
+    """(result dtype, computation dtype) of linspace, logspace and geomspace."""
+    kind = _dtype(dtype) if dtype is not None else _inexact(dtypes.result_type(start, stop)[0])
+    return kind, _inexact(kind)
+
+
+def _bounds(start: Any, stop: Any, work: np.dtype) -> tuple[Any, Any]:
+    """start and stop, strongly typed as `work` and broadcast together."""
+    start, stop = _cast(_lift(start), work), _cast(_lift(stop), work)
+    shape = np.broadcast_shapes(_shape(start), _shape(stop))
+    return broadcast_to(start, shape), broadcast_to(stop, shape)
+
+
+def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, retstep: bool = False,
              dtype: Any = None, axis: int = 0, *, device: Any = None) -> Any:
-    value, step = np.linspace(np.asarray(start), np.asarray(stop), num, endpoint, retstep=True, axis=axis)
-    out = _placed(value.astype(_dtype(dtype or dtypes.default_float_dtype())), device)
-    return (out, step) if retstep else out
+    """`num` evenly spaced values, each start * (1 - t) + stop * t (so both ends are exact), traceable and
+    differentiable in start and stop; with retstep, also the step (a 0-d or bounds-shaped array)."""
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    kind, work = _spacing_types(start, stop, dtype)
+    start, stop = _bounds(start, stop, work)
+    ndim = _ndim(start) + 1
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for the result of rank {ndim}.")
+    axis = axis % ndim
+    div = num - 1 if endpoint else num
+    if num > 1:
+        step = divide(subtract(stop, start), _cast(div, work))
+        shape = [1] * ndim
+        shape[axis] = div
+        real = dtypes.finfo(work).dtype
+        if real.itemsize < 4 and real != np.float16:  # bfloat16 and float8s: in float32, as XLA on CPU does
+            real = np.dtype(np.float32)
+        # i * (1 / div), as XLA computes i / div (so linspace(0, 1, n) is JAX's to the bit)
+        t = (np.arange(div, dtype=real) * (real.type(1) / real.type(div))).reshape(shape).astype(work)
+        out = add(multiply(expand_dims(start, axis), (1 - t).astype(work)), multiply(expand_dims(stop, axis), t))
+        if endpoint:
+            out = concatenate([out, expand_dims(stop, axis)], axis=axis)
+    else:
+        step = _cast(np.nan, work) if num == 0 or endpoint else subtract(stop, start)
+        out = expand_dims(start, axis)
+        if num == 0:
+            out = _take_range(out, axis, 0, 0)
+    if issubdtype(kind, np.integer) and not issubdtype(work, np.integer):
+        out = floor(out)
+    out = astype(out, kind)
+    if device is not None:
+        out = device_put(out, device)
+    return (out, _as_array(step)) if retstep else out
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None) -> Array:
@@ -155,7 +215,7 @@ def identity(n: int, dtype: Any = None, *, device: Any = None) -> Array:
 
 
 def copy(a: ArrayLike, order: Any = None) -> Any:
-    return array(a, copy=True)
+    return array(a, copy=True, order=order)
 
 
 def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Array:
@@ -199,17 +259,23 @@ def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: 
 
 def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, base: ArrayLike = 10.0,
              dtype: Any = None, axis: int = 0) -> Any:
-    exponents = linspace(start, stop, num, endpoint, dtype=None, axis=axis)
-    result = power(_cast(base, exponents.dtype), exponents)
-    return result if dtype is None else astype(result, dtype)
+    """base ** linspace(start, stop): computed in the inexact form of `dtype`, then cast to it."""
+    kind, work = _spacing_types(start, stop, dtype)
+    start, stop = _bounds(start, stop, work)
+    exponents = linspace(start, stop, num, endpoint, axis=axis)
+    return astype(power(base, exponents), kind)
 
 
 def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, dtype: Any = None,
               axis: int = 0) -> Any:
-    value = np.geomspace(np.asarray(start), np.asarray(stop), num, endpoint, axis=axis)
-    kind = _dtype(dtype) if dtype is not None else \
-        (dtypes.default_complex_dtype() if np.iscomplexobj(value) else dtypes.default_float_dtype())
-    return _placed(value.astype(kind), None)
+    """Values spaced evenly on a log scale between start and stop (of the same sign), ends included."""
+    kind, work = _spacing_types(start, stop, dtype)
+    start, stop = _bounds(start, stop, work)
+    signs = sign(start)
+    result = multiply(signs, logspace(log10(divide(start, signs)), log10(divide(stop, signs)), num, endpoint,
+                                      dtype=work))
+    (axis,) = _axes(axis, _ndim(result))
+    return astype(moveaxis(result, 0, axis), kind)
 
 
 def _window(function: Any, M: int, *args: Any) -> Array:

@@ -3,36 +3,73 @@ updates of x.at[key], and the functions that pick elements by position (repeat, 
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..primitives import array_primitives as P
-from ..core.core import NonConcreteBooleanIndexError, Tracer, aval_of
-from .promotion import ArrayLike, _axes, _cast, _is_array, _lift, _ndim, _promote, _shape
-from .ufuncs import _where, add, greater_equal, less, logical_or, remainder
-from .shape_ops import broadcast_to, expand_dims, pad, ravel, reshape
+from ..core.core import (ConcretizationTypeError, NonConcreteBooleanIndexError, Tracer,
+                         TracerBoolConversionError, aval_of)
+from .promotion import ArrayLike, _axes, _cast, _is_array, _lift, _ndim, _promote, _shape, _weak
+from .ufuncs import (_where, add, greater, greater_equal, less, less_equal, logical_not, logical_or, negative,
+                     not_equal, power, remainder, true_divide)
+from .ufuncs import clip as clip_values
+from .shape_ops import argsort, broadcast_to, expand_dims, pad, ravel, reshape
 from ..core.dtypes import iinfo, issubdtype
 
 
-def repeat(a: ArrayLike, repeats: Any, axis: int | None = None, *, total_repeat_length: Any = None) -> Any:
+def _reject_list(value: Any, function: str, position: int) -> None:
+    """JAX's functions take arrays and scalars, not Python lists or tuples, as this argument."""
+    if isinstance(value, (list, tuple)):
+        raise TypeError(f"{function} requires ndarray or scalar arguments, got {type(value)} at position {position}.")
+
+
+def repeat(a: ArrayLike, repeats: Any, axis: int | None = None, *, total_repeat_length: int | None = None,
+           out_sharding: Any = None) -> Any:
+    """Each element of `a` along `axis` repeated `repeats` times; with `total_repeat_length` the result has
+    exactly that length (cut, or the last element repeated), so `repeats` may be traced."""
+    _reject_list(repeats, "repeat", 1)
+    if out_sharding is not None:
+        raise NotImplementedError(f"repeat(out_sharding={out_sharding!r}) is not supported by meshax.")
     a = _promote(a)[0]
     if axis is None:
         a, axis = ravel(a), 0
     (axis,) = _axes(axis, a.ndim)
-    counts = np.asarray(repeats)
-    if not issubdtype(counts.dtype, np.integer) or (counts < 0).any():
-        raise ValueError(f"repeat: repeats must be non-negative integers; got {repeats!r}.")
     length = a.shape[axis]
+    if not issubdtype(aval_of(_lift(repeats)).dtype, np.integer):
+        raise TypeError(f"repeat: repeats must be integers; got {repeats!r}.")
+    if isinstance(repeats, Tracer):
+        if total_repeat_length is None:
+            raise ConcretizationTypeError(
+                f"repeat with traced repeats ({repeats.aval}) has a data-dependent length; inside jit pass a static "
+                "total_repeat_length=.")
+        return _traced_repeat(a, repeats, axis, total_repeat_length)
+    counts = np.asarray(repeats)
+    if (counts < 0).any():
+        raise ValueError(f"repeat: repeats must be non-negative integers; got {repeats!r}.")
     if counts.ndim == 0 and total_repeat_length in (None, length * int(counts)):
         # every element the same number of times: a broadcast and a reshape, which keep the split (as JAX's)
         stretched = broadcast_to(expand_dims(a, axis + 1), a.shape[:axis + 1] + (int(counts),) + a.shape[axis + 1:])
         return reshape(stretched, a.shape[:axis] + (length * int(counts),) + a.shape[axis + 1:])
-    index = np.repeat(np.arange(length), counts)
-    if total_repeat_length is not None:  # cut, or repeat the last element, to exactly that length
-        index = np.resize(np.append(index, np.full(builtins.max(0, total_repeat_length - index.size),
-                                                   index[-1] if index.size else 0)), total_repeat_length)
+    ends = np.cumsum(np.broadcast_to(counts, (length,)))
+    total = int(ends[-1]) if length else 0
+    positions = np.arange(total if total_repeat_length is None else total_repeat_length)
+    # output position j holds the element whose run covers j; past the last run, the last element
+    index = np.minimum(np.searchsorted(ends, positions, side="right"), builtins.max(length - 1, 0))
     return take(a, index, axis=axis)
+
+
+def _traced_repeat(a: Any, repeats: Any, axis: int, total: int) -> Any:
+    """repeat with traced counts and a static total length (positions past the counts' sum read the last
+    element)."""
+    length = a.shape[axis]
+    ends = P.CUMULATIVE["cumsum"].bind(broadcast_to(_cast(repeats, np.int32), (length,)), axis=0)
+    positions = np.arange(total, dtype=np.int32)
+    covered = _cast(less_equal(expand_dims(ends, 0), positions[:, None]), np.int32)
+    index = P.REDUCE["sum"].bind(covered, axes=(1,), keepdims=False)
+    index = clip_values(index, 0, builtins.max(length - 1, 0))
+    return take(a, index, axis=axis, mode="clip")
 
 
 def _normalize_index(key: Any, ndim: int) -> list[Any]:
@@ -194,7 +231,16 @@ def _pad_fill_row(a: Any, dims: Sequence[int], fill_value: Any) -> Any:
     return pad(a, [(0, 1) if d in dims else (0, 0) for d in range(a.ndim)], constant_values=fill)
 
 
-def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, mode: Any = None, fill_value: Any = None) -> Any:
+def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = None, mode: str | None = None,
+         unique_indices: bool = False, indices_are_sorted: bool = False, fill_value: Any = None) -> Any:
+    """The entries of `a` at `indices` along `axis`; out-of-range ones are filled (mode None or 'fill', with
+    `fill_value`), clamped ('clip') or wrapped ('wrap'). The two index hints change nothing here."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+    if mode == "raise":
+        raise NotImplementedError("The 'raise' mode to jnp.take is not supported.")
+    if mode not in (None, "fill", "clip", "wrap", "promise_in_bounds"):
+        raise ValueError(f"Invalid mode {mode!r} for np.take")
     a = _promote(a)[0]
     if axis is None:
         a, axis = ravel(a), 0
@@ -204,8 +250,11 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, mode: Any = 
     return _gather(a, entries, "fill" if mode is None else mode, fill_value)  # JAX's take fills by default
 
 
-def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None, mode: Any = None,
-                    fill_value: Any = None) -> Any:
+def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1, mode: Any = None,
+                    fill_value: Any = None, *, wrap_negative_indices: bool | None = None) -> Any:
+    """The entries of `arr` at `indices` along `axis`, the other dimensions broadcast; out-of-range indices are
+    filled (mode None or 'fill') or clamped ('clip'); wrap_negative_indices=False makes negative ones
+    out of range."""
     arr = _promote(arr)[0]
     if axis is None:
         arr, axis = ravel(arr), 0
@@ -221,23 +270,89 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None, mode: 
     mode = "fill" if mode is None else mode
     if mode not in ("clip", "promise_in_bounds", "fill"):  # as JAX's, which has no "wrap" here
         raise ValueError(f"invalid take_along_axis mode {mode!r}; use 'clip', 'fill' or 'promise_in_bounds'.")
+    if wrap_negative_indices is False:
+        idx = _negatives_out(idx, arr.shape[axis], clip=mode != "fill")
     idx, needs_fill_row = _array_index(idx, arr.shape[axis], mode)
     if needs_fill_row:
         arr = _pad_fill_row(arr, [axis], fill_value)
     return P.take_along.bind(arr, _lift(idx), axis=axis)
 
 
-def _update_positions(e: Any, size: int) -> Any:
-    """Integer update indices along a dimension of `size`: negatives wrapped, those still out of range set
-    to `size` (dropped by the scatter)."""
+def _mode_name(mode: Any) -> str | None:
+    """An `.at[...]` mode (a string, a GatherScatterMode or None) as None, "clip", "fill" or
+    "promise_in_bounds"; anything else is rejected as JAX's GatherScatterMode does."""
+    name = getattr(mode, "name", mode)
+    aliases = {None: None, "clip": "clip", "CLIP": "clip", "fill": "fill", "drop": "fill", "FILL_OR_DROP": "fill",
+               "promise_in_bounds": "promise_in_bounds", "PROMISE_IN_BOUNDS": "promise_in_bounds"}
+    if name == "ONE_HOT":
+        raise NotImplementedError("mode=GatherScatterMode.ONE_HOT is not supported by meshax; use 'clip' or 'fill'.")
+    if not isinstance(name, (str, type(None))) or name not in aliases or (isinstance(mode, str) and name.isupper()):
+        raise ValueError(f'Unknown gather mode "{mode}"')
+    return aliases[name]
+
+
+def _no_sharding(out_sharding: Any) -> None:
+    if out_sharding is not None:
+        raise NotImplementedError(f"out_sharding={out_sharding!r} is not supported by meshax's .at[...] methods; "
+                                  "reshard the result with jax.sharding.reshard instead.")
+
+
+def _negatives_out(e: Any, size: int, clip: bool) -> Any:
+    """Integer index `e` (a scalar or an array) with its negative entries made out of bounds: sent to 0 when
+    out-of-bounds indices are clamped (`clip`), else past the end, where they are filled or dropped."""
+    to = 0 if clip else size
+    if isinstance(e, (int, np.integer)):
+        return to if int(e) < 0 else e
+    value = _lift(e) if _is_array(e) else np.asarray(e)
+    if _is_array(value):
+        return _where(less(value, 0), _cast(to, aval_of(value).dtype), value)
+    return np.where(value < 0, to, value)
+
+
+def _unwrap_negatives(a: Any, entries: list[Any], clip: bool) -> list[Any]:
+    """`entries` with negative integer indices out of bounds (wrap_negative_indices=False; see _negatives_out)."""
+    out, dim = [], 0
+    for e in entries:
+        if e is None or isinstance(e, slice):
+            dim += e is not None
+        elif _is_bool_index(e):
+            dim += _ndim(e)
+        else:
+            e = _negatives_out(e, a.shape[dim], clip)
+            dim += 1
+        out.append(e)
+    return out
+
+
+def _update_positions(e: Any, size: int, clip: bool) -> Any:
+    """Integer update indices along a dimension of `size`: negatives wrapped, then clamped into range (`clip`),
+    or those still out of range set to `size` (dropped by the scatter)."""
     value = _lift(e) if _is_array(e) else np.asarray(e)
     if not issubdtype(aval_of(value).dtype, np.integer):
         raise IndexError(f"array indices must be integers or booleans; got dtype {aval_of(value).dtype}.")
     if _is_array(value):
-        value = _where(less(value, 0), add(value, size), value)
-        return _where(logical_or(less(value, 0), greater_equal(value, size)), size, value)
+        value = _where(less(value, 0), add(value, _cast(size, value.dtype)), value)
+        if clip:
+            return clip_values(value, 0, builtins.max(size - 1, 0))
+        return _where(logical_or(less(value, 0), greater_equal(value, size)), _cast(size, value.dtype), value)
     value = np.where(value < 0, value + size, value)
+    if clip:
+        return np.clip(value, 0, builtins.max(size - 1, 0))
     return np.where((value < 0) | (value >= size), size, value)
+
+
+def _most_repeats(counts: Any, index: Any, unique_indices: bool) -> int:
+    """The most times an index names one element: read from concrete `counts`, else bounded by the number of
+    entries of the index arrays (at most 64, so that `func` is not traced too often)."""
+    if not isinstance(counts, Tracer):
+        return int(np.max(np.asarray(counts), initial=0))
+    arrays = [_shape(k) for k in (index if isinstance(index, tuple) else (index,)) if _is_array_index(k)]
+    bound = 1 if unique_indices or not arrays else math.prod(np.broadcast_shapes(*arrays))
+    if bound > 64:
+        raise ConcretizationTypeError(
+            f"x.at[...].apply with {bound} traced indices: pass unique_indices=True, or concrete indices, so that "
+            "meshax knows how many times func applies to each element.")
+    return bound
 
 
 class _IndexUpdateHelper:
@@ -251,22 +366,38 @@ class _IndexUpdateHelper:
 
 
 class _IndexUpdateRef:
+    """`x.at[index]`. Every method takes JAX's keywords: `mode` (None, 'clip', 'drop'/'fill',
+    'promise_in_bounds'), `wrap_negative_indices`, the hints `indices_are_sorted` and `unique_indices`, and
+    `out_sharding` (only None)."""
+
     def __init__(self, array: Any, index: Any) -> None:
         self.array = array
         self.index = index
 
     def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None,
-            fill_value: Any = None) -> Any:
-        if mode in (None, "clip", "promise_in_bounds") and fill_value is None:
-            return getitem(self.array, self.index)
-        return _gather(self.array, _normalize_index(self.index, self.array.ndim), mode or "fill", fill_value)
+            fill_value: Any = None, out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+        """x[index]; out-of-bounds indices are clamped (mode None, 'clip', 'promise_in_bounds') or read as
+        `fill_value` ('fill'/'drop'; by default NaN, the dtype's extreme integer or True)."""
+        _no_sharding(out_sharding)
+        mode = _mode_name(mode)
+        entries = _normalize_index(self.index, self.array.ndim)
+        if not wrap_negative_indices:
+            entries = _unwrap_negatives(self.array, entries, clip=mode != "fill")
+        if mode != "fill":
+            return getitem(self.array, tuple(entries))
+        return _gather(self.array, entries, "fill", fill_value)
 
-    def _scatter(self, values: Any, mode: str) -> Any:
-        """As in JAX, updates at out-of-range indices are dropped: an out-of-range static integer drops the
-        whole update; out-of-range entries of index arrays are set to the dimension's size, which the
-        scatter primitive drops. Slices go to the primitive as (start, stop, step) read as a range."""
+    def _scatter(self, values: Any, how: str, mode: Any, wrap_negative_indices: bool, out_sharding: Any) -> Any:
+        """As in JAX, updates at out-of-range indices are dropped (or, with mode 'clip', moved to the nearest
+        edge): an out-of-range static integer drops the whole update; out-of-range entries of index arrays
+        are set to the dimension's size, which the scatter primitive drops. Slices go to the primitive as
+        (start, stop, step) read as a range."""
+        _no_sharding(out_sharding)
+        clip = _mode_name(mode) == "clip"
         a = self.array
         entries = _normalize_index(self.index, a.ndim)
+        if not wrap_negative_indices:
+            entries = _unwrap_negatives(a, entries, clip)
         arrays, index = [], []
         dim = 0
         for e in entries:
@@ -287,61 +418,170 @@ class _IndexUpdateRef:
             size = a.shape[dim]
             if _is_array_index(e):
                 index.append("array")
-                arrays.append(_update_positions(e, size))
+                arrays.append(_update_positions(e, size, clip))
             elif isinstance(e, (int, np.integer)):
-                if not -size <= int(e) < size:
+                position = int(e) + size if int(e) < 0 else int(e)
+                if clip:
+                    position = builtins.min(builtins.max(position, 0), builtins.max(size - 1, 0))
+                elif not 0 <= position < size:
                     return a  # nothing to update
-                index.append(int(e) % size)
+                index.append(position)
             else:
                 index.append(slice(*e.indices(size)))
             dim += 1
         values = _cast(_lift(values), a.dtype)
-        return P.scatter.bind(a, values, *arrays, index=tuple(index), mode=mode)
+        return P.scatter.bind(a, values, *arrays, index=tuple(index), mode=how)
 
-    def set(self, values: Any, **_: Any) -> Any:
-        return self._scatter(values, "set")
+    def set(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None,
+            out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+        return self._scatter(values, "set", mode, wrap_negative_indices, out_sharding)
 
-    def add(self, values: Any, **_: Any) -> Any:
-        return self._scatter(values, "add")
+    def add(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None,
+            out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+        return self._scatter(values, "add", mode, wrap_negative_indices, out_sharding)
 
-    def multiply(self, values: Any, **_: Any) -> Any:
-        return self._scatter(values, "multiply")
+    def subtract(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+                 mode: Any = None, out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+        return self._scatter(negative(_cast(_lift(values), self.array.dtype)), "add", mode, wrap_negative_indices,
+                             out_sharding)
+
+    def multiply(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+                 mode: Any = None, out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+        return self._scatter(values, "multiply", mode, wrap_negative_indices, out_sharding)
 
     mul = multiply
 
-    def min(self, values: Any, **_: Any) -> Any:
-        return self._scatter(values, "min")
+    def _factors(self, values: Any, mode: Any, wrap_negative_indices: bool, out_sharding: Any) -> Any:
+        """Ones like the array, multiplied by `values` at the index (the divisor or exponent JAX applies)."""
+        ones = broadcast_to(_cast(1, self.array.dtype, _weak(self.array)), self.array.shape)
+        return _IndexUpdateRef(ones, self.index)._scatter(values, "multiply", mode, wrap_negative_indices,
+                                                          out_sharding)
 
-    def max(self, values: Any, **_: Any) -> Any:
-        return self._scatter(values, "max")
+    def divide(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+               mode: Any = None, out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+        """x divided by `values` at the index (as JAX's: a true division, so integers give floats)."""
+        return true_divide(self.array, self._factors(values, mode, wrap_negative_indices, out_sharding))
+
+    def power(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+              mode: Any = None, out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+        return power(self.array, self._factors(values, mode, wrap_negative_indices, out_sharding))
+
+    def min(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None,
+            out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+        return self._scatter(values, "min", mode, wrap_negative_indices, out_sharding)
+
+    def max(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None,
+            out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+        return self._scatter(values, "max", mode, wrap_negative_indices, out_sharding)
+
+    def apply(self, func: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None,
+              wrap_negative_indices: bool = True) -> Any:
+        """x with `func` applied at the index, once per time the index names an element (as JAX's). How often
+        that is must be known: with traced index arrays, pass unique_indices=True or make the index concrete."""
+        counts = _IndexUpdateRef(np.zeros(self.array.shape, np.int32), self.index)._scatter(
+            np.int32(1), "add", mode, wrap_negative_indices, None)
+        repeats = _most_repeats(counts, self.index, unique_indices)
+        result = self.array
+        for k in range(repeats):
+            result = _where(greater(counts, k), _cast(func(result), result.dtype, _weak(result)), result)
+        return result
 
 
 s_, index_exp = np.s_, np.index_exp
 
 
-def delete(arr: ArrayLike, obj: Any, axis: int | None = None) -> Any:
+def delete(arr: ArrayLike, obj: Any, axis: int | None = None, *, assume_unique_indices: bool = False) -> Any:
+    """`arr` without the entries `obj` (integers, a slice or a boolean mask) along `axis`. A traced `obj` needs
+    assume_unique_indices=True (then the result's length is known: one fewer per index)."""
+    _reject_list(obj, "delete", 1)
     arr = _promote(arr)[0]
     if axis is None:
         arr, axis = ravel(arr), 0
     (axis,) = _axes(axis, arr.ndim)
     size = arr.shape[axis]
-    drop = np.arange(size)[obj] if isinstance(obj, slice) else np.asarray(obj)
-    keep = np.setdiff1d(np.arange(size), np.where(drop < 0, drop + size, drop))
-    return take(arr, keep, axis=axis)
+    if isinstance(obj, slice):
+        return take(arr, np.setdiff1d(np.arange(size), np.arange(size)[obj]), axis=axis)
+    dtype = aval_of(_lift(obj)).dtype
+    if dtype == np.bool_:
+        if _shape(obj) != (size,):
+            raise ValueError("np.delete(arr, obj): for boolean indices, obj must be one-dimensional with length "
+                             "matching specified axis.")
+        if isinstance(obj, Tracer):
+            raise NonConcreteBooleanIndexError(f"delete: a traced boolean mask {obj.aval} gives a data-dependent "
+                                               "shape; pass concrete values.")
+        return take(arr, np.nonzero(~np.asarray(obj))[0], axis=axis)
+    if not issubdtype(dtype, np.integer):
+        raise ValueError(f"np.delete(arr, obj): got obj.dtype={dtype}; must be integer or bool.")
+    if assume_unique_indices:
+        drop = ravel(_lift(obj))
+        kept = _IndexUpdateRef(np.ones(size, np.bool_), drop)._scatter(False, "set", None, True, None)
+        order = argsort(kept, descending=True)  # stable: the kept positions first, in order
+        return take(arr, order[:size - _shape(drop)[0]], axis=axis)
+    if isinstance(obj, Tracer):
+        raise ConcretizationTypeError(
+            f"delete: 'obj' is traced ({obj.aval}), so the result's length depends on its values; pass "
+            "assume_unique_indices=True (if the indices are unique) or concrete indices.")
+    drop = np.asarray(obj)
+    if drop.ndim == 0 and not -size <= int(drop) < size:
+        raise ValueError(f"axis {int(drop)} is out of bounds for array of dimension {size}")
+    if ((drop < -size) | (drop >= size)).any():
+        raise IndexError(f"index {int(drop[(drop < -size) | (drop >= size)].flat[0])} is out of bounds for axis "
+                         f"{axis} with size {size}")
+    return take(arr, np.setdiff1d(np.arange(size), np.where(drop < 0, drop + size, drop)), axis=axis)
 
 
-def compress(condition: ArrayLike, a: ArrayLike, axis: int | None = None, *, size: Any = None,
-             fill_value: Any = 0) -> Any:
-    if isinstance(condition, Tracer):
-        raise TypeError("compress needs a concrete condition (its result's shape depends on it).")
-    keep = np.nonzero(np.asarray(condition).ravel())[0]
+def _true_positions(mask: Any, size: int) -> tuple[Any, Any]:
+    """The first `size` positions where the 1-D `mask` is true (padded with 0), and which of them are real."""
+    n = _shape(mask)[0]
+    order = argsort(logical_not(mask))[:size]  # stable: the true positions first, in order
+    valid = getitem(mask, order)
+    if size > n:
+        order = pad(order, (0, size - n))
+        valid = pad(valid, (0, size - n))
+    return order, valid
+
+
+def compress(condition: ArrayLike, a: ArrayLike, axis: int | None = None, *, size: int | None = None,
+             fill_value: ArrayLike = 0, out: None = None) -> Any:
+    """The entries of `a` along `axis` where the 1-D `condition` is true. The result's length depends on the
+    data, so under jit pass `size=` (the first `size` entries, padded with `fill_value`)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
+    if _ndim(condition) != 1:
+        raise ValueError("condition must be a 1D array")
     a = _promote(a)[0]
     if axis is None:
         a, axis = ravel(a), 0
-    return take(a, keep[keep < _shape(a)[axis]], axis=axis)
+    (axis,) = _axes(axis, a.ndim)
+    cond = not_equal(_lift(condition), False) if _is_array(condition) else np.asarray(condition) != 0
+    n = _shape(cond)[0]
+    if n > a.shape[axis]:
+        if isinstance(cond, Tracer):
+            raise ValueError(f"compress: condition of length {n} is longer than the array's axis "
+                             f"({a.shape[axis]}); cut it to that length.")
+        if np.asarray(cond)[a.shape[axis]:].any():
+            raise ValueError("condition contains entries that are out of bounds")
+        cond, n = cond[:a.shape[axis]], a.shape[axis]
+    a = getitem(a, (slice(None),) * axis + (slice(0, n),))
+    if size is None:
+        if isinstance(cond, Tracer):
+            raise TracerBoolConversionError(
+                f"jnp.compress of a traced condition ({cond.aval}) has a data-dependent shape; inside jit "
+                "pass size= (the result is cut or padded with fill_value to that length).")
+        return take(a, np.nonzero(np.asarray(cond))[0], axis=axis)
+    if not 0 < size <= n:
+        raise ValueError("size must be positive and not greater than the size of the array axis; "
+                         f"got size={size} for a.shape[axis]={n}")
+    order, valid = _true_positions(cond, size)
+    taken = take(a, order, axis=axis)
+    valid = reshape(valid, (1,) * axis + (size,) + (1,) * (a.ndim - axis - 1))
+    return _where(valid, taken, _cast(_lift(fill_value), a.dtype))
 
 
-def extract(condition: ArrayLike, arr: ArrayLike) -> Any:
-    if isinstance(condition, Tracer):
-        raise TypeError("extract needs a concrete condition (its result's shape depends on it).")
-    return compress(np.ravel(np.asarray(condition)), ravel(arr))
+def extract(condition: ArrayLike, arr: ArrayLike, *, size: int | None = None, fill_value: ArrayLike = 0) -> Any:
+    """The elements of `arr` where `condition` is true, both flattened (see compress for `size`)."""
+    if size is None and isinstance(condition, Tracer):
+        raise TracerBoolConversionError(
+            f"jnp.extract of a traced condition ({condition.aval}) has a data-dependent shape; inside jit pass "
+            "size= (the result is cut or padded with fill_value to that length).")
+    return compress(ravel(condition), ravel(arr), size=size, fill_value=fill_value)

@@ -7,10 +7,12 @@ from typing import Any
 import numpy as np
 
 from ..core import dtypes
-from .promotion import ArrayLike, _is_array, _promote, _shape
-from .ufuncs import equal, imag, isclose, isinf, isnan, logical_and, logical_not, logical_or, not_equal, signbit
+from .promotion import ArrayLike, _cast, _is_array, _promote, _shape
+from .ufuncs import (
+    _refuse_out_where, equal, imag, isclose, isinf, isnan, logical_and, logical_not, logical_or, not_equal, signbit,
+)
 from .shape_ops import broadcast_to
-from .creation import array, ones_like, zeros_like
+from .creation import array, full_like, zeros_like
 from .reductions import all
 from ..core.dtypes import issubdtype as _issubdtype
 
@@ -32,23 +34,39 @@ def isrealobj(x: Any) -> bool:
     return not iscomplexobj(x)
 
 
+def _answer(x: Any, value: bool) -> Any:
+    """`value` for every element of a non-complex `x`, weakly typed if `x` is (as JAX's iscomplex and isreal)."""
+    (x,) = _promote(x)
+    return _cast(full_like(x, value, dtype=bool), np.dtype(bool), bool(getattr(x, "weak_type", False)))
+
+
 def iscomplex(x: ArrayLike) -> Any:
-    return not_equal(imag(x), 0) if iscomplexobj(x) else zeros_like(x, dtype=bool)
+    return not_equal(imag(x), 0) if iscomplexobj(x) else _answer(x, False)
 
 
 def isreal(x: ArrayLike) -> Any:
-    return equal(imag(x), 0) if iscomplexobj(x) else ones_like(x, dtype=bool)
+    return equal(imag(x), 0) if iscomplexobj(x) else _answer(x, True)
 
 
-def isposinf(x: ArrayLike) -> Any:
+def _check_not_complex(x: Any) -> None:
+    if _issubdtype(x.dtype, np.complexfloating):
+        raise ValueError(f"isposinf/isneginf are not well defined for complex types ({x.dtype}); test real(x) and "
+                         "imag(x).")
+
+
+def isposinf(x: ArrayLike, /, out: None = None) -> Any:
+    _refuse_out_where("isposinf", out, None)
     (x,) = _promote(x)
+    _check_not_complex(x)
     if not _issubdtype(x.dtype, np.floating):
         return zeros_like(x, dtype=bool)
     return logical_and(isinf(x), logical_not(signbit(x)))
 
 
-def isneginf(x: ArrayLike) -> Any:
+def isneginf(x: ArrayLike, /, out: None = None) -> Any:
+    _refuse_out_where("isneginf", out, None)
     (x,) = _promote(x)
+    _check_not_complex(x)
     if not _issubdtype(x.dtype, np.floating):
         return zeros_like(x, dtype=bool)
     return logical_and(isinf(x), signbit(x))

@@ -87,10 +87,10 @@ def polyval(p: ArrayLike, x: ArrayLike, *, unroll: int = 16) -> Any:
 
 
 def cov(m: ArrayLike, y: ArrayLike = None, rowvar: bool = True, bias: bool = False, ddof: int | None = None,
-        fweights: ArrayLike = None, aweights: ArrayLike = None) -> Any:
+        fweights: ArrayLike = None, aweights: ArrayLike = None, dtype: Any = None) -> Any:
     if fweights is not None or aweights is not None:
         raise NotImplementedError("cov: fweights and aweights are not supported.")
-    m = atleast_2d(_promote_inexact(m)[0])
+    m = atleast_2d(_promote_inexact(m if dtype is None else astype(m, dtype))[0])
     if not rowvar and m.shape[0] != 1:
         m = m.T
     if y is not None:
@@ -105,8 +105,8 @@ def cov(m: ArrayLike, y: ArrayLike = None, rowvar: bool = True, bias: bool = Fal
     return squeeze(divide(product, float(count)))
 
 
-def corrcoef(x: ArrayLike, y: ArrayLike = None, rowvar: bool = True) -> Any:
-    c = cov(x, y, rowvar)
+def corrcoef(x: ArrayLike, y: ArrayLike = None, rowvar: bool = True, dtype: Any = None) -> Any:
+    c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return divide(c, c)
     d = diagonal(c)

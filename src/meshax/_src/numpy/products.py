@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 import string
 from typing import Any, Sequence
 
@@ -122,8 +123,10 @@ def inner(a: ArrayLike, b: ArrayLike, *, precision: Any = None, preferred_elemen
     return _dot_general(a, b, ((_ndim(a) - 1,), (_ndim(b) - 1,)), preferred_element_type=preferred_element_type)
 
 
-def outer(a: ArrayLike, b: ArrayLike) -> Any:
+def outer(a: ArrayLike, b: ArrayLike, out: None = None) -> Any:
     """A broadcast product, as JAX's (so its result is split as an elementwise product's)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.outer is not supported; use the returned array.")
     return multiply(expand_dims(ravel(a), 1), expand_dims(ravel(b), 0))
 
 
@@ -143,16 +146,21 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: Any = 2, *, precision: Any = Non
                         preferred_element_type=preferred_element_type)
 
 
-def einsum(subscripts: str, *operands: ArrayLike, optimize: Any = None, precision: Any = None,
+def einsum(subscripts: Any, /, *operands: ArrayLike, out: None = None, optimize: Any = "auto", precision: Any = None,
            preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
     """Einstein summation, as a chain of two-operand contractions (each a dot_general); `out_sharding` lays out
-    the result (given to the last contraction; with a single operand, a PartitionSpec needs `with mesh:`)."""
+    the result (given to the last contraction; with a single operand, a PartitionSpec needs `with mesh:`).
+    Subscripts are a string, or interleaved: einsum(x, [0, 1], y, [1, 2], [0, 2]) (Ellipsis allowed)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.einsum is not supported; use the returned array.")
+    if not isinstance(subscripts, str):
+        subscripts, operands = _interleaved(subscripts, operands)
     out_sharding = _out_sharding(out_sharding, "einsum")
-    inputs, output = _parse_einsum(subscripts, [_ndim(o) for o in operands])
+    inputs, output = _parse_einsum(subscripts, [_shape(o) for o in operands])
     if out_sharding is not None and len(_spec_of(out_sharding).normalized()) > len(output):
         raise ValueError(f"einsum: out_sharding {out_sharding} has {len(_spec_of(out_sharding))} entries but the "
                          f"result {output!r} has rank {len(output)}; give at most one entry per result dimension.")
-    operands = list(_promote(*operands))
+    operands = _broadcast_labels(inputs, list(_promote(*operands)))
     if preferred_element_type is not None:  # products summed in the wider of the two types, as dot_general's
         wide = _dtype(np.promote_types(operands[0].dtype, _dtype(preferred_element_type)))
         operands = [astype(o, wide) for o in operands]
@@ -176,6 +184,33 @@ def einsum(subscripts: str, *operands: ArrayLike, optimize: Any = None, precisio
 
         value = P.sharding_constraint.bind(value, sharding=to_sharding(out_sharding))
     return value
+
+
+def _broadcast_labels(inputs: Sequence[str], operands: list[Any]) -> list[Any]:
+    """Operands whose dimensions of size 1 meet a larger size of the same label elsewhere, broadcast to it."""
+    sizes: dict[str, int] = {}
+    for term, operand in zip(inputs, operands):
+        for c, n in zip(term, _shape(operand)):
+            sizes[c] = n if n != 1 else sizes.get(c, 1)
+    return [o if all(sizes[c] == n for c, n in zip(term, _shape(o))) else broadcast_to(o, [sizes[c] for c in term])
+            for term, o in zip(inputs, operands)]
+
+
+def _interleaved(first: Any, rest: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
+    """einsum's interleaved arguments (operand, sublist, operand, sublist, ..., [output sublist]) as a
+    subscripts string and the operands."""
+    args = (first,) + tuple(rest)
+    output = args[-1] if len(args) % 2 else None
+    operands, sublists = args[:len(args) - len(args) % 2:2], args[1::2][:len(args) // 2]
+
+    def letters(sublist: Any) -> str:
+        try:
+            return "".join("..." if s is Ellipsis else string.ascii_letters[operator.index(s)] for s in sublist)
+        except (TypeError, IndexError):
+            raise TypeError(f"einsum: a sublist holds integers in [0, 52) and Ellipsis; got {sublist!r}.") from None
+
+    inputs = ",".join(letters(s) for s in sublists)
+    return (inputs if output is None else inputs + "->" + letters(output)), tuple(operands)
 
 
 def _cheapest_pair(terms: Sequence[tuple[str, Any]], output: str) -> tuple[int, int]:
@@ -217,12 +252,14 @@ def _reordered(out_sharding: Any, source: Sequence[int]) -> Any:
     return NamedSharding(out_sharding.mesh, reordered) if isinstance(out_sharding, Sharding) else reordered
 
 
-def _parse_einsum(subscripts: str, ndims: Sequence[int]) -> tuple[list[str], str]:
+def _parse_einsum(subscripts: str, shapes: Sequence[tuple[int, ...]]) -> tuple[list[str], str]:
+    ndims = [len(shape) for shape in shapes]
     spec = subscripts.replace(" ", "")
     left, arrow, right = spec.partition("->")
     inputs = left.split(",")
     if len(inputs) != len(ndims):
         raise ValueError(f"einsum: {subscripts!r} names {len(inputs)} operands but {len(ndims)} were given.")
+    fill = ""  # the letters standing for the ellipsis' dimensions
     if "." in spec:
         spare = [c for c in string.ascii_letters if c not in spec]
         width = builtins.max((n - len(s.replace("...", "")) for s, n in zip(inputs, ndims) if "..." in s), default=0)
@@ -233,9 +270,16 @@ def _parse_einsum(subscripts: str, ndims: Sequence[int]) -> tuple[list[str], str
     for term, n in zip(inputs, ndims):
         if len(term) != n:
             raise ValueError(f"einsum: subscripts {term!r} do not match an operand of rank {n}.")
-    if not arrow:
+    sizes: dict[str, tuple[int, int]] = {}  # label: (size, the operand that first gave it)
+    for k, (term, shape) in enumerate(zip(inputs, shapes)):
+        for c, size in zip(term, shape):
+            first, where = sizes.setdefault(c, (size, k))
+            if first != size and 1 not in (size, first):
+                raise ValueError(f"einsum: label {c!r} has size {first} in operand {where} but size {size} in "
+                                 f"operand {k}; make the sizes of each label agree.")
+    if not arrow:  # implicit output: the broadcast (ellipsis) dimensions, then the letters used once, sorted
         counts = {c: "".join(inputs).count(c) for c in "".join(inputs)}
-        right = "".join(sorted(c for c, k in counts.items() if k == 1))
+        right = fill + "".join(sorted(c for c, k in counts.items() if k == 1 and c not in fill))
     return inputs, right
 
 
@@ -285,8 +329,10 @@ def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A
     return moved[..., rows, cols]
 
 
-def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-    return sum(diagonal(a, offset, axis1, axis2), axis=-1)
+def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: None = None) -> Any:
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.trace is not supported; use the returned array.")
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
 def _triangle(m: ArrayLike, k: int, lower: bool) -> Any:

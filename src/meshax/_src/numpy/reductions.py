@@ -10,15 +10,14 @@ import numpy as np
 
 from ..core import dtypes
 from ..primitives import array_primitives as P
-from ..core.core import Tracer
-from .promotion import ArrayLike, _axes, _cast, _dtype, _is_array, _ndim, _promote, _promote_inexact, _shape
+from .promotion import ArrayLike, _axes, _cast, _dtype, _is_array, _lift, _ndim, _promote, _promote_inexact, _shape
 from .ufuncs import (
-    _where, add, astype, conjugate, divide, isnan, logical_and, logical_not, maximum, minimum, multiply, not_equal,
-    real, sqrt, square, subtract,
+    _where, add, astype, ceil, clip, conjugate, divide, equal, floor, greater, isnan, less, logical_and,
+    logical_not, maximum, minimum, multiply, not_equal, real, sqrt, square, subtract,
 )
-from .shape_ops import broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape, sort, transpose
+from .shape_ops import argsort, broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape, sort, transpose
 from .creation import full, full_like
-from .indexing import take
+from .indexing import take_along_axis
 from ..core.dtypes import issubdtype
 
 
@@ -35,25 +34,32 @@ def _reduce(kind: str, a: ArrayLike, axis: Any, keepdims: bool, where_: Any, fil
     return P.REDUCE[kind].bind(a, axes=_axes(axis, a.ndim), keepdims=bool(keepdims))
 
 
-def _accumulating_dtype(a: Any, dtype: Any) -> Any:
+def _initial(initial: Any, dtype: Any) -> Any:
+    """`initial` in the reduction's result type (as in JAX, a float initial of an integer sum is truncated)."""
+    return _cast(_lift(initial), dtype)
+
+
+def _accumulating_dtype(a: Any, dtype: Any, promote_integers: bool = True) -> Any:
     if dtype is not None:
         return _dtype(dtype)
     kind = dtypes.dtype_of(a)[0] if not _is_array(a) else a.dtype
+    if not promote_integers:
+        return dtypes.default_int_dtype() if kind == np.bool_ else None
     if kind == np.bool_ or (issubdtype(kind, np.integer) and kind.itemsize < dtypes.default_int_dtype().itemsize):
         return dtypes.default_uint_dtype() if issubdtype(kind, np.unsignedinteger) else dtypes.default_int_dtype()
     return None
 
 
 def sum(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False,
-        initial: Any = None, where: Any = None) -> Any:
-    result = _reduce("sum", a, axis, keepdims, where, 0, _accumulating_dtype(a, dtype))
-    return result if initial is None else add(result, initial)
+        initial: Any = None, where: Any = None, promote_integers: bool = True) -> Any:
+    result = _reduce("sum", a, axis, keepdims, where, 0, _accumulating_dtype(a, dtype, promote_integers))
+    return result if initial is None else add(result, _initial(initial, result.dtype))
 
 
 def prod(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False,
-         initial: Any = None, where: Any = None) -> Any:
-    result = _reduce("prod", a, axis, keepdims, where, 1, _accumulating_dtype(a, dtype))
-    return result if initial is None else multiply(result, initial)
+         initial: Any = None, where: Any = None, promote_integers: bool = True) -> Any:
+    result = _reduce("prod", a, axis, keepdims, where, 1, _accumulating_dtype(a, dtype, promote_integers))
+    return result if initial is None else multiply(result, _initial(initial, result.dtype))
 
 
 def _extreme(kind: str, combine: Any, a: ArrayLike, axis: Any, keepdims: bool, initial: Any, where: Any) -> Any:
@@ -62,6 +68,8 @@ def _extreme(kind: str, combine: Any, a: ArrayLike, axis: Any, keepdims: bool, i
     if where is not None and initial is None:
         raise ValueError(f"{kind} with where= needs initial= (the value for rows where nothing is selected).")
     _check_identity(kind, a, axis, initial)
+    if initial is not None:
+        initial = _initial(initial, _strong(a).dtype)
     result = _reduce(kind, a, axis, keepdims, where, initial if initial is not None else 0)
     return result if initial is None else combine(result, initial)
 
@@ -106,26 +114,43 @@ def mean(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, ke
     return divide(sum(a, axis=axis, keepdims=keepdims, where=where), _count(a, axis, where, keepdims))
 
 
+_mean = mean  # var's and nanvar's `mean` parameter hides the function
+
+
+def _squares(a: Any, center: Any) -> Any:
+    """|a - center|**2, real for complex `a`."""
+    centered = subtract(a, center)
+    if issubdtype(centered.dtype, np.complexfloating):
+        return real(multiply(centered, conjugate(centered)))
+    return square(centered)
+
+
+def _as_result(result: Any, dtype: Any) -> Any:
+    """A variance (or deviation) in the requested inexact `dtype`, if any."""
+    if dtype is None or not issubdtype(_dtype(dtype), np.inexact):
+        return result
+    return astype(result, dtype)
+
+
 def var(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0, keepdims: bool = False,
-        *, where: Any = None, correction: Any = None) -> Any:
+        *, where: Any = None, mean: Any = None, correction: Any = None) -> Any:
     (a,) = _promote_inexact(a)
     ddof = correction if correction is not None else ddof
-    centered = subtract(a, mean(a, axis=axis, keepdims=True, where=where))
-    squares = real(multiply(centered, conjugate(centered))) if issubdtype(a.dtype, np.complexfloating) \
-        else square(centered)
-    total = sum(squares, axis=axis, keepdims=keepdims, where=where)
-    return divide(total, subtract(_count(a, axis, where, keepdims), ddof))
+    center = _mean(a, axis=axis, keepdims=True, where=where) if mean is None else mean
+    total = sum(_squares(a, center), axis=axis, keepdims=keepdims, where=where)
+    return _as_result(divide(total, subtract(_count(a, axis, where, keepdims), ddof)), dtype)
 
 
 def std(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0, keepdims: bool = False,
-        *, where: Any = None, correction: Any = None) -> Any:
-    return sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
+        *, where: Any = None, mean: Any = None, correction: Any = None) -> Any:
+    return sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction))
 
 
 def _arg(primitive: Any, a: ArrayLike, axis: Any, keepdims: bool) -> Any:
     (a,) = _promote(a)
-    if axis is None:
-        a, axis = ravel(a), 0
+    if axis is None:  # over the flattened array; keepdims keeps every dimension, as size 1
+        result = primitive.bind(ravel(a), axes=(0,), index_dtype=dtypes.default_int_dtype())
+        return reshape(result, (1,) * a.ndim) if keepdims else result
     (axis,) = _axes(axis, a.ndim)
     result = primitive.bind(a, axes=(axis,), index_dtype=dtypes.default_int_dtype())
     return expand_dims(result, axis) if keepdims else result
@@ -170,8 +195,10 @@ def _cumulative_with_initial(kind: str, x: ArrayLike, axis: int | None, dtype: A
     if x.ndim == 0:
         raise ValueError(f"{kind} needs an array of rank at least 1.")
     (axis,) = _axes(axis, x.ndim)
-    # unlike cumsum, the Array API's cumulative_sum/prod widen small integers as sum does
-    result = _cumulative("cumsum" if kind == "cumulative_sum" else "cumprod", x, axis, _accumulating_dtype(x, dtype))
+    # unlike cumsum, the Array API's cumulative_sum widens small integers as sum does (cumulative_prod does not)
+    widen = kind == "cumulative_sum" or x.dtype == np.bool_
+    result = _cumulative("cumsum" if kind == "cumulative_sum" else "cumprod", x, axis,
+                         _accumulating_dtype(x, dtype) if widen else dtype)
     if include_initial:
         shape = list(result.shape)
         shape[axis] = 1
@@ -243,6 +270,8 @@ def _nan_extreme(function: Any, fill: Any, a: ArrayLike, axis: Any, keepdims: bo
         return function(a, axis=axis, keepdims=keepdims, initial=initial, where=where_)
     result = function(_where(isnan(a), _cast(fill, a.dtype), a), axis=axis, keepdims=keepdims, initial=initial,
                       where=where_)
+    if initial is not None:  # a slice of NaNs (or of nothing) gives `initial`, as in JAX
+        return result
     everything_nan = all(isnan(a), axis=axis, keepdims=keepdims, where=where_)
     return _where(everything_nan, _cast(np.nan, result.dtype), result)
 
@@ -270,21 +299,20 @@ def nanmean(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None,
 
 
 def nanvar(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
-           keepdims: bool = False, where: Any = None) -> Any:
+           keepdims: bool = False, where: Any = None, mean: Any = None) -> Any:
     (a,) = _promote_inexact(a)
-    centered = subtract(a, nanmean(a, axis=axis, keepdims=True, where=where))
-    squares = real(multiply(centered, conjugate(centered))) if issubdtype(a.dtype, np.complexfloating) \
-        else square(centered)
+    center = nanmean(a, axis=axis, keepdims=True, where=where) if mean is None else mean
+    squares = _squares(a, center)
     present = logical_not(isnan(a))
     if where is not None:
         present = logical_and(present, where)
     count = sum(present, axis=axis, keepdims=keepdims, dtype=squares.dtype)
-    return divide(nansum(squares, axis=axis, keepdims=keepdims, where=where), subtract(count, ddof))
+    return _as_result(divide(nansum(squares, axis=axis, keepdims=keepdims, where=where), subtract(count, ddof)), dtype)
 
 
 def nanstd(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
-           keepdims: bool = False, where: Any = None) -> Any:
-    return sqrt(nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where))
+           keepdims: bool = False, where: Any = None, mean: Any = None) -> Any:
+    return sqrt(nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean))
 
 
 def _nan_arg(function: Any, fill: Any, a: ArrayLike, axis: Any, keepdims: bool) -> Any:
@@ -314,64 +342,137 @@ def nancumprod(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = No
 
 # order statistics
 
+_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
+
+
 def quantile(a: ArrayLike, q: ArrayLike, axis: Any = None, out: None = None, overwrite_input: bool = False,
-             method: str = "linear", keepdims: bool = False, *, interpolation: Any = None) -> Any:
-    return _quantile(a, q, axis, method if interpolation is None else interpolation, keepdims)
+             method: str = "linear", keepdims: bool = False, *, weights: ArrayLike = None) -> Any:
+    return _quantile(a, q, axis, method, keepdims, weights, ignore_nan=False)
 
 
-def _quantile(a: ArrayLike, q: ArrayLike, axis: Any, method: str, keepdims: bool) -> Any:
-    """Sort along the reduced axes, then read (and interpolate) the order statistics at fixed positions."""
-    if method not in ("linear", "lower", "higher", "nearest", "midpoint"):
-        raise ValueError(f"quantile: method {method!r} is not supported; use linear, lower, higher, nearest or "
-                         "midpoint.")
-    if isinstance(q, Tracer):
-        raise TypeError("quantile needs concrete quantiles q (they decide which elements are read).")
-    a = _promote_inexact(a)[0]
-    qs = np.asarray(q, dtype=np.float64)
-    if builtins.any((qs < 0).ravel()) or builtins.any((qs > 1).ravel()):
-        raise ValueError("quantiles must be in the range [0, 1].")
-    axes = _axes(axis, a.ndim)
-    kept = [d for d in range(a.ndim) if d not in axes]
-    moved = transpose(a, kept + list(axes))
-    moved = reshape(moved, [a.shape[d] for d in kept] + [math.prod(a.shape[d] for d in axes)])
-    ordered = sort(moved, axis=-1)
-    n = ordered.shape[-1]
-    position = qs * (n - 1)
-    low = np.floor(position).astype(np.int64)
-    high = np.minimum(low + 1, n - 1)
-    flat_low, flat_high = low.ravel(), high.ravel()
-    lower_values = take(ordered, flat_low, axis=-1)
-    upper_values = take(ordered, flat_high, axis=-1)
-    fraction = (position - low).ravel().astype(a.dtype)
-    if method == "lower":
-        values = lower_values
-    elif method == "higher":
-        values = take(ordered, np.ceil(position).astype(np.int64).ravel(), axis=-1)
-    elif method == "nearest":
-        values = take(ordered, np.round(position).astype(np.int64).ravel(), axis=-1)
-    elif method == "midpoint":
-        higher = take(ordered, np.ceil(position).astype(np.int64).ravel(), axis=-1)
-        values = multiply(add(lower_values, higher), _cast(0.5, a.dtype))
-    else:
-        values = add(lower_values, multiply(subtract(upper_values, lower_values), fraction))
-    # NaNs sort last: a slice holding one gives NaN, as in NumPy and JAX
-    if issubdtype(a.dtype, np.inexact):
-        values = _where(any(isnan(moved), axis=-1, keepdims=True), _cast(np.nan, a.dtype), values)
-    values = moveaxis(values, -1, 0)  # the quantiles first
-    kept_shape = [a.shape[d] for d in kept]
-    if keepdims:
-        kept_shape = [1 if d in axes else a.shape[d] for d in range(a.ndim)]
-    return reshape(values, qs.shape + tuple(kept_shape))
+def nanquantile(a: ArrayLike, q: ArrayLike, axis: Any = None, out: None = None, overwrite_input: bool = False,
+                method: str = "linear", keepdims: bool = False, *, weights: ArrayLike = None) -> Any:
+    return _quantile(a, q, axis, method, keepdims, weights, ignore_nan=True)
 
 
 def percentile(a: ArrayLike, q: ArrayLike, axis: Any = None, out: None = None, overwrite_input: bool = False,
-               method: str = "linear", keepdims: bool = False, *, interpolation: Any = None) -> Any:
-    if isinstance(q, Tracer):
-        raise TypeError("percentile needs concrete percentiles q.")
-    return quantile(a, np.asarray(q, np.float64) / 100, axis, method=method, keepdims=keepdims,
-                    interpolation=interpolation)
+               method: str = "linear", keepdims: bool = False, *, weights: ArrayLike = None,
+               out_sharding: Any = None) -> Any:
+    result = _quantile(a, _fraction(a, q), axis, method, keepdims, weights, ignore_nan=False)
+    if out_sharding is None:
+        return result
+    from ..sharding.shardings import to_sharding
+
+    return P.sharding_constraint.bind(result, sharding=to_sharding(out_sharding))
+
+
+def nanpercentile(a: ArrayLike, q: ArrayLike, axis: Any = None, out: None = None, overwrite_input: bool = False,
+                  method: str = "linear", keepdims: bool = False, *, weights: ArrayLike = None) -> Any:
+    return _quantile(a, _fraction(a, q), axis, method, keepdims, weights, ignore_nan=True)
 
 
 def median(a: ArrayLike, axis: Any = None, out: None = None, overwrite_input: bool = False,
            keepdims: bool = False) -> Any:
     return quantile(a, 0.5, axis=axis, keepdims=keepdims)
+
+
+def nanmedian(a: ArrayLike, axis: Any = None, out: None = None, overwrite_input: bool = False,
+              keepdims: bool = False) -> Any:
+    return nanquantile(a, 0.5, axis=axis, keepdims=keepdims)
+
+
+def _fraction(a: ArrayLike, q: ArrayLike) -> Any:
+    """Percentiles as fractions, in the array's inexact type."""
+    kind = _promote_inexact(a)[0].dtype
+    return divide(_cast(_lift(q), kind), _cast(100, kind))
+
+
+def _quantile(a: ArrayLike, q: ArrayLike, axis: Any, method: str, keepdims: bool, weights: Any,
+              ignore_nan: bool) -> Any:
+    """Sort each slice along the reduced axes, then read (and interpolate) the order statistics at q; q may be
+    traced, and values out of [0, 1] read the first or last element (as in JAX)."""
+    if method not in _QUANTILE_METHODS:
+        raise ValueError(f"quantile: method {method!r} is not supported; use one of {', '.join(_QUANTILE_METHODS)}.")
+    if weights is not None and method != "inverted_cdf":
+        raise NotImplementedError(f"{method} doesn't support weights; only method 'inverted_cdf' does.")
+    a = _promote_inexact(a)[0]
+    q = _cast(_lift(q), a.dtype)
+    axes = _axes(axis, a.ndim)
+    kept = [d for d in range(a.ndim) if d not in axes]
+    flat = _slices(a, kept, axes)
+    n = flat.shape[-1]
+    qs = reshape(q, (1,) * len(kept) + (math.prod(_shape(q)),))  # the quantiles along the last axis
+    nan = isnan(flat)
+    count = sum(logical_not(nan), axis=-1, keepdims=True, dtype=a.dtype) if ignore_nan else _cast(n, a.dtype)
+    if method == "inverted_cdf":
+        values = _inverted_cdf(flat, qs, _slice_weights(weights, a, kept, axes), nan if ignore_nan else None)
+    else:
+        values = _interpolated(sort(flat, axis=-1), qs, count, method)
+    if ignore_nan:
+        values = _where(equal(count, 0), _cast(np.nan, a.dtype), values)
+    else:  # NaNs sort last: a slice holding one gives NaN, as in NumPy and JAX
+        values = _where(any(nan, axis=-1, keepdims=True), _cast(np.nan, a.dtype), values)
+    values = moveaxis(values, -1, 0)  # the quantiles first
+    kept_shape = [1 if d in axes else a.shape[d] for d in range(a.ndim)] if keepdims else [a.shape[d] for d in kept]
+    return reshape(values, tuple(_shape(q)) + tuple(kept_shape))
+
+
+def _slices(a: Any, kept: list[int], axes: tuple[int, ...]) -> Any:
+    """`a` with its kept dimensions first and the reduced ones flattened into the last."""
+    moved = transpose(a, kept + list(axes))
+    return reshape(moved, [a.shape[d] for d in kept] + [math.prod(a.shape[d] for d in axes)])
+
+
+def _interpolated(ordered: Any, qs: Any, count: Any, method: str) -> Any:
+    """The order statistics at qs of sorted slices holding `count` numbers each."""
+    position = multiply(qs, subtract(count, _cast(1, ordered.dtype)))
+    low, high = floor(position), ceil(position)
+    high_weight = subtract(position, low)
+    last = builtins.max(ordered.shape[-1] - 1, 0)
+    shape = _shape(ordered)[:-1] + _shape(position)[-1:]
+
+    def read(index: Any) -> Any:
+        index = broadcast_to(clip(astype(index, dtypes.default_int_dtype()), 0, last), shape)
+        return take_along_axis(ordered, index, axis=-1, mode="clip")
+
+    if method == "lower":
+        return read(low)
+    if method == "higher":
+        return read(high)
+    if method == "nearest":  # ties go to the lower neighbour, as in JAX
+        return read(_where(greater(high_weight, 0.5), high, low))
+    low_value, high_value = read(low), read(high)
+    if method == "midpoint":
+        return multiply(add(low_value, high_value), _cast(0.5, ordered.dtype))
+    return add(multiply(low_value, subtract(_cast(1, ordered.dtype), high_weight)), multiply(high_value, high_weight))
+
+
+def _slice_weights(weights: Any, a: Any, kept: list[int], axes: tuple[int, ...]) -> Any:
+    """quantile's weights= laid out as the slices: the array's shape, or 1-D along a single reduced axis."""
+    if weights is None:
+        return None
+    (weights,) = _promote_inexact(weights)
+    if _shape(weights) != a.shape:
+        if len(axes) != 1 or len(kept) == a.ndim or weights.ndim != 1 or weights.shape[0] != a.shape[axes[0]]:
+            raise ValueError(f"quantile: weights of shape {tuple(_shape(weights))} do not fit an array of shape "
+                             f"{a.shape}; give them the array's shape, or 1-D along a single axis.")
+        shape = [1] * a.ndim
+        shape[axes[0]] = weights.shape[0]
+        weights = broadcast_to(reshape(weights, shape), a.shape)
+    return _slices(astype(weights, a.dtype), kept, axes)
+
+
+def _inverted_cdf(flat: Any, qs: Any, weights: Any, nan: Any) -> Any:
+    """The first sorted element whose cumulative weight reaches q of the total (NaNs weigh nothing when
+    ignored)."""
+    order = argsort(flat, axis=-1)
+    ordered = take_along_axis(flat, order, axis=-1)
+    weights = full_like(flat, 1) if weights is None else take_along_axis(weights, order, axis=-1)
+    if nan is not None:
+        weights = _where(take_along_axis(nan, order, axis=-1), _cast(0, flat.dtype), weights)
+    cdf = cumsum(weights, axis=-1)
+    target = multiply(qs, cdf[..., -1:])
+    below = sum(less(expand_dims(cdf, -2), expand_dims(target, -1)), axis=-1)  # cdf < q * total, per quantile
+    index = clip(below, 0, builtins.max(flat.shape[-1] - 1, 0))
+    return take_along_axis(ordered, broadcast_to(index, _shape(ordered)[:-1] + _shape(qs)[-1:]), axis=-1,
+                           mode="clip")

@@ -2,6 +2,7 @@
 casts, clip and selection, and the elementwise functions composed from them."""
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any, Sequence
 
@@ -16,12 +17,21 @@ from .promotion import ArrayLike, _as_array, _cast, _dtype, _lift, _promote, _pr
 from ..core.dtypes import issubdtype
 
 
+def _refuse_out_where(name: str, out: Any, where: Any) -> None:
+    """jnp's ufuncs take out= and where= for NumPy's sake, but support neither (as JAX's)."""
+    if out is not None:
+        raise NotImplementedError(f"out argument of {name}: JAX arrays are immutable; use the returned array.")
+    if where is not None:
+        raise NotImplementedError(f"where argument of {name}: use where(mask, {name}(...), other) instead.")
+
+
 def _unary(name: str, inexact: bool = False, strong: bool = False):
     """The elementwise function `name`; `strong` results are never weakly typed (JAX's log2, log10, isinf and
     signbit of a Python scalar are strong)."""
     primitive = P.UNARY[name]
 
-    def function(x: ArrayLike) -> Any:
+    def function(x: ArrayLike, /, *, out: None = None, where: None = None) -> Any:
+        _refuse_out_where(name, out, where)
         (x,) = _promote_inexact(x) if inexact else _promote(x)
         result = primitive.bind(x)
         return _cast(result, result.dtype, False) if strong else result
@@ -33,7 +43,8 @@ def _unary(name: str, inexact: bool = False, strong: bool = False):
 def _binary(name: str, inexact: bool = False):
     primitive = P.BINARY[name]
 
-    def function(x: ArrayLike, y: ArrayLike) -> Any:
+    def function(x: ArrayLike, y: ArrayLike, /, *, out: None = None, where: None = None) -> Any:
+        _refuse_out_where(name, out, where)
         x, y = _promote_inexact(x, y) if inexact else _promote(x, y)
         return primitive.bind(x, y)
 
@@ -51,8 +62,8 @@ log2, log10 = _unary("log2", True, strong=True), _unary("log10", True, strong=Tr
 sqrt, cbrt = _unary("sqrt", True), _unary("cbrt", True)
 negative, absolute, sign = _unary("neg"), _unary("abs"), _unary("sign")
 floor, ceil, trunc = _unary("floor"), _unary("ceil"), _unary("trunc")
-square, conjugate, real, imag = _unary("square"), _unary("conj"), _unary("real"), _unary("imag")
-isnan, isfinite = _unary("isnan"), _unary("isfinite")
+conjugate, real, imag = _unary("conj"), _unary("real"), _unary("imag")
+isnan = _unary("isnan")
 isinf, signbit = _unary("isinf", strong=True), _unary("signbit", strong=True)
 abs = absolute
 conj = conjugate
@@ -71,8 +82,25 @@ equal, not_equal, less, less_equal = _binary("eq"), _binary("ne"), _binary("lt")
 greater, greater_equal = _binary("gt"), _binary("ge")
 
 
+def square(x: ArrayLike) -> Any:
+    """x * x; booleans square as the default integer type (as in JAX)."""
+    (x,) = _promote(x)
+    if aval_of(x).dtype == np.bool_:
+        x = _cast(x, dtypes.default_int_dtype())
+    return P.UNARY["square"].bind(x)
+
+
+def isfinite(x: ArrayLike) -> Any:
+    """Whether each element is finite; integers and booleans always are (a strongly typed answer, as JAX's)."""
+    (x,) = _promote(x)
+    result = P.UNARY["isfinite"].bind(x)
+    return result if issubdtype(aval_of(x).dtype, np.inexact) else _cast(result, result.dtype, False)
+
+
 def fabs(x: ArrayLike) -> Any:
     (x,) = _promote_inexact(x)
+    if issubdtype(aval_of(x).dtype, np.complexfloating):
+        raise TypeError("ufunc 'fabs' does not support complex dtypes; use absolute for the magnitude.")
     return P.UNARY["abs"].bind(x)
 
 
@@ -108,13 +136,18 @@ pow = power
 
 
 def float_power(x: ArrayLike, y: ArrayLike) -> Any:
-    return power(astype(x, _dtype(np.float64)), y)
+    """x ** y in the operands' promoted inexact type (weak if both are; float16 stays float16, as in JAX)."""
+    x, y = _promote_inexact(x, y)
+    return P.BINARY["pow"].bind(x, y)
 
 
-def round(a: ArrayLike, decimals: int = 0) -> Any:
+def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Any:
     """Round half to even at `decimals` places; integers stay as they are (negative `decimals` are refused for
     them, as in JAX)."""
+    _refuse_out_where("round", out, None)
     (a,) = _promote(a)
+    if a.dtype == np.bool_:
+        raise ValueError("round: data type bool is not inexact; cast booleans to a number type first.")
     if issubdtype(a.dtype, np.integer):
         if decimals < 0:
             raise NotImplementedError("integer np.round not implemented for decimals < 0")
@@ -129,8 +162,11 @@ around = round
 
 
 def rint(x: ArrayLike) -> Any:
-    """Round half to even to an integer value, in an inexact type (integers become the default float)."""
-    (x,) = _promote_inexact(x)
+    """Round half to even to an integer value, in an inexact type (integers become the default float, strongly
+    typed, as in JAX)."""
+    (x,) = _promote(x)
+    if not issubdtype(aval_of(x).dtype, np.inexact):
+        return _cast(x, dtypes.default_float_dtype())
     return P.UNARY["round"].bind(x)
 
 
@@ -147,8 +183,12 @@ def logical_not(x: ArrayLike) -> Any:
 
 
 def _logical(name: str):
-    def function(x: ArrayLike, y: ArrayLike) -> Any:
-        return P.BINARY[name].bind(astype(x, np.bool_), astype(y, np.bool_))
+    """A logical ufunc: weakly typed when its promoted operands are (as JAX's)."""
+    def function(x: ArrayLike, y: ArrayLike, /, *, out: None = None, where: None = None) -> Any:
+        _refuse_out_where(f"logical_{name}", out, where)
+        x, y = _promote(x, y)
+        weak = _weak(x)
+        return P.BINARY[name].bind(_cast(x, np.bool_, weak), _cast(y, np.bool_, weak))
 
     function.__name__ = f"logical_{name}"
     return function
@@ -256,7 +296,8 @@ def heaviside(x1: ArrayLike, x2: ArrayLike) -> Any:
     return _where(less(x1, 0), zero, _where(greater(x1, 0), one, x2))
 
 
-def logaddexp2(x1: ArrayLike, x2: ArrayLike) -> Any:
+def logaddexp2(x1: ArrayLike, x2: ArrayLike, /, *, out: None = None, where: None = None) -> Any:
+    _refuse_out_where("logaddexp2", out, where)
     x1, x2 = _promote_inexact(x1, x2)
     peak = maximum(x1, x2)
     delta = subtract(x1, x2)
@@ -264,14 +305,27 @@ def logaddexp2(x1: ArrayLike, x2: ArrayLike) -> Any:
     return _where(isnan(delta), add(x1, x2), add(peak, spread))
 
 
+# sin(y)/y = sum over k of (-1)**k y**(2k) / (2k+1)!: the coefficients through y**14
+_SINC_SERIES = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(8))
+
+
 def sinc(x: ArrayLike) -> Any:
+    """sin(pi x) / (pi x), 1 at 0; at 0 the value is sin(y)/y's Maclaurin series, so derivatives there (of
+    every order up to 14) are the series' (as JAX's: the 2nd is -pi**2/3), not those of the guarded quotient."""
     (x,) = _promote_inexact(x)
-    scaled = multiply(x, _cast(np.pi, x.dtype, _weak(x)))
-    safe = _where(equal(x, 0), _cast(1, x.dtype, _weak(x)), scaled)
-    return _where(equal(x, 0), _cast(1, x.dtype, _weak(x)), divide(sin(safe), safe))
+    weak = _weak(x)
+    scaled = multiply(x, _cast(np.pi, x.dtype, weak))
+    at_zero = equal(x, 0)
+    safe = _where(at_zero, _cast(1, x.dtype, weak), scaled)
+    y2 = square(_where(at_zero, scaled, _cast(0, x.dtype, weak)))
+    series = _cast(_SINC_SERIES[-1], x.dtype, weak)
+    for coefficient in reversed(_SINC_SERIES[:-1]):  # Horner's rule in y**2
+        series = add(_cast(coefficient, x.dtype, weak), multiply(y2, series))
+    return _where(at_zero, series, divide(sin(safe), safe))
 
 
-def modf(x: ArrayLike) -> tuple[Any, Any]:
+def modf(x: ArrayLike, /, out: None = None) -> tuple[Any, Any]:
+    _refuse_out_where("modf", out, None)
     (x,) = _promote_inexact(x)
     whole = trunc(x)
     return subtract(x, whole), whole
