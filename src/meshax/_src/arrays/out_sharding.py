@@ -3,6 +3,7 @@ functions, random distributions), as JAX 0.10 has them."""
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any, Callable
 
 from .placement import device_put
@@ -64,4 +65,7 @@ def accepts_out_sharding(fun: Callable[..., Any]) -> Callable[..., Any]:
             return result  # (a type's sharding without a mesh places nothing)
         return reshard(result, out_sharding)
 
+    signature = inspect.signature(fun)  # the keyword shows in the signature, as in JAX
+    wrapped.__signature__ = signature.replace(parameters=[
+        *signature.parameters.values(), inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY, default=None)])
     return wrapped

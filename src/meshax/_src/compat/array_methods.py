@@ -48,7 +48,7 @@ _METHODS = {
 
 
 def _reshape(self, *shape: Any, order: str = "C") -> Any:
-    return jnp.reshape(self, _shape_args(shape))
+    return jnp.reshape(self, _shape_args(shape), order=order)
 
 
 def _transpose(self, *axes: Any) -> Any:

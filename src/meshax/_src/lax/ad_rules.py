@@ -21,8 +21,14 @@ from ..core.dtypes import issubdtype
 U, B = P.UNARY, P.BINARY
 
 
-def _const(value: Any, like: Any) -> np.ndarray:
-    return np.asarray(value, dtype=aval_of(like).dtype)
+def _const(value: Any, like: Any) -> Any:
+    """`value` in `like`'s dtype; a Python scalar where `like` is weakly typed, so that the derivative keeps its
+    weak type, as in JAX."""
+    aval = aval_of(like)
+    constant = np.asarray(value, dtype=aval.dtype)
+    if aval.weak_type and constant.ndim == 0 and constant.dtype.kind in "iufc":
+        return constant.item()
+    return constant
 
 
 def mul(a: Any, b: Any) -> Any:
@@ -212,6 +218,8 @@ def _select_jvp(primals: list[Any], tangents: list[Any]) -> tuple[Any, Any]:
 
 def _select_transpose(ct: Any, pred: Any, on_true: Any, on_false: Any) -> list[Any]:
     zero = np.zeros((), aval_of(ct).dtype)  # a scalar (a literal when staged): select broadcasts it
+    if aval_of(ct).weak_type:  # a strong zero would make the cotangents strong (jnp.where's gradient keeps weak)
+        zero = P.convert_element_type.bind(zero, new_dtype=zero.dtype, weak_type=True)
     ct_true = unbroadcast(select(pred, ct, zero), on_true.aval) if is_undefined(on_true) else None
     ct_false = unbroadcast(select(pred, zero, ct), on_false.aval) if is_undefined(on_false) else None
     return [None, ct_true, ct_false]
