@@ -551,3 +551,17 @@ def test_reshard_and_host_local_arrays_take_specs_as_a_tree_prefix():
         seen.append([tuple(x.sharding.spec) for x in lib.tree.leaves(out)]
                     + [(x.shape, tuple(x.sharding.spec)) for x in lib.tree.leaves(placed)])
     assert seen[0] == seen[1]
+
+
+def test_copies_outlive_a_donated_original_and_ndmin_applies_to_arrays():
+    """jnp.array(x) and jnp.copy(x) are new Arrays (donating x leaves them readable); asarray(x) is x; ndmin
+    pads the rank of Arrays and traced values too."""
+    for lib, np_mod in LIBS.values():
+        x = np_mod.ones(3)
+        copies = [np_mod.copy(x), np_mod.array(x), np_mod.array(x, copy=True)]
+        assert np_mod.asarray(x) is x and all(c is not x for c in copies)
+        assert np_mod.array(x, ndmin=3).shape == (1, 1, 3)
+        assert lib.jit(lambda a: np_mod.array(a, ndmin=2))(x).shape == (1, 3)
+        lib.jit(lambda a: a + 1, donate_argnums=0)(x)
+        for c in copies:
+            np.testing.assert_array_equal(np.asarray(c), [1.0, 1.0, 1.0])

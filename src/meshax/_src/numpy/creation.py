@@ -26,11 +26,14 @@ from ..core.dtypes import issubdtype
 def array(object: ArrayLike, dtype: Any = None, copy: bool = True, order: Any = None, ndmin: int = 0, *,
           device: Any = None) -> Array:
     _check_order(order)
-    if isinstance(object, Array):
+    if isinstance(object, (Array, Tracer)):
         result = object if dtype is None else astype(object, dtype)
+        if ndmin > result.ndim:
+            result = reshape(result, (1,) * (ndmin - result.ndim) + result.shape)
+        if copy and result is object and isinstance(object, Array):  # a new Array over the same read-only buffers:
+            result = Array(object.shape, object.dtype, object.sharding, dict(object.local_buffers()),
+                           object.weak_type, object.committed)  # deleting (donating) one leaves the other
         return result if device is None else device_put(result, device)
-    if isinstance(object, Tracer):
-        return object if dtype is None else astype(object, dtype)
     if isinstance(object, KeyArray) and dtype is None:  # typed keys are arrays already
         return object
     if isinstance(object, (list, tuple)) and builtins.any(_is_array(e) for e in _flatten_nested(object)):
@@ -58,7 +61,7 @@ def _flatten_nested(x: Any) -> list[Any]:
 
 @accepts_out_sharding
 def asarray(a: ArrayLike, dtype: Any = None, order: Any = None, *, device: Any = None, copy: Any = None) -> Array:
-    return array(a, dtype=dtype, copy=False, order=order, device=device)
+    return array(a, dtype=dtype, copy=bool(copy), order=order, device=device)
 
 
 def _filled(shape: Any, fill: Any, dtype: Any, device: Any, weak: bool = False) -> Array:
