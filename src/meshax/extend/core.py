@@ -134,10 +134,10 @@ def unmapped_aval(size: int, axis: int | None, aval: ShapedArray, explicit_mesh_
 
 def primal_dtype_to_tangent_dtype(primal_dtype: Any) -> np.dtype:
     """The dtype of tangents of values of `primal_dtype`: float0 for integers and booleans."""
-    from meshax._src.core.dtypes import float0
+    from meshax._src.core.dtypes import float0, issubdtype
 
     dtype = np.dtype(primal_dtype)
-    return dtype if np.issubdtype(dtype, np.inexact) else np.dtype(float0)
+    return dtype if issubdtype(dtype, np.inexact) else np.dtype(float0)
 
 
 def valid_jaxtype(x: Any) -> bool:

@@ -264,6 +264,10 @@ def _reduce_across(processes: tuple[int, ...], locals_: list[list[np.ndarray]], 
     group = runtime().process_group(processes)
     combine = NUMPY_COMBINE[op]
     arrays = [[np.asarray(v) for v in local] for local in locals_]
+    narrow = arrays[0][0].dtype if arrays[0][0].dtype.kind == "V" else None  # bfloat16, float8: MPI has no such type
+    if narrow is not None:
+        wide = _reduce_across(processes, [[v.astype(np.float32) for v in local] for local in arrays], keys, op)
+        return {key: value.astype(narrow) for key, value in wide.items()}
     shapes = [_common_shape(local) for local in arrays]
     as_bytes = arrays[0][0].dtype == np.bool_  # MPI reduces bytes; logical or/and are max/min of 0s and 1s
     if len(arrays) == 1 and len(arrays[0]) == 1 and not as_bytes:  # nothing to combine: MPI reads the value

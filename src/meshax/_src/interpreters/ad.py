@@ -16,7 +16,8 @@ import numpy as np
 from ..arrays.placement import sharding_constraint
 from ..sharding import placement_rules as rules
 from ..sharding.shardings import NamedSharding, PartitionSpec
-from ..core.core import Primitive, ShapedArray, Trace, Tracer, aval_of, current_trace, define_primitive, set_current_trace
+from ..core.core import (Primitive, ShapedArray, Trace, Tracer, aval_of, current_trace, define_primitive, manual_axes,
+                         pvary_p, set_current_trace, vma_checked)
 from ..core.dtypes import float0
 from ..core.jaxpr import Jaxpr, Literal
 from .staging import PartialEvalTrace, inline_rules
@@ -63,8 +64,12 @@ def tangent_aval(aval: ShapedArray) -> ShapedArray:
 
 def zeros(aval: ShapedArray) -> Any:
     """A materialised zero of `aval`: a broadcast host constant, laid out as its type says where that type
-    names Explicit mesh axes (or unreduced/reduced ones)."""
+    names Explicit mesh axes (or unreduced/reduced ones), and marked varying over the manual axes that `aval`
+    varies over (inside shard_map with check_vma: the zero tangent of a varying scan carry must vary too)."""
     value = np.broadcast_to(np.zeros((), aval.dtype), aval.shape)
+    varying = tuple(sorted(aval.vma & frozenset(manual_axes()))) if aval.vma and vma_checked() else ()
+    if varying:
+        value = pvary_p.bind(value, axes=varying)
     if aval.mesh is None or not (any(aval.explicit) or aval.unreduced or aval.reduced):
         return value
     spec = PartitionSpec.from_entries(aval.explicit, unreduced=aval.unreduced, reduced=aval.reduced)

@@ -18,6 +18,7 @@ import numpy as np
 from ..config import config
 from ..profiler import recorder
 from ..core.jaxpr import Jaxpr
+from ..core.dtypes import issubdtype
 from ..arrays.array import Array, read_only
 from ..arrays.collectives import allreduce_devices
 from ..core.core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, check_not_escaped, impl_rules,
@@ -353,7 +354,7 @@ class _CheckingEagerTrace(EagerTrace):
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # the check below reports them
             outputs = super().process(primitive, args, params)
         for output in (outputs if primitive.multiple_results else [outputs]):
-            if isinstance(output, Array) and np.issubdtype(output.dtype, np.inexact):
+            if isinstance(output, Array) and issubdtype(output.dtype, np.inexact):
                 self._check(primitive, output)
         return outputs
 

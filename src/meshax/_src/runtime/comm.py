@@ -222,7 +222,7 @@ class ProcessGroup:
         send = np.require(array, requirements="C")
         result = buffers.empty((self.size,) + send.shape, send.dtype)
         with self._operation("Allgather", (send.shape, send.dtype.str), nbytes=send.nbytes):
-            self.comm.Allgather(send, result)
+            self.comm.Allgather(_wire(send), _wire(result))
         return result
 
     def allgatherv_inplace(self, result: np.ndarray, counts: Sequence[int]) -> np.ndarray:
@@ -231,18 +231,18 @@ class ProcessGroup:
         MPI = mpi_module()
         if len(set(counts)) == 1:  # MPICH's Allgatherv is far slower than Allgather for equal parts
             with self._operation("Allgather", (counts[0], result.dtype.str), nbytes=result.nbytes // len(counts)):
-                self.comm.Allgather(MPI.IN_PLACE, result)
+                self.comm.Allgather(MPI.IN_PLACE, _wire(result))
         else:
             with self._operation("Allgatherv", (tuple(counts), result.dtype.str),
                                  nbytes=counts[self.rank] * result.itemsize):
-                self.comm.Allgatherv(MPI.IN_PLACE, [result, list(counts)])
+                self.comm.Allgatherv(MPI.IN_PLACE, [_wire(result), list(counts)])
         return result
 
     def broadcast(self, array: np.ndarray, root: int) -> np.ndarray:
         """Every member gets member `root`'s `array` (others pass a buffer of the same shape)."""
         buffer = np.require(array, requirements="C")
         with self._operation("Bcast", (root, buffer.shape, buffer.dtype.str), nbytes=buffer.nbytes):
-            self.comm.Bcast(buffer, root=root)
+            self.comm.Bcast(_wire(buffer), root=root)
         return buffer
 
     def broadcast_object(self, value: Any, root: int) -> Any:
@@ -279,3 +279,9 @@ class _Reduction:
         if check is not None and not self.small:
             check = inband.trailer(dtype, op, group.size, (self.size + check.length) * dtype.itemsize)
         self.check = check
+
+
+def _wire(array: np.ndarray) -> np.ndarray:
+    """`array` as MPI can carry it: dtypes MPI has no type for (bfloat16, float8: NumPy kind 'V') viewed, bit for
+    bit, as unsigned integers of their size."""
+    return array.view(f"u{array.itemsize}") if array.dtype.kind == "V" else array

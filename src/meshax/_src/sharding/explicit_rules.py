@@ -10,7 +10,10 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ..core.core import ShapedArray, ShardingTypeError
+from ..core.dtypes import issubdtype
 from .placement_rules import Spec, _place_chain, _reshape_groups, broadcast_shapes
 from .shardings import NamedSharding, PartitionSpec
 
@@ -284,7 +287,7 @@ def _unreduced_axes(name: str, avals: Sequence[ShapedArray]) -> frozenset:
                                 f"before calling `{name}`.")
     if name in _KEEPS_PARTIAL_SUMS and len(avals) == 1:
         return unreduced[0]
-    values = [a for a in avals if a.dtype.kind in "fc"]  # (not the integer indices)
+    values = [a for a in avals if issubdtype(a.dtype, np.inexact)]  # (not the integer indices)
     if name in ("scatter", "dynamic_update_slice", "concatenate") and values \
             and all(a.unreduced == values[0].unreduced for a in values):
         return values[0].unreduced  # linear in all its values together

@@ -10,8 +10,11 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
+import numpy as np
+
 from . import autodiff as ad_api  # noqa: F401  (registers the derivative rules)
 from ..config import config
+from ..core.dtypes import issubdtype
 from ..core.core import ShapedArray, Tracer, aval_of, current_trace, set_current_trace
 from ..interpreters.ad import linearize_flat
 from ..interpreters.staging import StagingTrace, stage_observers
@@ -47,7 +50,7 @@ def saved_residuals(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> list[
     names = _argument_names(fun, args, kwargs)
     trace = StagingTrace(current_trace())
     inputs = [trace.new_arg(aval_of(x)) for x in leaves]
-    differentiable = [i for i, x in enumerate(leaves) if aval_of(x).dtype.kind in "fc"]
+    differentiable = [i for i, x in enumerate(leaves) if issubdtype(aval_of(x).dtype, np.inexact)]
 
     def flat(*diff: Any) -> list[Any]:
         full = list(inputs)

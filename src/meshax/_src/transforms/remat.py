@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..primitives import array_primitives as P
+from ..core.dtypes import issubdtype
 from .residual_origins import SourceLines, eval_jaxpr_keeping_origins, recall
 from ..core.core import (Primitive, Tracer, abstract_eval_rules, aval_of, define_primitive, keeps_own_vma,
                          set_current_trace, vma_rules)
@@ -183,7 +184,7 @@ def _jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr, policy: Any, 
     nonzero = [not isinstance(t, Zero) for t in tangents]
     in_avals = [v.aval for v in jaxpr.invars]
     out_avals = [v.aval for v in jaxpr.outvars]
-    inexact = [np.issubdtype(a.dtype, np.inexact) for a in out_avals]  # integer outputs' tangents stay Zero
+    inexact = [issubdtype(a.dtype, np.inexact) for a in out_avals]  # integer outputs' tangents stay Zero
 
     def body(*args: Any) -> list[Any]:
         xs, rest = list(args[:len(primals)]), iter(args[len(primals):])

@@ -7,6 +7,7 @@ import numpy as np
 
 from meshax.dtypes import *  # noqa: F401,F403
 from meshax.dtypes import finfo, iinfo  # noqa: F401
+from meshax._src.core.dtypes import issubdtype
 
 DType = np.dtype
 
@@ -29,4 +30,4 @@ class ExtendedDType:
 def supports_inf(dtype: Any) -> bool:
     """Whether `dtype` has infinities."""
     dtype = np.dtype(dtype)
-    return bool(np.issubdtype(dtype, np.inexact)) and not dtype.name.endswith("fn") and "fnuz" not in dtype.name
+    return issubdtype(dtype, np.inexact) and not dtype.name.endswith("fn") and "fnuz" not in dtype.name
