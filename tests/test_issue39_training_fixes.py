@@ -5,6 +5,8 @@
   or the carry cotangent is wrongly summed over the axis at every step (GPipe's pipeline loop hit this).
 * Gradients through `jax.checkpoint` of bfloat16 values (bfloat16 is inexact, though NumPy's own hierarchy does not
   know it: it was taken for an integer type and given a zero gradient).
+* A bfloat16 product is rounded to bfloat16 before anything reads it (ml_dtypes' matmul returns float32; inside
+  shard_map a following conversion to float32 read the unrounded product).
 """
 from __future__ import annotations
 
@@ -78,3 +80,18 @@ def test_grad_through_checkpoint_of_bfloat16_values(policy, mode):
         results.append(np.asarray((L.jit(grad) if mode == "jit" else grad)(w, x)))
     assert np.abs(results[1]).max() > 0.1
     np.testing.assert_allclose(results[0], results[1], rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_bfloat16_products_are_rounded_inside_shard_map(mode):
+    rng = np.random.RandomState(0)
+    u, o = rng.randn(4, 6).astype(np.float32), rng.randn(4, 5).astype(np.float32)
+    results = []
+    for L in (meshax, jax):
+        P = L.sharding.PartitionSpec
+        mesh = L.make_mesh((2,), ("m",), axis_types=(L.sharding.AxisType.Auto,), devices=L.devices()[:2])
+        body = lambda a, b: L.lax.dot_general(a, b, (((0,), (0,)), ((), ()))).T.astype(L.numpy.float32)
+        mapped = L.shard_map(body, mesh=mesh, in_specs=(P(), P()), out_specs=P(), check_vma=False)
+        run = L.jit(mapped) if mode == "jit" else mapped
+        results.append(np.asarray(run(u.astype(L.numpy.bfloat16), o.astype(L.numpy.bfloat16))))
+    np.testing.assert_array_equal(results[0], results[1])

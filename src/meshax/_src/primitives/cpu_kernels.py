@@ -65,7 +65,10 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
     b = left_shape[:-2]
     parts = device_pool.call_parts()
     if parts < 2 or left.dtype not in _BLAS_TYPES or max(m, n) < 64 * parts:
-        return np.matmul(left, right).reshape(out_shape)
+        product = np.matmul(left, right)
+        if product.dtype != left.dtype and left.dtype == right.dtype:  # ml_dtypes' matmul (bfloat16, float8 ...)
+            product = product.astype(left.dtype)  # returns float32: round to the operands' type, as XLA does
+        return product.reshape(out_shape)
     out = np.empty((*b, m, n), np.result_type(left, right))
     rows = m >= n  # split the longer side of the result into `parts` blocks, one BLAS call each
     size = m if rows else n
