@@ -12,6 +12,7 @@ import numpy as np
 from ..core import dtypes
 from ..primitives import array_primitives as P
 from ..core.core import aval_of
+from ..arrays.out_sharding import reshard
 from ..tree.tree_util import tree_flatten, tree_map, tree_unflatten
 from . import lax_ops as L
 from . import slicing as S
@@ -84,9 +85,17 @@ def _monoids() -> dict[Any, str]:
             L.min: "min", jnp.minimum: "min", L.bitwise_or: "or", L.bitwise_and: "and"}
 
 
-def reduce(operands: Any, init_values: Any, computation: Callable[..., Any], dimensions: Sequence[int]) -> Any:
+def reduce(operands: Any, init_values: Any, computation: Callable[..., Any], dimensions: Sequence[int],
+           out_sharding: Any = None) -> Any:
     """Reduce `operands` (an array or a pytree of same-shaped arrays) over `dimensions` with the binary
-    `computation` (elementwise on pytrees like the operands), starting from `init_values` (the same structure)."""
+    `computation` (elementwise on pytrees like the operands), starting from `init_values` (the same structure);
+    the results laid out as `out_sharding` (a PartitionSpec over the mesh in use, or a Sharding) when given."""
+    result = _reduce(operands, init_values, computation, dimensions)
+    return result if out_sharding is None else reshard(result, out_sharding)
+
+
+def _reduce(operands: Any, init_values: Any, computation: Callable[..., Any], dimensions: Sequence[int]) -> Any:
+    """lax.reduce without its out_sharding."""
     flat, tree = tree_flatten(operands)
     inits, init_tree = tree_flatten(init_values)
     if tree != init_tree:

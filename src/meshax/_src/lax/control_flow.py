@@ -339,9 +339,23 @@ def _split_consts(args: Sequence[Any], num_consts: tuple) -> tuple[list[list[Any
 cond_p = _call_primitive("cond", lambda *avals, branches, **_: [v.aval for v in branches[0].outvars], _cond_expand)
 
 
-def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
-    """`branches[index](*operands)`, the index clamped to the valid range."""
-    return _switch(index, branches, operands, "switch")
+_NO_OPERAND = object()  # the default of cond's and switch's legacy `operand=` keyword: none given
+
+
+def _operands(operands: tuple, operand: Any) -> tuple:
+    """The branches' operands: the positional ones, or the single legacy `operand=` keyword's value."""
+    if operand is _NO_OPERAND:
+        return operands
+    if operands:
+        raise TypeError(f"if 'operand' keyword is passed then no positional operands can be passed, got "
+                        f"operand={operand!r} and positional operands {operands!r}")
+    return (operand,)
+
+
+def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any, operand: Any = _NO_OPERAND) -> Any:
+    """`branches[index](*operands)`, the index clamped to the valid range (`operand=x` is the legacy spelling of
+    one operand x, as in JAX)."""
+    return _switch(index, branches, _operands(operands, operand), "switch")
 
 
 def _switch(index: Any, branches: Sequence[Callable[..., Any]], operands: tuple, what: str) -> Any:
@@ -366,8 +380,11 @@ def _switch(index: Any, branches: Sequence[Callable[..., Any]], operands: tuple,
     return tree_unflatten(first[2], outs)
 
 
-def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any) -> Any:
-    """`true_fun(*operands)` if pred else `false_fun(*operands)`."""
+def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any,
+         operand: Any = _NO_OPERAND) -> Any:
+    """`true_fun(*operands)` if pred else `false_fun(*operands)` (`operand=x` is the legacy spelling of one
+    operand x, as in JAX)."""
+    operands = _operands(operands, operand)
     if aval_of(pred).shape != ():
         raise TypeError(f"Pred must be a scalar, got {pred!r} of shape {aval_of(pred).shape}.")
     from .. import numpy as jnp

@@ -150,9 +150,35 @@ def _bin(name: str, primitive: str | None = None) -> Callable[[Any, Any], Any]:
     return _binary(name, lambda x, y: P.BINARY[primitive or name].bind(x, y))
 
 
-add, sub, mul, pow = _bin("add"), _bin("sub"), _bin("mul"), _bin("pow")  # noqa: A001
+add, sub, pow = _bin("add"), _bin("sub"), _bin("pow")  # noqa: A001
 max, min = _bin("max"), _bin("min")  # noqa: A001
-atan2, nextafter = _bin("atan2"), _bin("nextafter")
+atan2 = _bin("atan2")
+
+
+def _converted(x: Any, dtype: np.dtype) -> Any:
+    """`x` converted to `dtype`, keeping a Python scalar's weak type (as JAX's mul converts before multiplying)."""
+    x = _lift(x)
+    source = np.dtype(aval_of(x).dtype)
+    if source == dtype:
+        return x
+    if issubdtype(source, np.complexfloating) and not issubdtype(dtype, np.complexfloating):
+        x = P.UNARY["real"].bind(x)
+    return P.convert_element_type.bind(x, new_dtype=dtype, weak_type=bool(aval_of(x).weak_type))
+
+
+def mul(x: Any, y: Any, *, out_dtype: Any = None) -> Any:
+    """x * y elementwise for operands of one dtype; with `out_dtype`, both are first converted to it (so their
+    dtypes may differ) and the product has that dtype (as jax.lax.mul)."""
+    if out_dtype is None:
+        return P.BINARY["mul"].bind(*_same_dtype("mul", x, y))
+    dtype = dtypes.canonicalize_dtype(out_dtype)
+    return P.BINARY["mul"].bind(_converted(x, dtype), _converted(y, dtype))
+
+
+def nextafter(x1: Any, x2: Any) -> Any:
+    """The next representable value after x1 towards x2, elementwise, for operands of one dtype (as
+    jax.lax.nextafter)."""
+    return P.BINARY["nextafter"].bind(*_same_dtype("nextafter", x1, x2))
 rem = _bin("rem", "fmod")
 bitwise_and, bitwise_or, bitwise_xor = _bin("bitwise_and", "and"), _bin("bitwise_or", "or"), _bin("bitwise_xor", "xor")
 eq, ne, lt, le, gt, ge = _bin("eq"), _bin("ne"), _bin("lt"), _bin("le"), _bin("gt"), _bin("ge")
@@ -211,8 +237,9 @@ def _reducer(kind: str) -> Callable[[Any, Sequence[int]], Any]:
     def reduce(operand: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
         x = _lift(operand)
         ndim = aval_of(x).ndim
-        return P.REDUCE[kind].bind(x, axes=tuple(sorted(int(a) % ndim for a in axes)) if ndim else (),
-                                   keepdims=False)
+        result = P.REDUCE[kind].bind(x, axes=tuple(sorted(int(a) % ndim for a in axes)) if ndim else (),
+                                     keepdims=False)
+        return result if out_sharding is None else reshard(result, out_sharding)
 
     reduce.__name__ = reduce.__qualname__ = f"reduce_{kind}"
     reduce.__doc__ = f"The {kind} of `operand` over `axes` (as jax.lax.reduce_{kind})."
@@ -267,14 +294,18 @@ def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = Non
     return P.dot_general.bind(a, b, dimension_numbers=numbers, **params)
 
 
-def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any = None,
-        out_sharding: Any = None) -> Any:
-    """Vector/matrix products: contract the last dimension of `lhs` with the first of `rhs` (ranks 1 or 2)."""
+def dot(lhs: Any, rhs: Any, *, dimension_numbers: Any = None, precision: Any = None,
+        preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
+    """The contraction of `lhs` and `rhs` over `dimension_numbers` (as dot_general); without them, the vector/matrix
+    product of operands of rank 1 or 2 (the last dimension of `lhs` with the first of `rhs`), as jax.lax.dot."""
     a, b = _lift(lhs), _lift(rhs)
-    if aval_of(a).ndim not in (1, 2) or aval_of(b).ndim not in (1, 2):
-        raise TypeError(f"dot requires operands of rank 1 or 2, got {aval_of(a).shape} and {aval_of(b).shape}.")
-    return dot_general(a, b, (((aval_of(a).ndim - 1,), (0,)), ((), ())), precision, preferred_element_type,
-                       out_sharding)
+    if dimension_numbers is None:
+        if aval_of(a).ndim not in (1, 2) or aval_of(b).ndim not in (1, 2):
+            raise ValueError("jax.lax.dot: dimension_numbers must be specified when not performing simple un-batched "
+                             "matrix-matrix, matrix-vector, or vector-vector products; got lhs_shape="
+                             f"{aval_of(a).shape} rhs_shape={aval_of(b).shape}")
+        dimension_numbers = (((aval_of(a).ndim - 1,), (0,)), ((), ()))
+    return dot_general(a, b, dimension_numbers, precision, preferred_element_type, out_sharding)
 
 
 # ---- creation -----------------------------------------------------------------------------------------------------

@@ -45,16 +45,12 @@ def _primitive(name: str, impl: Callable[..., np.ndarray]) -> Primitive:
     return primitive
 
 
-def _fn(name: str, primitive: Primitive, floats_only: bool = True) -> Callable[..., Any]:
-    def apply(*xs: Any) -> Any:
-        xs = _same_dtype(name, *xs)
-        if floats_only and not issubdtype(aval_of(xs[0]).dtype, np.floating):
-            raise TypeError(f"lax.{name} requires floating-point arguments; got {aval_of(xs[0]).dtype}.")
-        return primitive.bind(*xs)
-
-    apply.__name__ = name
-    apply.__doc__ = f"{name}, elementwise (as jax.lax.{name})."
-    return apply
+def _apply(name: str, primitive: Primitive, *xs: Any, floats_only: bool = True) -> Any:
+    """`primitive` bound to the operands made one dtype, checking they are floating point when `floats_only`."""
+    xs = _same_dtype(name, *xs)
+    if floats_only and not issubdtype(aval_of(xs[0]).dtype, np.floating):
+        raise TypeError(f"lax.{name} requires floating-point arguments; got {aval_of(xs[0]).dtype}.")
+    return primitive.bind(*xs)
 
 
 def _c(value: float, like: Any) -> np.ndarray:
@@ -84,10 +80,57 @@ betainc_p = _primitive("regularized_incomplete_beta", _float64("betainc"))
 bessel_i0e_p = _primitive("bessel_i0e", _float64("i0e"))
 bessel_i1e_p = _primitive("bessel_i1e", _float64("i1e"))
 
-erfc, lgamma, digamma = _fn("erfc", erfc_p), _fn("lgamma", lgamma_p), _fn("digamma", digamma_p)
-polygamma, igamma, igammac = _fn("polygamma", polygamma_p), _fn("igamma", igamma_p), _fn("igammac", igammac_p)
-zeta, betainc = _fn("zeta", zeta_p), _fn("betainc", betainc_p)
-bessel_i0e, bessel_i1e = _fn("bessel_i0e", bessel_i0e_p), _fn("bessel_i1e", bessel_i1e_p)
+
+
+def erfc(x: Any) -> Any:
+    """The complementary error function 1 - erf(x), elementwise (as jax.lax.erfc)."""
+    return _apply("erfc", erfc_p, x)
+
+
+def lgamma(x: Any) -> Any:
+    """The log of the absolute value of the gamma function, elementwise (as jax.lax.lgamma)."""
+    return _apply("lgamma", lgamma_p, x)
+
+
+def digamma(x: Any) -> Any:
+    """The digamma function (the derivative of lgamma), elementwise (as jax.lax.digamma)."""
+    return _apply("digamma", digamma_p, x)
+
+
+def polygamma(m: Any, x: Any) -> Any:
+    """The m-th derivative of the digamma function at x, elementwise (as jax.lax.polygamma)."""
+    return _apply("polygamma", polygamma_p, m, x)
+
+
+def igamma(a: Any, x: Any) -> Any:
+    """The regularized lower incomplete gamma function P(a, x), elementwise (as jax.lax.igamma)."""
+    return _apply("igamma", igamma_p, a, x)
+
+
+def igammac(a: Any, x: Any) -> Any:
+    """The regularized upper incomplete gamma function Q(a, x), elementwise (as jax.lax.igammac)."""
+    return _apply("igammac", igammac_p, a, x)
+
+
+def zeta(x: Any, q: Any) -> Any:
+    """The Hurwitz zeta function of x and q, elementwise (as jax.lax.zeta)."""
+    return _apply("zeta", zeta_p, x, q)
+
+
+def betainc(a: Any, b: Any, x: Any) -> Any:
+    """The regularized incomplete beta function I_x(a, b), elementwise (as jax.lax.betainc)."""
+    return _apply("betainc", betainc_p, a, b, x)
+
+
+def bessel_i0e(x: Any) -> Any:
+    """The exponentially scaled modified Bessel function of order 0, elementwise (as jax.lax.bessel_i0e)."""
+    return _apply("bessel_i0e", bessel_i0e_p, x)
+
+
+def bessel_i1e(x: Any) -> Any:
+    """The exponentially scaled modified Bessel function of order 1, elementwise (as jax.lax.bessel_i1e)."""
+    return _apply("bessel_i1e", bessel_i1e_p, x)
+
 
 defjvp(erfc_p, lambda g, ans, x: mul(g, mul(_c(-2 / math.sqrt(math.pi), x), _exp(neg(mul(x, x))))))
 defjvp(lgamma_p, lambda g, ans, x: mul(g, digamma_p.bind(x)))
@@ -153,8 +196,18 @@ def _clz_impl(x: np.ndarray) -> np.ndarray:
 population_count_p = _primitive("population_count",
                                 lambda x: np.bitwise_count(x.view(f"uint{x.dtype.itemsize * 8}")).astype(x.dtype))
 clz_p = _primitive("clz", _clz_impl)
-population_count = _fn("population_count", population_count_p, floats_only=False)
-clz = _fn("clz", clz_p, floats_only=False)
+
+
+def population_count(x: Any) -> Any:
+    """The number of set bits of each entry of an integer array (as jax.lax.population_count)."""
+    return _apply("population_count", population_count_p, x, floats_only=False)
+
+
+def clz(x: Any) -> Any:
+    """The number of leading zero bits of each entry of an integer array (as jax.lax.clz)."""
+    return _apply("clz", clz_p, x, floats_only=False)
+
+
 defzero(population_count_p)
 defzero(clz_p)
 

@@ -118,10 +118,27 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> A
     return jnp.astype(hits, dtype if dtype is not None else np.float32)
 
 
-def standardize(x: Any, axis: Any = -1, mean: Any = None, variance: Any = None, epsilon: float = 1e-5) -> Any:
-    mean = jnp.mean(x, axis, keepdims=True) if mean is None else mean
-    variance = jnp.var(x, axis, keepdims=True) if variance is None else variance
+def standardize(x: Any, axis: Any = -1, mean: Any = None, variance: Any = None, epsilon: Any = 1e-5,
+                where: Any = None, *, algorithm: str = "fast") -> Any:
+    """(x - mean) / sqrt(variance + epsilon) along `axis` (as jax.nn.standardize): the mean and variance not given
+    are taken over the entries in `where` (all of them by default); the variance is mean(x^2) - mean^2 clipped at 0
+    with algorithm "fast", mean((x - mean)^2) with "stable"."""
+    (x,) = jnp._promote_inexact(x)
+    if mean is None:
+        mean = jnp.mean(x, axis, keepdims=True, where=where)
+    if variance is None:
+        variance = _variance(x, mean, axis, where, algorithm)
     return jnp.multiply(jnp.subtract(x, mean), jnp.power(jnp.add(variance, epsilon), -0.5))
+
+
+def _variance(x: Any, mean: Any, axis: Any, where: Any, algorithm: str) -> Any:
+    """standardize's variance of `x` about `mean` over `axis` and `where`, by `algorithm` ("fast" or "stable")."""
+    if algorithm == "fast":
+        second_moment = jnp.mean(jnp.square(x), axis, keepdims=True, where=where)
+        return jnp.maximum(jnp.subtract(second_moment, jnp.square(mean)), 0)
+    if algorithm == "stable":
+        return jnp.mean(jnp.square(jnp.subtract(x, mean)), axis, keepdims=True, where=where)
+    raise ValueError(f"Unknown algorithm {algorithm!r}. Expected 'fast' or 'stable'.")
 
 
 def identity(x: Any) -> Any:
@@ -225,9 +242,11 @@ def logmeanexp(x: Any, axis: Any = None, where: Any = None, keepdims: bool = Fal
 def dot_product_attention(query: Any, key: Any, value: Any, bias: Any = None, mask: Any = None, *,
                           scale: Any = None, is_causal: bool = False, query_seq_lengths: Any = None,
                           key_value_seq_lengths: Any = None, local_window_size: Any = None,
-                          implementation: Any = None) -> Any:
+                          implementation: Any = None, return_residual: bool = False) -> Any:
     """softmax(q k^T * scale + bias, masked) v over [batch, length, heads, head_dim] arrays (as jax.nn's
-    XLA implementation: logits and softmax in float32, grouped-query heads when key has fewer heads)."""
+    XLA implementation: logits and softmax in float32, grouped-query heads when key has fewer heads); with
+    `return_residual`, the pair (that, the logsumexp of the masked logits over the keys, [batch, length, heads],
+    through which no gradient flows, as in JAX)."""
     if implementation not in (None, "xla"):
         raise ValueError(f"dot_product_attention: implementation {implementation!r} is not available; use 'xla'.")
     if query_seq_lengths is not None or key_value_seq_lengths is not None or local_window_size is not None:
@@ -261,4 +280,8 @@ def dot_product_attention(query: Any, key: Any, value: Any, bias: Any = None, ma
     probs = jnp.astype(softmax(logits, axis=-1), query.dtype)
     probs = jnp.reshape(probs, (batch, kv_heads, groups, q_len, kv_len))
     encoded = jnp.reshape(jnp.einsum("bkgts,bskh->btkgh", probs, value), (batch, q_len, heads, head_dim))
-    return encoded[0] if unbatched else encoded
+    if not return_residual:
+        return encoded[0] if unbatched else encoded
+    # JAX returns the residual for kernels' backward passes; no gradient flows through it (it is 0 in JAX too)
+    residual = stop_gradient(jnp.astype(jnp.transpose(logsumexp(logits, axis=-1), (0, 2, 1)), query.dtype))
+    return (encoded[0], residual[0]) if unbatched else (encoded, residual)

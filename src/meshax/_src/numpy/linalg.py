@@ -124,9 +124,29 @@ def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermi
     a = _matrix(a, "svd")
     if subset_by_index is not None:
         raise NotImplementedError("svd: subset_by_index is not supported.")
+    if hermitian:
+        return _hermitian_svd(a, compute_uv)
     if not compute_uv:
         return L.svd_p.bind(a, full_matrices=False, compute_uv=False)[0]
     s, u, vh = L.svd_p.bind(a, full_matrices=bool(full_matrices), compute_uv=True)
+    return SVDResult(u, s, vh)
+
+
+def _hermitian_svd(a: Any, compute_uv: bool) -> Any:
+    """The SVD of a (batch of) Hermitian matrices from their eigendecomposition (of the symmetrized input, as
+    JAX's): singular values |w| descending, U the eigenvectors in that order, Vh those scaled by sign(w), conjugated."""
+    shape = _shape(a)
+    if shape[-1] != shape[-2]:
+        raise TypeError(f"svd with hermitian=True needs (a batch of) square matrices; got shape {shape}.")
+    w, v = eigh(a)
+    magnitudes = jnp.abs(w)
+    order = jnp.argsort(jnp.negative(magnitudes), axis=-1, stable=True)
+    s = jnp.take_along_axis(magnitudes, order, axis=-1)
+    if not compute_uv:
+        return s
+    columns = order[..., None, :]
+    u = jnp.take_along_axis(v, columns, axis=-1)
+    vh = _H(jnp.take_along_axis(v * jnp.astype(jnp.sign(w), v.dtype)[..., None, :], columns, axis=-1))
     return SVDResult(u, s, vh)
 
 
@@ -241,12 +261,14 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *, numpy_resid
     return x, resid, rank, s
 
 
-def matrix_rank(M: ArrayLike, rtol: ArrayLike | None = None, *, tol: ArrayLike | None = None) -> Any:
-    """The number of singular values above rtol * the largest (or above `tol`)."""
+def matrix_rank(M: ArrayLike, rtol: ArrayLike | None = None, *, hermitian: bool = False,
+                tol: ArrayLike | None = None) -> Any:
+    """The number of singular values above rtol * the largest (or above `tol`); with `hermitian`, the singular
+    values are the eigenvalues' magnitudes of the symmetrized matrix, as in JAX."""
     M = _matrix(M, "matrix_rank") if len(_shape(M)) >= 2 else _promote_inexact(M)[0]
     if len(_shape(M)) < 2:
         return jnp.any(M != 0).astype(np.int32)
-    s = svdvals(M)
+    s = svd(M, compute_uv=False, hermitian=hermitian)
     if tol is not None:
         cutoff = jnp.asarray(tol)
     else:

@@ -103,7 +103,9 @@ def all(a: ArrayLike, axis: Any = None, out: None = None, keepdims: bool = False
 def _count(a: Any, axis: Any, where_: Any, keepdims: bool) -> Any:
     if where_ is None:
         return math.prod(_shape(a)[d] for d in _axes(axis, _ndim(a)))
-    return sum(broadcast_to(where_, _shape(a)), axis=axis, keepdims=keepdims, dtype=dtypes.default_float_dtype())
+    count = sum(broadcast_to(where_, _shape(a)), axis=axis, keepdims=keepdims, dtype=dtypes.default_float_dtype())
+    dtype = a.dtype  # a float16 mean stays float16, as in JAX
+    return count if not issubdtype(dtype, np.floating) or dtype == count.dtype else astype(count, dtype)
 
 
 def mean(a: ArrayLike, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False, *,
