@@ -250,7 +250,7 @@ def test_elementwise_dtypes_and_weak_types(name):
             return getattr(L.numpy, name)(*[INPUTS[k](L.numpy) for k in combo])
         try:
             theirs = run_jax(case, ())
-        except Exception as error:  # noqa: BLE001
+        except Exception:  # noqa: BLE001
             with pytest.raises(Exception):
                 case(meshax)
             continue

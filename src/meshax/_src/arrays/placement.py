@@ -1,9 +1,7 @@
 """Public entry points for placing data: device_put, device_get and the make_array_from_* family."""
 from __future__ import annotations
 
-import contextlib
-import threading
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -59,40 +57,22 @@ def _put_one(x: Any, target: Any) -> Any:
     return from_host(value, sharding, weak, committed=target is not None)  # no target: the default device, as JAX
 
 
-class _Unchecked(threading.local):
-    depth = 0
-
-
-_unchecked = _Unchecked()
-
-
-@contextlib.contextmanager
-def committed_devices_unchecked() -> Iterator[None]:
-    """Within it, check_committed_devices passes: a jitted program's arguments were checked once, and its
-    constants (closed-over Arrays) go to wherever its arguments are, as in JAX."""
-    _unchecked.depth += 1
-    try:
-        yield
-    finally:
-        _unchecked.depth -= 1
-
-
 def check_committed_devices(args: Sequence[Any], fun_name: str, arg_names: Sequence[str] | None = None) -> None:
     """Raise JAX's ValueError when two committed Arrays among `args` (the operands of `fun_name`, named
     `arg_names`, else args[i]) sit on different devices; uncommitted Arrays and host values go anywhere."""
-    if _unchecked.depth:
-        return
     first = None
     for i, arg in enumerate(args):
         if not isinstance(arg, Array) or not arg.committed:
             continue
-        name = arg_names[i] if arg_names is not None else f"args[{i}]"
-        placed = (name, arg, [d.id for d in arg.sharding._device_list])
+        devices = arg.sharding._device_list
         if first is None:
-            first = placed
-        elif placed[2] != first[2]:
-            raise ValueError(f"Received incompatible devices for jitted computation. Got "
-                             f"{_placed_argument(*first, fun_name)} and {_placed_argument(*placed, fun_name)}")
+            first = (i, arg, devices)
+        elif devices is not first[2] and list(devices) != list(first[2]):
+            described = [_placed_argument(arg_names[j] if arg_names is not None else f"args[{j}]", array,
+                                          [d.id for d in placed], fun_name)
+                         for j, array, placed in (first, (i, arg, devices))]
+            raise ValueError(f"Received incompatible devices for jitted computation. Got {described[0]} and "
+                             f"{described[1]}")
 
 
 def _placed_argument(name: str, array: Array, device_ids: list[int], fun_name: str) -> str:
