@@ -323,9 +323,15 @@ jvp_rules[eigh_p] = _eigh_jvp
 
 def _eig_impl(a: np.ndarray, *, compute_vectors: bool = True) -> list[np.ndarray]:
     complex_dtype = np.result_type(a.dtype, np.complex64)
-    w, v = np.linalg.eig(a)
-    out = [w.astype(complex_dtype)]
-    return out + [v.astype(complex_dtype)] if compute_vectors else out
+    w, v = _finite_or_nan(np.linalg.eig, a, 2)  # NaNs for matrices with infinities or NaNs, as JAX
+    out = [_complex_nans(w.astype(complex_dtype))]
+    return out + [_complex_nans(v.astype(complex_dtype))] if compute_vectors else out
+
+
+def _complex_nans(values: np.ndarray) -> np.ndarray:
+    """`values` with each NaN entry NaN in both parts (a failed real decomposition's NaNs have zero imaginary parts)."""
+    lost = np.isnan(values)
+    return np.where(lost, complex(np.nan, np.nan), values).astype(values.dtype) if lost.any() else values
 
 
 def _eig_aval(a: ShapedArray, *, compute_vectors: bool = True) -> list[ShapedArray]:

@@ -256,8 +256,7 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *, numpy_resid
     else:
         resid = jnp.sum(jnp.abs(b2 - jnp.matmul(a, x)) ** 2, axis=0)
     if vector:
-        x = x[:, 0]
-        resid = resid.reshape(()) if not numpy_resid else resid
+        x = x[:, 0]  # the residuals keep their one column, shape (1,), as JAX's
     return x, resid, rank, s
 
 
