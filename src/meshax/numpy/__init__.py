@@ -29,7 +29,7 @@ newaxis = None
 # What `from meshax.numpy import *` gives: the API, not the helpers meshax._src.numpy imports for itself (its `P`, the
 # primitives module, would otherwise replace a user's `P = PartitionSpec`).
 _NOT_API = {"annotations", "Any", "Sequence", "Array", "Tracer", "Device", "Sharding", "ArrayLike", "device_put",
-            "host_value", "aval_of", "P", "np", "math", "builtins", "string", "operator", "dtypes", "partition"}
+            "host_value", "aval_of", "P", "np", "math", "builtins", "string", "operator", "dtypes"}
 for _name in _NOT_API:
     if _name in globals() and getattr(_api, _name, None) is globals()[_name]:
         del globals()[_name]
