@@ -25,7 +25,7 @@ if _os.environ.get("MESHAX_PROFILE_DIR"):  # a process of `meshax launch --profi
 _SUBMODULES = ("checkpoint", "debug", "distributed", "dtypes", "errors", "experimental", "lax", "nn", "numpy", "random",
                "sharding", "tree", "tree_util")
 _SUBMODULES += ("ad_checkpoint", "stages")  # JAX documentation's modules (issue 25)
-_SUBMODULES += ("profiler", "ops")
+_SUBMODULES += ("profiler", "ops", "image")
 
 # Public name -> module that defines it.
 _NAMES = {
