@@ -6,6 +6,7 @@ an 8-device mesh with replicated inputs and outputs, so every device computes th
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 import jax
@@ -50,3 +51,14 @@ def assert_matches(ours: Any, theirs: Any, rtol: float = 2e-6, atol: float = 1e-
 def check_case(case: Callable[..., Any], args: tuple, mode: str, **tolerances: Any) -> None:
     """`case` in meshax (in `mode`) and in JAX (eagerly) agree."""
     assert_matches(run_meshax(case, args, mode), run_jax(case, args), **tolerances)
+
+
+def check_modes(case: Callable[..., Any], *args: Any, modes: tuple[str, ...] = ("eager", "jit"),
+                **tolerances: Any) -> None:
+    """`case(L, *args)` in meshax (each mode) and in JAX agree: values, shapes, dtypes and weak types (NumPy's
+    runtime warnings of the cases' edge values silenced)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        theirs = run_jax(case, args)
+        for mode in modes:
+            assert_matches(run_meshax(case, args, mode), theirs, **tolerances)

@@ -4,7 +4,6 @@ vmap or grad where they apply)."""
 from __future__ import annotations
 
 import inspect
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -13,20 +12,14 @@ import pytest
 
 import meshax
 import meshax.numpy as mnp
-from differential import assert_matches, run_jax, run_meshax
+from differential import assert_matches, check_modes, run_jax, run_meshax
 
 X = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, np.nan], [2.0, 0.0, -1.0]], np.float32)
 MASK = np.array([[True, False, False], [False, False, False], [True, True, False]])
 I8 = np.array([[1, 2, 3], [4, 5, 6]], np.int8)
 
 
-def check(case, *args, modes=("eager", "jit"), **tolerances):
-    """`case(L, *args)` in meshax (each mode) and in JAX agree: values, shapes, dtypes and weak types."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        theirs = run_jax(case, args)
-        for mode in modes:
-            assert_matches(run_meshax(case, args, mode), theirs, **tolerances)
+check = check_modes
 
 
 def same_error(case, *args):

@@ -3,7 +3,6 @@
 types, eagerly, under jit, and under vmap or grad where they apply."""
 from __future__ import annotations
 
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -12,7 +11,7 @@ import pytest
 
 import meshax
 import meshax.numpy as mnp
-from differential import assert_matches, run_jax, run_meshax
+from differential import assert_matches, check_modes, run_jax, run_meshax
 
 RNG = np.random.default_rng(13)
 F32 = np.array([0.0, 1.5, -3.0, np.inf, -np.inf, np.nan, 1e-30, 7.0, 0.5, -0.0, 1e38, -2.5e-7], np.float32)
@@ -21,13 +20,7 @@ I32 = np.array([12, -18, 0, 7, 2**30, -(2**31) + 1, 45], np.int32)  # JAX's gcd 
 J32 = np.array([8, 24, 0, -21, 6, 0, -60], np.int32)
 
 
-def check(case, *args, modes=("eager", "jit"), **tolerances):
-    """`case(L, *args)` in meshax (each mode) and in JAX agree: values, shapes, dtypes and weak types."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        theirs = run_jax(case, args)
-        for mode in modes:
-            assert_matches(run_meshax(case, args, mode), theirs, **tolerances)
+check = check_modes
 
 
 def same_error(case, *args):
