@@ -51,8 +51,8 @@ class EagerTrace(Trace):
         for arg in args:
             if isinstance(arg, Tracer):
                 check_not_escaped(arg, self)
-        if len(args) > 1 and not _has_program(params):  # a program's closed-over values move, as in JAX
-            check_committed_devices(args, primitive.name)
+        if len(args) > 1:
+            _check_devices(primitive, args, params)
         if primitive in structured_rules:
             fast = try_primitive(primitive, args, params)
             if fast is not None:
@@ -117,6 +117,16 @@ def _layout(primitive: Primitive, args: Sequence[Any], params: dict[str, Any], a
 
 _plans: dict[tuple, tuple] = {}  # (primitive, params, inputs' shardings and types) -> (avals, out avals, mesh, layout)
 MAX_PLANS = 8192
+
+
+def _check_devices(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> None:
+    """JAX's error for operands committed to different devices; a program's closed-over values move, as in JAX
+    (its parameters are read only when the devices differ: this runs for every eager operation)."""
+    try:
+        check_committed_devices(args, primitive.name)
+    except ValueError:
+        if not _has_program(params):
+            raise
 
 
 def _has_program(params: dict[str, Any]) -> bool:
