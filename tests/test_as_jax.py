@@ -37,7 +37,7 @@ def test_import_jax_is_meshax_with_jax_version():
         assert meshax.__version__ != jax.__version__
         print(jax.__version__, jax.__version_info__, float(jnp.sum(jnp.arange(5.))), jax.device_count())
     """))
-    assert out.split() == ["0.10.2", "(0,", "10,", "2)", "10.0", "4"]
+    assert out.split() == ["0.12.0.1", "(0,", "12,", "0,", "1)", "10.0", "4"]
 
 
 def test_missing_module_and_name_fail_clearly_and_probes_still_work():
@@ -74,7 +74,7 @@ def test_script_mode_sets_argv_path_and_main(tmp_path: Path):
     """))
     result = subprocess.run([PYTHON, "-m", "meshax.as_jax", str(script), "--lr", "0.1"], cwd=REPO,
                             env=child_env(2), capture_output=True, text=True, timeout=TIMEOUT)
-    assert ok(result).strip() == f"__main__ [{str(script)!r}, '--lr', '0.1'] 42 0.10.2"
+    assert ok(result).strip() == f"__main__ [{str(script)!r}, '--lr', '0.1'] 42 0.12.0.1"
 
 
 def test_module_mode_and_import_hook_in_code(tmp_path: Path):
@@ -83,10 +83,10 @@ def test_module_mode_and_import_hook_in_code(tmp_path: Path):
     (tmp_path / "pkg" / "train.py").write_text("import sys, jax\nprint(__name__, sys.argv[1:], jax.__version__)\n")
     result = subprocess.run([PYTHON, "-m", "meshax.as_jax", "-m", "pkg.train", "x"], cwd=tmp_path,
                             env=child_env(2), capture_output=True, text=True, timeout=TIMEOUT)
-    assert ok(result).strip() == "__main__ ['x'] 0.10.2"
+    assert ok(result).strip() == "__main__ ['x'] 0.12.0.1"
     plain = subprocess.run([PYTHON, "-c", "import meshax.as_jax, jax; print(jax.__version__, jax.numpy.__name__)"],
                            env=child_env(2), capture_output=True, text=True, timeout=TIMEOUT)
-    assert ok(plain).strip() == "0.10.2 meshax.numpy"
+    assert ok(plain).strip() == "0.12.0.1 meshax.numpy"
 
 
 def test_the_alias_reaches_every_python_process_the_program_starts(tmp_path: Path):
@@ -172,7 +172,7 @@ def test_multiprocess_jobs_under_the_alias(tmp_path: Path, how: str):
         lines = {int(line.split()[1]): line for line in result.stdout.splitlines()}
     assert sorted(lines) == [0, 1]
     for i, line in lines.items():
-        assert line.split() == ["0.10.2", str(i), "2", "4", str(expected)]
+        assert line.split() == ["0.12.0.1", str(i), "2", "4", str(expected)]
 
 
 _PMAP_SCRIPT = """

@@ -14,8 +14,8 @@ from meshax.extend.core import (ClosedJaxpr, Primitive, find_top_trace, get_opaq
                                 jaxprs_in_params, mapped_aval, subjaxprs, unmapped_aval, valid_jaxtype)
 
 __all__ = ["AbstractValue", "Atom", "ClosedJaxpr", "Jaxpr", "Literal", "ParamDict", "Primitive", "ShapedArray", "Trace",
-           "Tracer", "Value", "Var", "ensure_compile_time_eval", "eval_context", "eval_jaxpr", "find_top_trace",
-           "get_aval", "get_opaque_trace_state", "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval",
+           "Tracer", "Var", "ensure_compile_time_eval", "eval_context", "eval_jaxpr", "find_top_trace",
+           "get_aval", "get_opaque_trace_state", "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval", "max_dim", "min_dim",
            "raise_to_shaped", "subjaxprs", "unmapped_aval", "valid_jaxtype"]
 
 
@@ -57,9 +57,18 @@ class ShapedArray(metaclass=_ShapedArrayType):
 
 AbstractValue = ShapedArray  # meshax has one kind of abstract value
 Atom = Var | Literal
-Value = Any
 ParamDict = dict
 eval_context = ensure_compile_time_eval
+
+
+def max_dim(d1: Any, d2: Any) -> Any:
+    """The larger of two dimension sizes."""
+    return max(d1, d2)
+
+
+def min_dim(d1: Any, d2: Any) -> Any:
+    """The smaller of two dimension sizes."""
+    return min(d1, d2)
 
 
 def raise_to_shaped(aval: ShapedArray, weak_type: bool | None = None) -> ShapedArray:

@@ -17,8 +17,8 @@ import sys
 import types
 from typing import Any, Sequence
 
-JAX_API_VERSION = "0.10.2"  # the JAX release whose API meshax follows
-JAX_API_VERSION_INFO = (0, 10, 2)
+JAX_API_VERSION = "0.12.0.1"  # the JAX release whose API meshax follows
+JAX_API_VERSION_INFO = (0, 12, 0, 1)
 
 _PRIVATE_PREFIX = "jax._src"
 _REDIRECTS = {"jax.version": "meshax._src.compat.jax_private.version"}  # JAX modules with no meshax counterpart
