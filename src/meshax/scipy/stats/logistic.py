@@ -6,6 +6,7 @@ from typing import Any
 from meshax import lax
 from meshax import numpy as jnp
 from meshax._src.numpy import _promote_inexact
+from meshax._src.scipy.stats_common import const
 
 __all__ = ["cdf", "isf", "logpdf", "pdf", "ppf", "sf"]
 
@@ -17,7 +18,8 @@ def _standard(x: Any, loc: Any, scale: Any) -> tuple[Any, Any]:
 
 def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     z, scale = _standard(x, loc, scale)
-    return -z - 2 * jnp.logaddexp(0, -z) - jnp.log(scale)
+    two = const(z, 2)
+    return -two * jnp.logaddexp(z / two, -z / two) - jnp.log(scale)
 
 
 def pdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -32,11 +34,11 @@ def sf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return lax.logistic(-_standard(x, loc, scale)[0])
 
 
-def ppf(q: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    q, loc, scale = _promote_inexact(q, loc, scale)
-    return jnp.log(q / (1 - q)) * scale + loc
+def ppf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
+    x, loc, scale = _promote_inexact(x, loc, scale)
+    return jnp.log(x / (const(x, 1) - x)) * scale + loc
 
 
-def isf(q: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    q, loc, scale = _promote_inexact(q, loc, scale)
-    return -jnp.log(q / (1 - q)) * scale + loc
+def isf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
+    x, loc, scale = _promote_inexact(x, loc, scale)
+    return -jnp.log(x / (const(x, 1) - x)) * scale + loc
