@@ -11,7 +11,8 @@ SRC = pathlib.Path(__file__).resolve().parent.parent / "src"
 LAYERS = ["config", "profiler", "tree", "runtime", "core", "sharding", "arrays", "interpreters", "primitives", "numpy",
           "lax", "random", "transforms", "nn", "scipy", "export", "checkpoint", "compat", "launch"]
 # jnp.linalg and jnp.fft are built on lax.linalg and lax.fft: they sit just above lax, though jnp's namespace holds them.
-ABOVE_LAX = {"meshax._src.numpy.linalg", "meshax._src.numpy.fft", "meshax._src.numpy.polynomials_linalg"}
+ABOVE_LAX = {"meshax._src.numpy.linalg", "meshax._src.numpy.fft", "meshax._src.numpy.polynomials_linalg",
+             "meshax._src.numpy.bessel"}
 MAX_LINES = 600
 
 

@@ -12,6 +12,7 @@ from meshax._src.numpy import (  # noqa: F401
     abs, all, any, divmod, max, min, pow, round, sum,
 )
 from meshax._src.numpy.polynomials_linalg import poly, polyfit, roots  # noqa: F401  (on jnp.linalg)
+from meshax._src.numpy.bessel import i0  # noqa: F401  (its derivative is I1, from lax)
 
 from meshax._src.numpy.scalar_types import SCALAR_TYPES as _SCALAR_TYPES
 from meshax._src.transforms.vectorize import vectorize  # noqa: F401  (vmap over NumPy's gufunc signatures)

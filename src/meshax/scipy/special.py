@@ -11,12 +11,21 @@ from meshax import lax
 from meshax import numpy as jnp
 from meshax._src.numpy import _promote_inexact
 from meshax._src.transforms.custom_derivatives import custom_jvp
-from meshax._src.nn.functions import log_softmax, logsumexp, softmax
+from meshax._src.nn import functions as _nn
+from meshax._src.nn.functions import logsumexp
+from meshax._src.numpy.bessel import i0
+from meshax._src.scipy.special_bessel import bessel_jn, sph_harm_y
+from meshax._src.scipy.special_errors import dawsn, erfcinv, erfcx, fresnel, wofz
+from meshax._src.scipy.special_expint import exp1, expi, expn, sici, spence
+from meshax._src.scipy.special_gamma import bernoulli, beta, boxcox, boxcox1p, comb, gammasgn, loggamma
+from meshax._src.scipy.special_hyper import hyp1f1, hyp2f1, owens_t
 
-__all__ = ["betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "factorial", "gamma",
-           "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "logit",
-           "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "softmax", "xlog1py",
-           "xlogy", "zeta"]
+__all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn", "digamma",
+           "entr", "erf", "erfc", "erfcinv", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial",
+           "fresnel", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "hyp2f1", "i0", "i0e", "i1",
+           "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr",
+           "ndtri", "owens_t", "poch", "polygamma", "rel_entr", "sici", "softmax", "spence", "sph_harm_y", "wofz",
+           "xlog1py", "xlogy", "zeta"]
 
 
 def _float(*args: Any) -> list[Any]:
@@ -55,7 +64,7 @@ def polygamma(n: Any, x: Any) -> Any:
 
 def zeta(x: Any, q: Any = None) -> Any:
     if q is None:
-        raise NotImplementedError("zeta(x) without q (Riemann zeta) is not implemented; pass q=1.")
+        raise NotImplementedError("zeta(x) without q (Riemann zeta) is not implemented, as in JAX; pass q=1.")
     x, q = _float(x, q)
     return lax.zeta(x, q)
 
@@ -101,8 +110,9 @@ def poch(z: Any, m: Any) -> Any:
     return jnp.where(m == 0, jnp.ones_like(z), gamma(z + m) / gamma(z))
 
 
-def multigammaln(a: Any, d: int) -> Any:
-    """The log of the multivariate gamma function of dimension `d`."""
+def multigammaln(a: Any, d: Any) -> Any:
+    """The log of the multivariate gamma function of dimension `d` (a concrete integer)."""
+    d = int(d)
     (a,) = _float(a)
     terms = lax.lgamma(jnp.expand_dims(a, -1) - jnp.arange(d, dtype=a.dtype) / 2)
     return jnp.sum(terms, axis=-1) + d * (d - 1) / 4 * math.log(math.pi)
@@ -116,11 +126,6 @@ def i0e(x: Any) -> Any:
 def i1e(x: Any) -> Any:
     (x,) = _float(x)
     return lax.bessel_i1e(x)
-
-
-def i0(x: Any) -> Any:
-    (x,) = _float(x)
-    return jnp.exp(jnp.abs(x)) * lax.bessel_i0e(x)
 
 
 def i1(x: Any) -> Any:
@@ -178,6 +183,16 @@ def kl_div(p: Any, q: Any) -> Any:
     safe_q = jnp.where(both, q, 1.0)
     value = jnp.where(both, xlogy(p, p / safe_q) - p + q, jnp.inf)
     return jnp.where(jnp.logical_and(p == 0, q >= 0), q, value)
+
+
+def softmax(x: Any, /, *, axis: int | tuple[int, ...] | None = None) -> Any:
+    """exp(x) normalized to sum to 1 over `axis` (all axes by default)."""
+    return _nn.softmax(x, axis=axis)
+
+
+def log_softmax(x: Any, /, *, axis: int | tuple[int, ...] | None = None) -> Any:
+    """x - logsumexp(x) over `axis` (all axes by default)."""
+    return _nn.log_softmax(x, axis=axis)
 
 
 def expit(x: Any) -> Any:
