@@ -59,6 +59,13 @@ def _types(avals: Sequence[Any]) -> list[tuple]:
     return [(tuple(a.shape), np.dtype(a.dtype)) for a in avals]
 
 
+def _strengthened(carry_avals: list[Any], carry_out: Sequence[Any]) -> list[Any] | None:
+    """A loop carry stays weakly typed (as JAX's) unless the body returns it strongly typed: then the carry avals
+    to trace the body again with, else None."""
+    strong = [a.weak_type and not getattr(b, "weak_type", False) for a, b in zip(carry_avals, carry_out)]
+    return [a.update(weak_type=False) if s else a for a, s in zip(carry_avals, strong)] if any(strong) else None
+
+
 # ---- scan --------------------------------------------------------------------------------------------------------
 
 
@@ -124,7 +131,7 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
         raise ValueError(f"scan got values with different leading axis sizes or a length that disagrees: "
                          f"{sorted(lengths)}." if lengths else "scan got no values to scan over and no length=.")
     n = lengths.pop()
-    carry_avals = [aval_of(c).update(weak_type=False) for c in init_leaves]
+    carry_avals = [aval_of(c) for c in init_leaves]
     x_avals = [_row(aval_of(x)) for x in xs_leaves]
 
     def body(carry: Any, x: Any) -> Any:
@@ -136,6 +143,10 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
 
     in_tree = tree_structure_of((init, xs))
     jaxpr, consts, out_tree = _traced(lambda c, x: body(c, x), carry_avals + x_avals, in_tree)
+    strong = _strengthened(carry_avals, [v.aval for v in jaxpr.outvars[:len(init_leaves)]])
+    if strong is not None:
+        carry_avals = strong
+        jaxpr, consts, out_tree = _traced(lambda c, x: body(c, x), carry_avals + x_avals, in_tree)
     carry_out_tree = out_tree.children()[0] if hasattr(out_tree, "children") else None
     carry_out = [v.aval for v in jaxpr.outvars[:len(init_leaves)]]
     if carry_out_tree is not None and carry_out_tree != init_tree or \
@@ -206,13 +217,17 @@ while_p = _call_primitive("while", lambda *avals, body_jaxpr, **_: [v.aval for v
 def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any) -> Any:
     """Repeat `body_fun` on the carry while `cond_fun(carry)` is true."""
     leaves, tree = tree_flatten(init_val)
-    avals = [aval_of(x).update(weak_type=False) for x in leaves]
+    avals = [aval_of(x) for x in leaves]
     arg_tree = tree_flatten((init_val,))[1]  # the functions take the carry as their one argument
+    body_jaxpr, body_consts, body_tree = _traced(body_fun, avals, arg_tree)
+    strong = _strengthened(avals, [v.aval for v in body_jaxpr.outvars])
+    if strong is not None:
+        avals = strong
+        body_jaxpr, body_consts, body_tree = _traced(body_fun, avals, arg_tree)
     cond_jaxpr, cond_consts, cond_tree = _traced(cond_fun, avals, arg_tree)
     out = [v.aval for v in cond_jaxpr.outvars]
     if len(out) != 1 or out[0].shape != () or out[0].dtype != np.bool_:
         raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) {[str(a) for a in out]}.")
-    body_jaxpr, body_consts, body_tree = _traced(body_fun, avals, arg_tree)
     body_out = [v.aval for v in body_jaxpr.outvars]
     if body_tree != tree or _types(body_out) != _types(avals):
         raise TypeError(f"body_fun output and input must have identical types: input {[str(a) for a in avals]}, "
@@ -289,12 +304,16 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
         low, high = operator.index(lower), operator.index(upper)
     except TypeError:
         low = high = None
+    from .. import numpy as jnp
+
     if low is not None:
         def step(carry: Any, _: Any) -> tuple[Any, None]:
             i, val = carry
             return (i + 1, body_fun(i, val)), None
 
-        (_, result), _ = scan(step, (np.int32(low), init_val), None, length=max(high - low, 0))
+        weak = type(lower) is int and type(upper) is int  # the index is weakly typed, as JAX's, for Python bounds
+        first = jnp.asarray(low) if weak else np.int32(low)
+        (_, result), _ = scan(step, (first, init_val), None, length=max(high - low, 0))
         return result
 
     def cond(carry: Any) -> Any:
@@ -303,8 +322,6 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     def body(carry: Any) -> Any:
         i, val = carry
         return i + 1, body_fun(i, val)
-
-    from .. import numpy as jnp
 
     start = jnp.asarray(lower)
     return while_loop(cond, body, (start, init_val))[1]
