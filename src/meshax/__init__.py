@@ -120,6 +120,17 @@ _WITHOUT_ARRAYS = {"distributed", "config", "Device", "device_count", "devices",
 _SUBMODULES += ("api_util", "core", "custom_derivatives", "extend", "flatten_util", "interpreters", "scipy",
                 "test_util", "typing")
 _NAMES["pmap"] = "meshax._src.transforms.pmap"
+_SUBMODULES += ("custom_batching", "dlpack", "monitoring", "ref", "version", "export")  # issue 40
+_NAMES.update({n: "meshax._src.compat.top_level" for n in (
+    "CompilerEffortLevel", "Inline", "ad", "memory", "copy_to_host_async", "ds", "empty_ref", "free_ref",
+    "fwd_and_bwd", "get_mesh", "smap")})
+_NAMES.update({n: "meshax._src.compat.config_states" for n in (
+    "allow_f16_reductions", "array_garbage_collection_guard", "auto_pcast", "debug_key_reuse", "default_prng_impl",
+    "enable_checks", "enable_custom_prng", "jax2tf_associative_scan_reductions", "legacy_prng_key", "no_execution",
+    "no_tracing", "remove_size_one_mesh_axis_from_type", "softmax_custom_jvp", "thread_guard",
+    "threefry_partitionable", "make_user_context")})
+_NAMES.update({"get_abstract_mesh": "meshax._src.sharding.mesh", "use_abstract_mesh": "meshax._src.sharding.mesh"})
+_WITHOUT_ARRAYS |= {"monitoring", "version"}
 __all__ = sorted((*_SUBMODULES, *_NAMES))
 
 

@@ -27,8 +27,10 @@ from typing import Any, Callable, Iterator
 from meshax._src.profiler import merge, recorder, writer
 from meshax._src.profiler.pprof import memory_profile
 
-__all__ = ["ProfileOptions", "StepTraceAnnotation", "TraceAnnotation", "annotate_function", "device_memory_profile",
-           "save_device_memory_profile", "start_server", "start_trace", "stop_server", "stop_trace", "trace"]
+__all__ = ["ProfileData", "ProfileEvent", "ProfileLine", "ProfileOptions", "ProfilePlane", "ProfileSession",
+           "StepTraceAnnotation", "TraceAnnotation", "annotate_function", "device_memory_profile",
+           "export_profile_data", "register_subprocess", "save_device_memory_profile", "start_server", "start_trace",
+           "stop_server", "stop_trace", "trace"]
 
 PROFILE_DIR_VARIABLE = "MESHAX_PROFILE_DIR"  # set by `meshax launch --profile DIR` in each process it starts
 
@@ -80,29 +82,42 @@ def stop_trace() -> None:
     """Stop the trace `start_trace` began and write this process's file (RuntimeError if none was started)."""
     if _Session.log_dir is None:
         raise RuntimeError("No profile started")
-    recording = recorder.window(_Session.begin) if _Session.whole_process else recorder.stop()
     log_dir, _Session.log_dir = _Session.log_dir, None
+    _write_trace(_stop_recording(), log_dir, _Session.perfetto, _Session.link)
+
+
+def _stop_recording() -> dict[str, Any]:
+    """The Chrome Trace document of the recording that ends now."""
+    recording = recorder.window(_Session.begin) if _Session.whole_process else recorder.stop()
     index, host, devices = _describe_process()
-    document = writer.chrome_trace(recording, index, host, devices)
-    folder = writer.run_folder(log_dir, recording.begin + recording.epoch_offset)
+    return writer.chrome_trace(recording, index, host, devices)
+
+
+def _write_trace(document: dict[str, Any], log_dir: str, perfetto: bool, link: bool,
+                 session_id: str | None = None) -> None:
+    """This process's trace file under `log_dir/plugins/profile/<run or session_id>` (and Perfetto's copy)."""
+    index, host, _ = _describe_process()
+    begin_ns = int(document.get("otherData", {}).get("trace_begin_us", 0) * 1000)
+    folder = writer.run_folder(log_dir, begin_ns)
+    if session_id:
+        folder = os.path.join(os.path.dirname(folder), session_id)
     name = host if _process_count() == 1 else f"{host}.process_{index}"
     writer.write(document, os.path.join(folder, f"{name}.trace.json.gz"))
-    if _Session.perfetto:
+    if perfetto:
         path = writer.write(document, os.path.join(folder, "perfetto_trace.json.gz"))
-        if _Session.link:
+        if link:
             print(f"meshax.profiler: open {os.path.abspath(path)} at https://ui.perfetto.dev (Open trace file).",
                   flush=True)
 
 
 @contextlib.contextmanager
-def trace(log_dir: os.PathLike | str, create_perfetto_link: bool = False, create_perfetto_trace: bool = False,
-          profiler_options: ProfileOptions | None = None) -> Iterator[None]:
-    """Record a trace of the block (start_trace on entry, stop_trace on exit)."""
-    start_trace(log_dir, create_perfetto_link, create_perfetto_trace, profiler_options)
-    try:
-        yield
-    finally:
-        stop_trace()
+def trace(log_dir: os.PathLike | str | None = None, create_perfetto_link: bool = False,
+          create_perfetto_trace: bool = False, profiler_options: ProfileOptions | None = None
+          ) -> Iterator["ProfileSession"]:
+    """Record a trace of the block; yields its ProfileSession, whose `profile_data` holds the trace afterwards
+    (written under `log_dir` too when one is given, as stop_trace writes it)."""
+    with ProfileSession(log_dir, create_perfetto_link, create_perfetto_trace, profiler_options) as session:
+        yield session
 
 
 class TraceAnnotation:
@@ -215,6 +230,151 @@ def trace_whole_process(profile_dir: str) -> None:
     recorder.start()
     _Session.whole_process = True
     atexit.register(_write_job_part, profile_dir)
+
+
+# ---- profile data in memory (ProfileSession, ProfileData) --------------------------------------------------------
+
+
+class ProfileEvent:
+    """One recorded event: its name, start and end (ns since the Unix epoch) and its arguments as stats."""
+
+    def __init__(self, event: dict[str, Any]) -> None:
+        self.name = event["name"]
+        self.start_ns = float(event["ts"]) * 1000.0
+        self.duration_ns = float(event.get("dur", 0)) * 1000.0
+        self.end_ns = self.start_ns + self.duration_ns
+        self._args = dict(event.get("args", {}))
+
+    @property
+    def stats(self) -> Iterator[tuple[str, Any]]:
+        """The event's (name, value) pairs."""
+        return iter(self._args.items())
+
+    def __repr__(self) -> str:
+        return f"ProfileEvent(name={self.name!r}, start_ns={self.start_ns}, duration_ns={self.duration_ns})"
+
+
+class ProfileLine:
+    """One track of a process (its host work, its MPI calls, or a device's work) and its events."""
+
+    def __init__(self, name: str, events: list[ProfileEvent]) -> None:
+        self.name, self._events = name, events
+
+    @property
+    def events(self) -> Iterator[ProfileEvent]:
+        return iter(self._events)
+
+
+class ProfilePlane:
+    """One process's recording: a line per track."""
+
+    def __init__(self, name: str, lines: list[ProfileLine], stats: dict[str, Any]) -> None:
+        self.name, self._lines, self._stats = name, lines, stats
+
+    @property
+    def lines(self) -> Iterator[ProfileLine]:
+        return iter(self._lines)
+
+    @property
+    def stats(self) -> Iterator[tuple[str, Any]]:
+        return iter(self._stats.items())
+
+
+class ProfileData:
+    """A recorded trace in memory: one plane per process, from a ProfileSession or a meshax trace file."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        self.document = document
+        events = document.get("traceEvents", [])
+        processes = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"}
+        tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+                  if e.get("ph") == "M" and e["name"] == "thread_name"}
+        planes: dict[Any, dict[Any, list[ProfileEvent]]] = {}
+        for e in events:
+            if e.get("ph") == "M" and e["name"] == "thread_name":
+                planes.setdefault(e["pid"], {}).setdefault(e["tid"], [])
+            elif e.get("ph") == "X":
+                planes.setdefault(e["pid"], {}).setdefault(e["tid"], []).append(ProfileEvent(e))
+        self._planes = [ProfilePlane(processes.get(pid, f"process {pid}"),
+                                     [ProfileLine(tracks.get((pid, tid), str(tid)), line) for tid, line in lines.items()],
+                                     dict(document.get("otherData", {})))
+                        for pid, lines in planes.items()]
+
+    @property
+    def planes(self) -> Iterator[ProfilePlane]:
+        return iter(self._planes)
+
+    def find_plane_with_name(self, name: str) -> ProfilePlane | None:
+        """The plane called `name`, or None."""
+        return next((plane for plane in self._planes if plane.name == name), None)
+
+    @classmethod
+    def from_file(cls, proto_file_path: str) -> "ProfileData":
+        """The profile in a meshax trace file (`*.trace.json.gz`; meshax writes no XSpace protos)."""
+        return cls(writer.read(os.fspath(proto_file_path)))
+
+    @classmethod
+    def from_serialized_xspace(cls, serialized_xspace: bytes) -> "ProfileData":
+        raise NotImplementedError("meshax records Chrome traces, not XSpace protos: use ProfileData.from_file on a "
+                                  "*.trace.json.gz file, or a ProfileSession's profile_data.")
+
+
+class ProfileSession:
+    """A profile being recorded: `start()` / `stop()` (or `with ProfileSession(...)`); `stop` returns its
+    ProfileData and, with `log_dir`, writes the trace there as stop_trace does."""
+
+    def __init__(self, log_dir: os.PathLike | str | None = None, create_perfetto_link: bool = False,
+                 create_perfetto_trace: bool = False, profiler_options: ProfileOptions | None = None) -> None:
+        self.log_dir = None if log_dir is None else str(log_dir)
+        self.create_perfetto_link = create_perfetto_link
+        self.create_perfetto_trace = create_perfetto_trace or create_perfetto_link
+        self.profiler_options = profiler_options
+        self.profile_data: ProfileData | None = None
+        self.is_running = False
+
+    def start(self) -> "ProfileSession":
+        if self.is_running or _Session.log_dir is not None:
+            raise RuntimeError("Profile has already been started. Only one profile may be run at a time.")
+        start_trace(self.log_dir or os.getcwd(), profiler_options=self.profiler_options)
+        self.is_running = True
+        return self
+
+    def stop(self) -> ProfileData:
+        if not self.is_running:
+            raise RuntimeError("No profile started")
+        _Session.log_dir, self.is_running = None, False
+        self.profile_data = ProfileData(_stop_recording())
+        if self.log_dir is not None:
+            export_profile_data(self.profile_data, self.log_dir, self.create_perfetto_link,
+                                self.create_perfetto_trace)
+        return self.profile_data
+
+    def __enter__(self) -> "ProfileSession":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def export_profile_data(profile_data: ProfileData | ProfileSession, log_dir: os.PathLike | str,
+                        create_perfetto_link: bool = False, create_perfetto_trace: bool = False,
+                        session_id: str | None = None) -> None:
+    """Write captured profile data under `log_dir` (as stop_trace writes a trace)."""
+    if isinstance(profile_data, ProfileSession):
+        if profile_data.is_running:
+            raise RuntimeError("Cannot export a ProfileSession while it is running. Call stop() first.")
+        if profile_data.profile_data is None:
+            raise RuntimeError("No profile data to export. Ensure the session has completed.")
+        profile_data = profile_data.profile_data
+    _write_trace(profile_data.document, os.fspath(log_dir), create_perfetto_trace or create_perfetto_link,
+                 create_perfetto_link, session_id)
+
+
+def register_subprocess(pid: int, port: int) -> Callable[[], None]:
+    """Profile a subprocess's profiler server with this process: meshax runs no profiler servers, so registering
+    fails (RuntimeError, as JAX's when it cannot connect); trace the subprocess itself with start_trace."""
+    raise RuntimeError(f"cannot register subprocess {pid} (port {port}): meshax processes run no profiler server; "
+                       "call meshax.profiler.start_trace in the subprocess instead.")
 
 
 def __getattr__(name: str) -> Any:

@@ -51,15 +51,16 @@ from meshax._src.random import (  # noqa: F401
     weibull_min,
     wrap_key_data,
 )
+from meshax._src.compat.small_modules import Key, random_gamma_p
 
 __all__ = [
-    "PRNGKey", "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy", "chisquare",
+    "Key", "PRNGKey", "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy", "chisquare",
     "choice", "clone", "dirichlet", "double_sided_maxwell", "exponential", "f", "fold_in", "gamma",
     "generalized_normal", "geometric", "gumbel", "key", "key_data", "key_dtype", "key_impl", "laplace",
     "loggamma", "logistic", "lognormal", "maxwell", "multinomial", "multivariate_normal", "normal",
     "orthogonal", "pareto", "permutation", "poisson", "rademacher", "randint", "random_bits", "rayleigh",
     "split", "t", "threefry2x32", "triangular", "truncated_normal", "uniform", "wald", "weibull_min",
-    "wrap_key_data",
+    "wrap_key_data", "random_gamma_p",
 ]
 
 

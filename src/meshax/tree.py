@@ -4,13 +4,14 @@ This module never imports NumPy: it only forwards to :mod:`meshax._src.tree.tree
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 from meshax import tree_util as _public
 from meshax._src.tree import tree_util as _tu
 
 __all__ = ["all", "broadcast", "flatten", "flatten_with_path", "leaves", "leaves_with_path", "map", "map_with_path",
-           "reduce", "reduce_associative", "structure", "transpose", "unflatten"]
+           "reduce", "reduce_associative", "static", "structure", "transpose", "unflatten"]
 
 IsLeaf = Callable[[Any], bool] | None
 _NO_INIT = _tu._NO_INIT
@@ -50,15 +51,7 @@ def reduce(function: Callable[[Any, Any], Any], tree: Any, initializer: Any = _N
 def reduce_associative(operation: Callable[[Any, Any], Any], tree: Any, *, identity: Any = _NO_INIT,
                        is_leaf: IsLeaf = None) -> Any:
     """Combine the leaves of ``tree`` pairwise with the associative ``operation`` (a balanced tree of calls)."""
-    items = _public.tree_leaves(tree, is_leaf)
-    if not items:
-        if identity is _NO_INIT:
-            raise TypeError("Must specify identity for reduce_associative with an empty tree.")
-        return identity
-    while len(items) > 1:
-        paired = [operation(a, b) for a, b in zip(items[::2], items[1::2])]
-        items = paired + ([items[-1]] if len(items) % 2 else [])
-    return items[0]
+    return _public.tree_reduce_associative(operation, tree, identity=identity, is_leaf=is_leaf)
 
 
 def transpose(outer_treedef: Any, inner_treedef: Any, pytree_to_transpose: Any) -> Any:
@@ -89,10 +82,14 @@ def flatten_with_path(tree: Any, is_leaf: IsLeaf = None) -> tuple[list, Any]:
 def broadcast(prefix_tree: Any, full_tree: Any, is_leaf: IsLeaf = None) -> Any:
     """``prefix_tree`` broadcast to ``full_tree``'s structure: each leaf of the prefix is repeated over the
     leaves of the corresponding subtree of ``full_tree``."""
-    prefix_leaves, prefix_def = _public.tree_flatten(prefix_tree, is_leaf)
-    subtrees = prefix_def.flatten_up_to(full_tree)
-    return prefix_def.unflatten([_public.tree_map(lambda _, value=value: value, sub, is_leaf=is_leaf)
-                                 for value, sub in zip(prefix_leaves, subtrees)])
+    return _public.tree_broadcast(prefix_tree, full_tree, is_leaf)
+
+
+def static(**kwargs: Any) -> Any:
+    """A dataclass field (``dataclasses.field``'s arguments) marked ``static``: register_dataclass makes it node
+    data rather than a child."""
+    metadata = {"static": True, **(kwargs.pop("metadata", None) or {})}
+    return dataclasses.field(metadata=metadata, **kwargs)
 
 
 def __getattr__(name: str):

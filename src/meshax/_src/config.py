@@ -23,6 +23,10 @@ JAX_OPTIONS: dict[str, Any] = {
     "jax_check_tracer_leaks": False, "jax_compilation_cache_dir": None, "jax_softmax_custom_jvp": False,
     "jax_traceback_in_locations_limit": 100, "jax_random_seed_offset": 0, "jax_enable_custom_prng": False,
     "jax_persistent_cache_min_compile_time_secs": 1.0, "jax_persistent_cache_min_entry_size_bytes": 0,
+    "jax_allow_f16_reductions": True, "jax_array_garbage_collection_guard": None, "jax_auto_pcast": True,
+    "jax_debug_key_reuse": False, "jax_no_execution": False, "jax_no_tracing": False,
+    "jax_remove_size_one_mesh_axis_from_type": False, "jax_thread_guard": False,
+    "jax2tf_associative_scan_reductions": False, "jax_legacy_prng_key": "allow", "jax_no_collectives": frozenset(),
 }
 
 

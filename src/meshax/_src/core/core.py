@@ -251,7 +251,15 @@ def check_not_escaped(x: "Tracer", trace: Trace) -> None:
     )
 
 
-class UnexpectedTracerError(Exception):
+class JAXTypeError(TypeError):
+    """The TypeError base of JAX's typed errors (jax.errors.JAXTypeError)."""
+
+
+class JAXIndexError(IndexError):
+    """The IndexError base of JAX's typed indexing errors (jax.errors.JAXIndexError)."""
+
+
+class UnexpectedTracerError(JAXTypeError):
     """A tracer was used outside the transformation that made it."""
 
 
@@ -260,11 +268,11 @@ class ShardingTypeError(TypeError):
     here, as meshax raised for an ambiguous contraction before types carried shardings)."""
 
 
-class NonConcreteBooleanIndexError(IndexError):
+class NonConcreteBooleanIndexError(JAXIndexError):
     """A boolean mask index whose values are traced: the result's shape would depend on them."""
 
 
-class ConcretizationTypeError(TypeError):
+class ConcretizationTypeError(JAXTypeError):
     """A traced value was used where Python needs a concrete one."""
 
 
@@ -272,12 +280,12 @@ class TracerBoolConversionError(ConcretizationTypeError):
     """bool() of a traced value."""
 
 
-class TracerIntegerConversionError(ConcretizationTypeError):
-    """A traced value used as an index (in JAX not a ConcretizationTypeError; here one, so either catches it)."""
+class TracerIntegerConversionError(JAXTypeError):
+    """A traced value used as an index."""
 
 
-class TracerArrayConversionError(ConcretizationTypeError):
-    """A traced value converted to a NumPy array (in JAX not a ConcretizationTypeError; here one, likewise)."""
+class TracerArrayConversionError(JAXTypeError):
+    """A traced value converted to a NumPy array."""
 
 
 class _Context(threading.local):

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core import dtypes
-from ..core.core import ConcretizationTypeError
+from ..core.core import ConcretizationTypeError, TracerArrayConversionError, TracerIntegerConversionError
 from ..primitives import array_primitives as P
 from .promotion import ArrayLike, _as_array, _axes, _cast, _dims, _ndim, _promote, _shape, _weak
 from .ufuncs import add, astype, floor, multiply, round, subtract, true_divide
@@ -253,7 +253,7 @@ def pad(array: ArrayLike, pad_width: Any, mode: Any = "constant", **kwargs: Any)
     array = _promote(array)[0]
     try:
         widths = tuple((int(a), int(b)) for a, b in _pairs(pad_width, array.ndim))
-    except ConcretizationTypeError:
+    except (ConcretizationTypeError, TracerIntegerConversionError, TracerArrayConversionError):
         raise ConcretizationTypeError(f"pad_width argument of jnp.pad must be concrete (static); got the traced "
                                       f"{pad_width!r}.") from None
     if builtins.any(w < 0 for pair in widths for w in pair):

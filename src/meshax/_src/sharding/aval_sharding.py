@@ -9,16 +9,60 @@ from typing import Any
 
 from ..core.core import layout_views
 from .mesh import AbstractMesh, Mesh, get_abstract_mesh
-from .shardings import NamedSharding, PartitionSpec
+from .shardings import NamedSharding, PartitionSpec, UnreducedKind
+
+
+def _axis_set(what: str, value: Any) -> frozenset:
+    if isinstance(value, str):
+        return frozenset({value})
+    try:
+        return frozenset(value)
+    except TypeError:
+        raise TypeError(f"ManualAxisType {what}= must be a set of mesh axis names; got {value!r}.") from None
 
 
 @dataclass(frozen=True)
 class ManualAxisType:
-    """The manual mesh axes a value varies over (and those it is unreduced/reduced over: none in meshax)."""
-
+    """How a value inside shard_map relates to the manual mesh axes: the axes it varies over, and those it is an
+    unreduced (partial) or reduced result over."""
     varying: frozenset = frozenset()
     unreduced: frozenset = frozenset()
     reduced: frozenset = frozenset()
+    unreduced_kind: UnreducedKind | None = None
+
+    def __init__(self, *, varying: Any = frozenset(), unreduced: Any = frozenset(), reduced: Any = frozenset(),
+                 unreduced_kind: UnreducedKind | None = None) -> None:
+        varying, unreduced = _axis_set("varying", varying), _axis_set("unreduced", unreduced)
+        reduced = _axis_set("reduced", reduced)
+        for (a, x), (b, y) in [(("varying", varying), ("unreduced", unreduced)),
+                               (("varying", varying), ("reduced", reduced))]:
+            if x & y:
+                raise ValueError(f"{a} and {b} cannot have common mesh axes. Got {a}={x} and {b}={y}")
+        if unreduced and unreduced_kind is None:
+            unreduced_kind = UnreducedKind.sum
+        for name, value in (("varying", varying), ("unreduced", unreduced), ("reduced", reduced),
+                            ("unreduced_kind", unreduced_kind)):
+            object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:
+        return (f"ManualAxisType(varying={self.varying}, unreduced={self.unreduced}, reduced={self.reduced}, "
+                f"unreduced_kind={self.unreduced_kind})")
+
+    def update(self, **kwargs: Any) -> "ManualAxisType":
+        """A copy with the given fields replaced."""
+        fields = dict(varying=self.varying, unreduced=self.unreduced, reduced=self.reduced,
+                      unreduced_kind=self.unreduced_kind)
+        fields.update(kwargs)
+        return ManualAxisType(**fields)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.varying or self.unreduced or self.reduced)
+
+    @property
+    def vur(self) -> frozenset:
+        """Every axis the value varies, is unreduced or reduced over."""
+        return self.varying | self.unreduced | self.reduced
 
 
 class TypeSharding:

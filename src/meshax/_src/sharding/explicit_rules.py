@@ -268,19 +268,27 @@ def gather_sources(index: tuple[Any, ...], array_ndim: int) -> list[int | None]:
 # ---- unreduced (partial sums) and reduced axes -------------------------------------------------------------------
 
 _KEEPS_PARTIAL_SUMS = frozenset({"reduce_sum", "transpose", "reshape", "broadcast_in_dim", "squeeze", "expand_dims",
-                                 "convert_element_type", "copy", "rev", "slice"})  # linear in their one operand
+                                 "convert_element_type", "copy", "rev", "slice", "neg", "real", "imag",
+                                 "conj"})  # linear in their one operand
+_SUMS_OF_PARTIAL_SUMS = frozenset({"add", "add_any", "sub"})  # linear in both operands together
+_NOT_ELEMENTWISE_PREFIXES = ("reduce_", "cum", "arg", "sort", "dot", "conv", "gather", "scatter", "dynamic_")
+
+
+def _shaped(aval: ShapedArray) -> str:
+    return f"ShapedArray({aval})"
 
 
 def _unreduced_axes(name: str, avals: Sequence[ShapedArray]) -> frozenset:
     """The axes the result of `name` is unreduced over, as JAX types it (operations linear in their unreduced
     operands only; anything else would need a reduction first, which JAX makes explicit)."""
     unreduced = [a.unreduced for a in avals]
-    if name in ("add", "add_any"):
-        if all(u == unreduced[0] for u in unreduced):
-            return unreduced[0]
-        which, other = ("lhs", "rhs") if unreduced[0] else ("rhs", "lhs")
-        if all(unreduced):
-            raise ShardingTypeError(f"{name} operands are unreduced over different axes: {avals[0]} and {avals[1]}; "
+    if name in _SUMS_OF_PARTIAL_SUMS or name in ("select_n", "select") and len(avals) > 1 and not avals[0].unreduced:
+        values = list(avals[1:]) if name.startswith("select") else list(avals)
+        if all(a.unreduced == values[0].unreduced for a in values):
+            return values[0].unreduced
+        which, other = ("lhs", "rhs") if values[0].unreduced else ("rhs", "lhs")
+        if all(a.unreduced for a in values):
+            raise ShardingTypeError(f"{name} operands are unreduced over different axes: {values[0]} and {values[1]}; "
                                     "reshard them to the same unreduced axes first.")
         raise ShardingTypeError(f"{which} is unreduced while {other} is not. `{name}` operation does not allow this "
                                 f"because there will be implicit communication. Please reduce {which} via `reshard` "
@@ -291,6 +299,9 @@ def _unreduced_axes(name: str, avals: Sequence[ShapedArray]) -> frozenset:
     if name in ("scatter", "dynamic_update_slice", "concatenate") and values \
             and all(a.unreduced == values[0].unreduced for a in values):
         return values[0].unreduced  # linear in all its values together
+    if name == "mul" and len(avals) == 2 and all(unreduced):
+        raise ShardingTypeError(f"lhs and rhs to `mul` cannot be unreduced since mul is bilinear. Got "
+                                f"lhs={unreduced[0]}, rhs={unreduced[1]}")
     if name in ("mul", "dot_general") and len(avals) == 2 and sum(bool(u) for u in unreduced) == 1:
         index = 0 if unreduced[0] else 1
         if avals[1 - index].reduced >= unreduced[index]:
@@ -298,8 +309,25 @@ def _unreduced_axes(name: str, avals: Sequence[ShapedArray]) -> frozenset:
         raise ShardingTypeError(f"{'RHS' if index == 0 else 'LHS'} should be reduced along the same axes "
                                 f"{'LHS' if index == 0 else 'RHS'} is unreduced on. Got lhs={avals[0]} and "
                                 f"rhs={avals[1]}")
+    if name == "div" and len(avals) == 2 and unreduced[0] and not unreduced[1]:
+        if avals[1].reduced >= unreduced[0]:
+            return unreduced[0]
+        raise ValueError(f"Denominator should be reduced along the same axes numerator is unreduced on. Got "
+                         f"x={_shaped(avals[0])}, y={_shaped(avals[1])}")
+    if _elementwise(name, avals):
+        if len(avals) == 1:
+            raise ShardingTypeError(f"{name} is a non-linear operation and cannot accept input that is unreduced. "
+                                    f"Got {avals[0]}")
+        raise ShardingTypeError(f"{name} is a non-linear operation and cannot accept inputs that are unreduced. Got "
+                                f"({', '.join(_shaped(a) for a in avals)})")
     raise NotImplementedError(f"unreduced rule for {name} is not implemented. Please file an issue at "
                               "https://github.com/jax-ml/jax/issues")
+
+
+def _elementwise(name: str, avals: Sequence[ShapedArray]) -> bool:
+    """Whether `name` looks like an elementwise operation: operands of one shape (or scalars)."""
+    shapes = {tuple(a.shape) for a in avals if a.shape}
+    return len(shapes) <= 1 and not name.startswith(_NOT_ELEMENTWISE_PREFIXES)
 
 
 def partial_sum_types(name: str, avals: Sequence[ShapedArray], outs: list[ShapedArray],

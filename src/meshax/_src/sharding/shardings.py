@@ -8,6 +8,7 @@ that hold its shard.
 """
 from __future__ import annotations
 
+import enum
 import functools
 import math
 from typing import Any, Iterable, Sequence
@@ -19,11 +20,19 @@ from .mesh import AbstractMesh, Mesh, current_mesh
 Box = tuple[tuple[int, int], ...]
 
 
+class UnreducedKind(enum.Enum):
+    """How an unreduced value's partial results combine."""
+    sum = 1
+    max = 2
+    min = 3
+
+
 class PartitionSpec(tuple):
     """For each array dimension: None (replicated), a mesh axis name, or a tuple of names. `unreduced`: mesh axes
     over which the array holds partial sums; `reduced`: axes it is replicated over, whose cotangents are summed."""
 
-    def __new__(cls, *partitions: Any, unreduced: Any = frozenset(), reduced: Any = frozenset()) -> "PartitionSpec":
+    def __new__(cls, *partitions: Any, unreduced: Any = frozenset(), reduced: Any = frozenset(),
+                unreduced_kind: UnreducedKind | None = None) -> "PartitionSpec":
         for entry in partitions:
             names = entry if isinstance(entry, tuple) else (entry,)
             if not all(n is None or isinstance(n, str) for n in names) or (isinstance(entry, tuple) and None in entry):
@@ -41,6 +50,10 @@ class PartitionSpec(tuple):
         if spec.unreduced & spec.reduced:
             raise ValueError(f"`unreduced` and `reduced` argument to PartitionSpec cannot overlap. Got unreduced: "
                              f"{spec.unreduced} and reduced: {spec.reduced}")
+        if unreduced_kind is not None and not spec.unreduced:
+            raise ValueError(f"`unreduced_kind` should be `None` when `unreduced` is an empty set. Got "
+                             f"unreduced_kind={unreduced_kind!r} and unreduced={spec.unreduced}")
+        spec.unreduced_kind = (unreduced_kind or UnreducedKind.sum) if spec.unreduced else None
         return spec
 
     partitions = property(lambda self: tuple(self))
@@ -56,12 +69,17 @@ class PartitionSpec(tuple):
         for name, axes in (("unreduced", self.unreduced), ("reduced", self.reduced)):
             if axes:
                 entries.append(f"{name}={{{', '.join(repr(a) for a in sorted(axes))}}}")
+            if axes and name == "unreduced":
+                entries.append(f"unreduced_kind={self.unreduced_kind.name}")
         return "PartitionSpec(" + ", ".join(entries) + ("," if len(self) == 1 and len(entries) == 1 else "") + ")"
 
     def update(self, **changes: Any) -> "PartitionSpec":
         """A copy with `partitions`, `unreduced` or `reduced` replaced."""
-        fields = {"partitions": tuple(self), "unreduced": self.unreduced, "reduced": self.reduced, **changes}
-        return PartitionSpec(*fields["partitions"], unreduced=fields["unreduced"], reduced=fields["reduced"])
+        fields = {"partitions": tuple(self), "unreduced": self.unreduced, "reduced": self.reduced,
+                  "unreduced_kind": self.unreduced_kind, **changes}
+        kind = fields["unreduced_kind"] if fields["unreduced"] else None
+        return PartitionSpec(*fields["partitions"], unreduced=fields["unreduced"], reduced=fields["reduced"],
+                             unreduced_kind=kind)
 
     def normalized(self) -> tuple[tuple[str, ...], ...]:
         """Each entry as a tuple of axis names, trailing replicated dimensions dropped."""
@@ -72,8 +90,8 @@ class PartitionSpec(tuple):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PartitionSpec):
-            return (self.normalized(), self.unreduced, self.reduced) == \
-                (other.normalized(), other.unreduced, other.reduced)
+            return (self.normalized(), self.unreduced, self.reduced, self.unreduced_kind) == \
+                (other.normalized(), other.unreduced, other.reduced, other.unreduced_kind)
         if isinstance(other, tuple):
             return not self.unreduced and not self.reduced and self.normalized() == PartitionSpec(*other).normalized()
         return NotImplemented
@@ -86,11 +104,12 @@ class PartitionSpec(tuple):
         return hash((self.normalized(), self.unreduced, self.reduced))
 
     def __reduce__(self):
-        return (_rebuild_spec, (tuple(self), self.unreduced, self.reduced))
+        return (_rebuild_spec, (tuple(self), self.unreduced, self.reduced, self.unreduced_kind))
 
 
-def _rebuild_spec(partitions: tuple, unreduced: frozenset, reduced: frozenset) -> PartitionSpec:
-    return PartitionSpec(*partitions, unreduced=unreduced, reduced=reduced)
+def _rebuild_spec(partitions: tuple, unreduced: frozenset, reduced: frozenset,
+                  unreduced_kind: UnreducedKind | None = None) -> PartitionSpec:
+    return PartitionSpec(*partitions, unreduced=unreduced, reduced=reduced, unreduced_kind=unreduced_kind)
 
 
 def _axis_set(axes: Any, what: str) -> frozenset:
@@ -200,6 +219,9 @@ class NamedSharding(Sharding):
             spec = PartitionSpec(*spec)
         self.mesh = mesh
         self.spec = spec
+        if spec.unreduced_kind not in (None, UnreducedKind.sum):
+            raise NotImplementedError(f"unreduced_kind={spec.unreduced_kind.name} is not supported: meshax's unreduced "
+                                      "arrays hold partial sums (unreduced_kind=sum).")
         if memory_kind not in (None, "device"):
             raise ValueError(f"memory_kind={memory_kind!r} is not supported; CPU devices have one memory, 'device'.")
         self._axes = spec.normalized()
