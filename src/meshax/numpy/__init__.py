@@ -8,6 +8,7 @@ from meshax._src import numpy as _api
 from meshax._src.arrays.basearray import Array as ndarray  # noqa: F401  (jnp.ndarray is meshax.Array, as in JAX)
 from meshax._src.core.dtypes import finfo, iinfo  # noqa: F401
 from meshax._src.numpy import *  # noqa: F401,F403
+from meshax._src.numpy.ufunc_builtins import *  # noqa: F401,F403  (add, maximum, ... as jnp.ufunc objects)
 from meshax._src.numpy import (  # noqa: F401
     abs, all, any, divmod, max, min, pow, round, sum,
 )

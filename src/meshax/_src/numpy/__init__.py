@@ -19,6 +19,12 @@ from .numerics import *  # noqa: F401,F403
 from .polynomials import *  # noqa: F401,F403
 from .set_ops import *  # noqa: F401,F403
 from .index_tricks import *  # noqa: F401,F403
+from .ufunc_objects import *  # noqa: F401,F403
+from .insertion import *  # noqa: F401,F403
+from .bits import *  # noqa: F401,F403
+from .extremes import *  # noqa: F401,F403
+from .index_grids import *  # noqa: F401,F403
+from .files import *  # noqa: F401,F403
 from .indexing import _IndexUpdateHelper  # noqa: F401  (x.at, installed by methods)
 from .promotion import _axes, _cast, _lift, _ndim, _promote, _promote_inexact  # noqa: F401  (for lax_parallel, random, nn, ad)
 

@@ -25,14 +25,24 @@ def _refuse_out_where(name: str, out: Any, where: Any) -> None:
         raise NotImplementedError(f"where argument of {name}: use where(mask, {name}(...), other) instead.")
 
 
+# the primitives JAX refuses booleans for (NumPy's boolean `-` is an error too), checked before tracing
+_NUMERIC_ONLY = frozenset({"sub", "neg"})
+
+
+def _refuse_bool(name: str) -> None:
+    raise TypeError(f"{name} does not accept dtype bool; use logical_xor or logical_not for booleans, or cast them "
+                    "to a number type first.")
+
+
 def _unary(name: str, inexact: bool = False, strong: bool = False):
     """The elementwise function `name`; `strong` results are never weakly typed (JAX's log2, log10, isinf and
     signbit of a Python scalar are strong)."""
     primitive = P.UNARY[name]
 
-    def function(x: ArrayLike, /, *, out: None = None, where: None = None) -> Any:
-        _refuse_out_where(name, out, where)
+    def function(x: ArrayLike, /) -> Any:
         (x,) = _promote_inexact(x) if inexact else _promote(x)
+        if name in _NUMERIC_ONLY and x.dtype == np.bool_:
+            _refuse_bool(name)
         result = primitive.bind(x)
         return _cast(result, result.dtype, False) if strong else result
 
@@ -43,9 +53,10 @@ def _unary(name: str, inexact: bool = False, strong: bool = False):
 def _binary(name: str, inexact: bool = False):
     primitive = P.BINARY[name]
 
-    def function(x: ArrayLike, y: ArrayLike, /, *, out: None = None, where: None = None) -> Any:
-        _refuse_out_where(name, out, where)
+    def function(x: ArrayLike, y: ArrayLike, /) -> Any:
         x, y = _promote_inexact(x, y) if inexact else _promote(x, y)
+        if name in _NUMERIC_ONLY and x.dtype == np.bool_:
+            _refuse_bool(name)
         return primitive.bind(x, y)
 
     function.__name__ = name
@@ -82,7 +93,7 @@ equal, not_equal, less, less_equal = _binary("eq"), _binary("ne"), _binary("lt")
 greater, greater_equal = _binary("gt"), _binary("ge")
 
 
-def square(x: ArrayLike) -> Any:
+def square(x: ArrayLike, /) -> Any:
     """x * x; booleans square as the default integer type (as in JAX)."""
     (x,) = _promote(x)
     if aval_of(x).dtype == np.bool_:
@@ -90,21 +101,21 @@ def square(x: ArrayLike) -> Any:
     return P.UNARY["square"].bind(x)
 
 
-def isfinite(x: ArrayLike) -> Any:
+def isfinite(x: ArrayLike, /) -> Any:
     """Whether each element is finite; integers and booleans always are (a strongly typed answer, as JAX's)."""
     (x,) = _promote(x)
     result = P.UNARY["isfinite"].bind(x)
     return result if issubdtype(aval_of(x).dtype, np.inexact) else _cast(result, result.dtype, False)
 
 
-def fabs(x: ArrayLike) -> Any:
+def fabs(x: ArrayLike, /) -> Any:
     (x,) = _promote_inexact(x)
     if issubdtype(aval_of(x).dtype, np.complexfloating):
         raise TypeError("ufunc 'fabs' does not support complex dtypes; use absolute for the magnitude.")
     return P.UNARY["abs"].bind(x)
 
 
-def reciprocal(x: ArrayLike) -> Any:
+def reciprocal(x: ArrayLike, /) -> Any:
     (x,) = _promote_inexact(x)
     return P.UNARY["reciprocal"].bind(x)
 
@@ -119,7 +130,7 @@ def _known_int(y: Any) -> int | None:
         return None
 
 
-def power(x: ArrayLike, y: ArrayLike) -> Any:
+def power(x: ArrayLike, y: ArrayLike, /) -> Any:
     """x ** y; a real float x to a known integer power y != 0 is a chain of products, as in JAX (NumPy's pow
     rounds differently)."""
     n = _known_int(y)
@@ -135,7 +146,7 @@ def power(x: ArrayLike, y: ArrayLike) -> Any:
 pow = power
 
 
-def float_power(x: ArrayLike, y: ArrayLike) -> Any:
+def float_power(x: ArrayLike, y: ArrayLike, /) -> Any:
     """x ** y in the operands' promoted inexact type (weak if both are; float16 stays float16, as in JAX)."""
     x, y = _promote_inexact(x, y)
     return P.BINARY["pow"].bind(x, y)
@@ -161,7 +172,7 @@ def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Any:
 around = round
 
 
-def rint(x: ArrayLike) -> Any:
+def rint(x: ArrayLike, /) -> Any:
     """Round half to even to an integer value, in an inexact type (integers become the default float, strongly
     typed, as in JAX)."""
     (x,) = _promote(x)
@@ -170,7 +181,7 @@ def rint(x: ArrayLike) -> Any:
     return P.UNARY["round"].bind(x)
 
 
-def invert(x: ArrayLike) -> Any:
+def invert(x: ArrayLike, /) -> Any:
     (x,) = _promote(x)
     return P.UNARY["not"].bind(x)
 
@@ -178,14 +189,13 @@ def invert(x: ArrayLike) -> Any:
 bitwise_not = invert
 
 
-def logical_not(x: ArrayLike) -> Any:
+def logical_not(x: ArrayLike, /) -> Any:
     return invert(astype(x, np.bool_))
 
 
 def _logical(name: str):
     """A logical ufunc: weakly typed when its promoted operands are (as JAX's)."""
-    def function(x: ArrayLike, y: ArrayLike, /, *, out: None = None, where: None = None) -> Any:
-        _refuse_out_where(f"logical_{name}", out, where)
+    def function(x: ArrayLike, y: ArrayLike, /) -> Any:
         x, y = _promote(x, y)
         weak = _weak(x)
         return P.BINARY[name].bind(_cast(x, np.bool_, weak), _cast(y, np.bool_, weak))
@@ -197,7 +207,7 @@ def _logical(name: str):
 logical_and, logical_or, logical_xor = _logical("and"), _logical("or"), _logical("xor")
 
 
-def positive(x: ArrayLike) -> Any:
+def positive(x: ArrayLike, /) -> Any:
     return _as_array(_promote(x)[0])
 
 
@@ -223,11 +233,10 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], defau
     return _as_array(_promote(result)[0])
 
 
-def clip(a: ArrayLike, a_min: ArrayLike = None, a_max: ArrayLike = None, *, min: ArrayLike = None,
-         max: ArrayLike = None) -> Any:
-    low = a_min if a_min is not None else min
-    high = a_max if a_max is not None else max
-    result = _as_array(_promote(a)[0])
+def clip(arr: ArrayLike = None, /, min: ArrayLike = None, max: ArrayLike = None) -> Any:
+    """`arr` limited to [min, max] (either bound may be None); JAX 0.12 dropped the a/a_min/a_max keywords."""
+    low, high = min, max
+    result = _as_array(_promote(arr)[0])
     if low is not None:
         result = maximum(result, low)
     if high is not None:
@@ -258,16 +267,16 @@ acos, acosh, asin, asinh, atan, atanh, atan2 = arccos, arccosh, arcsin, arcsinh,
 bitwise_invert, bitwise_left_shift, bitwise_right_shift = invert, left_shift, right_shift
 
 
-def divmod(x: ArrayLike, y: ArrayLike) -> tuple[Any, Any]:
+def divmod(x: ArrayLike, y: ArrayLike, /) -> tuple[Any, Any]:
     return floor_divide(x, y), remainder(x, y)
 
 
-def deg2rad(x: ArrayLike) -> Any:
+def deg2rad(x: ArrayLike, /) -> Any:
     (x,) = _promote_inexact(x)
     return multiply(x, _cast(np.pi / 180, x.dtype, _weak(x)))
 
 
-def rad2deg(x: ArrayLike) -> Any:
+def rad2deg(x: ArrayLike, /) -> Any:
     (x,) = _promote_inexact(x)
     return multiply(x, _cast(180 / np.pi, x.dtype, _weak(x)))
 
@@ -275,7 +284,7 @@ def rad2deg(x: ArrayLike) -> Any:
 radians, degrees = deg2rad, rad2deg
 
 
-def fmax(x1: ArrayLike, x2: ArrayLike) -> Any:
+def fmax(x1: ArrayLike, x2: ArrayLike, /) -> Any:
     """The larger of each pair, ignoring NaN unless both are NaN."""
     x1, x2 = _promote(x1, x2)
     if not issubdtype(x1.dtype, np.inexact):
@@ -283,21 +292,20 @@ def fmax(x1: ArrayLike, x2: ArrayLike) -> Any:
     return _where(isnan(x1), x2, _where(isnan(x2), x1, maximum(x1, x2)))
 
 
-def fmin(x1: ArrayLike, x2: ArrayLike) -> Any:
+def fmin(x1: ArrayLike, x2: ArrayLike, /) -> Any:
     x1, x2 = _promote(x1, x2)
     if not issubdtype(x1.dtype, np.inexact):
         return minimum(x1, x2)
     return _where(isnan(x1), x2, _where(isnan(x2), x1, minimum(x1, x2)))
 
 
-def heaviside(x1: ArrayLike, x2: ArrayLike) -> Any:
+def heaviside(x1: ArrayLike, x2: ArrayLike, /) -> Any:
     x1, x2 = _promote_inexact(x1, x2)
     zero, one = _cast(0, x1.dtype, _weak(x1)), _cast(1, x1.dtype, _weak(x1))
     return _where(less(x1, 0), zero, _where(greater(x1, 0), one, x2))
 
 
-def logaddexp2(x1: ArrayLike, x2: ArrayLike, /, *, out: None = None, where: None = None) -> Any:
-    _refuse_out_where("logaddexp2", out, where)
+def logaddexp2(x1: ArrayLike, x2: ArrayLike, /) -> Any:
     x1, x2 = _promote_inexact(x1, x2)
     peak = maximum(x1, x2)
     delta = subtract(x1, x2)
@@ -309,7 +317,7 @@ def logaddexp2(x1: ArrayLike, x2: ArrayLike, /, *, out: None = None, where: None
 _SINC_SERIES = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(8))
 
 
-def sinc(x: ArrayLike) -> Any:
+def sinc(x: ArrayLike, /) -> Any:
     """sin(pi x) / (pi x), 1 at 0; at 0 the value is sin(y)/y's Maclaurin series, so derivatives there (of
     every order up to 14) are the series' (as JAX's: the 2nd is -pi**2/3), not those of the guarded quotient."""
     (x,) = _promote_inexact(x)
@@ -331,7 +339,7 @@ def modf(x: ArrayLike, /, out: None = None) -> tuple[Any, Any]:
     return subtract(x, whole), whole
 
 
-def ldexp(x1: ArrayLike, x2: ArrayLike) -> Any:
+def ldexp(x1: ArrayLike, x2: ArrayLike, /) -> Any:
     (x1,) = _promote_inexact(x1)
     if not issubdtype(aval_of(_lift(x2)).dtype, np.integer):
         raise TypeError("ldexp: the exponents must be integers.")
