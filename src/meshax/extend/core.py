@@ -31,7 +31,14 @@ Effects = Set[Effect]
 no_effects: Effects = frozenset()
 
 
-class Primitive(_core.Primitive):
+class _PrimitiveType(type):
+    """`isinstance(lax.add_p, Primitive)` holds for every meshax primitive, as for JAX's."""
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, _core.Primitive) if cls is Primitive else super().__instancecheck__(obj)
+
+
+class Primitive(_core.Primitive, metaclass=_PrimitiveType):
     """A user-defined primitive (as jax.extend.core.Primitive): `p = Primitive("name"); p.def_impl(f);
     p.def_abstract_eval(g); p.bind(*args, **params)`; set `p.multiple_results = True` before binding for a
     primitive with several outputs."""

@@ -179,7 +179,6 @@ def nextafter(x1: Any, x2: Any) -> Any:
     """The next representable value after x1 towards x2, elementwise, for operands of one dtype (as
     jax.lax.nextafter)."""
     return P.BINARY["nextafter"].bind(*_same_dtype("nextafter", x1, x2))
-rem = _bin("rem", "fmod")
 bitwise_and, bitwise_or, bitwise_xor = _bin("bitwise_and", "and"), _bin("bitwise_or", "or"), _bin("bitwise_xor", "xor")
 eq, ne, lt, le, gt, ge = _bin("eq"), _bin("ne"), _bin("lt"), _bin("le"), _bin("gt"), _bin("ge")
 shift_left = _bin("shift_left")
@@ -189,14 +188,27 @@ shift_right_arithmetic = _bin("shift_right_arithmetic", "shift_right")
 def _div(x: Any, y: Any) -> Any:
     if not issubdtype(aval_of(x).dtype, np.integer):
         return P.BINARY["div"].bind(x, y)
-    jnp = _jnp()  # integers: rounded toward zero, as C (and XLA) divide
+    jnp = _jnp()  # integers: rounded toward zero, as C (and XLA) divide; x / 0 is all ones (-1 or the maximum)
+    by_zero = jnp.equal(y, 0)
+    y = jnp.where(by_zero, jnp.ones_like(y), y)
     q = jnp.floor_divide(x, y)
     inexact = jnp.not_equal(jnp.multiply(q, y), x)
-    return jnp.where(jnp.logical_and(inexact, jnp.less(jnp.bitwise_xor(x, y), 0)), jnp.add(q, 1), q) \
-        if issubdtype(aval_of(x).dtype, np.signedinteger) else q
+    if issubdtype(aval_of(x).dtype, np.signedinteger):
+        q = jnp.where(jnp.logical_and(inexact, jnp.less(jnp.bitwise_xor(x, y), 0)), jnp.add(q, 1), q)
+    return jnp.where(by_zero, jnp.bitwise_not(jnp.zeros_like(q)), q)
+
+
+def _rem(x: Any, y: Any) -> Any:
+    """The remainder with the dividend's sign (C's fmod, as XLA); an integer x rem 0 is x, as XLA gives it."""
+    if not issubdtype(aval_of(x).dtype, np.integer):
+        return P.BINARY["fmod"].bind(x, y)
+    jnp = _jnp()
+    by_zero = jnp.equal(y, 0)
+    return jnp.where(by_zero, x, P.BINARY["fmod"].bind(x, jnp.where(by_zero, jnp.ones_like(y), y)))
 
 
 div = _binary("div", _div)
+rem = _binary("rem", _rem)
 
 
 def _shift_right_logical(x: Any, y: Any) -> Any:
