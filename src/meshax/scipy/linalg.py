@@ -7,9 +7,19 @@ from meshax import numpy as jnp
 from meshax._src.numpy import _promote_inexact
 from meshax._src.lax.linalg import triangular_solve
 from meshax._src.numpy import linalg as _np_linalg
+from meshax._src.lax import linalg_api as _lax_linalg
+from meshax._src.scipy.linalg_decomp import (eigh_tridiagonal, hessenberg, lu, lu_factor, lu_solve, polar,
+                                             qr_multiply, rsf2csf, schur)
+from meshax._src.scipy.linalg_matfun import expm, expm_frechet, funm, solve_sylvester, sqrtm
+from meshax._src.scipy.linalg_special import (circulant, companion, convolution_matrix, dft, fiedler,
+                                              fiedler_companion, hadamard, hankel, helmert, hilbert, invhilbert,
+                                              invpascal, leslie, pascal, toeplitz)
 
-__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv", "qr", "solve",
-           "solve_triangular", "svd"]
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion", "convolution_matrix", "det",
+           "dft", "eigh", "eigh_tridiagonal", "expm", "expm_frechet", "fiedler", "fiedler_companion", "funm",
+           "hadamard", "hankel", "helmert", "hessenberg", "hilbert", "inv", "invhilbert", "invpascal", "leslie", "lu",
+           "lu_factor", "lu_solve", "pascal", "polar", "qr", "qr_multiply", "rsf2csf", "schur", "solve",
+           "solve_sylvester", "solve_triangular", "sqrtm", "svd", "toeplitz"]
 
 
 def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
@@ -26,29 +36,42 @@ def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False, 
          overwrite_b: bool = False, turbo: bool = True, eigvals: None = None, type: int = 1,  # noqa: A002
          check_finite: bool = True) -> Any:
     """Eigenvalues (ascending) and eigenvectors of a Hermitian matrix, read from its `lower` (else upper)
-    triangle: the tuple (w, v), or w alone when `eigvals_only`. Only the standard problem (b=None, type=1, all
-    eigenvalues) is implemented, as in JAX."""
-    if b is not None:
-        raise NotImplementedError("Only the b=None case of eigh is implemented")
-    if type != 1:
-        raise NotImplementedError("Only the type=1 case of eigh is implemented.")
+    triangle: the tuple (w, v), or w alone when `eigvals_only`. With a Hermitian positive-definite `b`, the
+    generalized problem a v = w b v (type 1), a b v = w v (2) or b a v = w v (3), v normalized as SciPy's."""
     if eigvals is not None:
         raise NotImplementedError("Only the eigvals=None case of eigh is implemented.")
-    w, v = _np_linalg.eigh(a, UPLO="L" if lower else "U")
-    return w if eigvals_only else (w, v)
+    if b is not None and type not in (1, 2, 3):
+        raise ValueError(f"eigh's type must be 1, 2 or 3, got {type}.")
+    uplo = "L" if lower else "U"
+    if b is None:
+        w, v = _np_linalg.eigh(a, UPLO=uplo)
+        return w if eigvals_only else (w, v)
+    a, b = _promote_inexact(jnp.asarray(a), jnp.asarray(b))
+    factor = jnp.linalg.cholesky(b)  # b = L L^H
+
+    def back(x: Any) -> Any:  # L^-H x
+        return triangular_solve(factor, x, left_side=True, lower=True, transpose_a=True, conjugate_a=True)
+
+    if type == 1:  # L^-1 a L^-H
+        inner = triangular_solve(factor, a, left_side=True, lower=True)
+        inner = triangular_solve(factor, inner, left_side=False, lower=True, transpose_a=True, conjugate_a=True)
+    else:  # L^H a L
+        inner = jnp.matmul(jnp.conj(jnp.swapaxes(factor, -1, -2)), jnp.matmul(a, factor))
+    w, y = _np_linalg.eigh(inner, UPLO=uplo)
+    if eigvals_only:
+        return w
+    return w, (jnp.matmul(factor, y) if type == 3 else back(y))
 
 
 def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full", pivoting: bool = False,
        check_finite: bool = True) -> tuple[Any, ...]:
     """QR decomposition as scipy spells it: mode 'full' (Q square), 'economic' (Q as wide as R is tall) or 'r'
-    (the tuple (R,))."""
+    (R alone); with `pivoting` the column order p (int32, a[:, p] = Q R) comes last."""
     if mode not in ("full", "economic", "r"):
         raise ValueError(f"Unsupported QR decomposition mode {mode!r}")
-    if pivoting:
-        raise NotImplementedError("scipy.linalg.qr(pivoting=True) is not supported in meshax; use pivoting=False.")
-    if mode == "r":
-        return (_np_linalg.qr(a, mode="complete")[1],)
-    return tuple(_np_linalg.qr(a, mode="complete" if mode == "full" else "reduced"))
+    (a,) = _promote_inexact(jnp.asarray(a))
+    q, r, *pivots = _lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode != "economic")
+    return (r, *pivots) if mode == "r" else (q, r, *pivots)
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
@@ -91,6 +114,8 @@ def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False, 
 
 def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
           debug: bool = False, check_finite: bool = True, assume_a: str = "gen") -> Any:
+    if assume_a not in ("gen", "sym", "her", "pos"):
+        raise ValueError(f"Expected assume_a to be one of ['gen', 'sym', 'her', 'pos']; got {assume_a!r}")
     if assume_a == "pos":
         return cho_solve(cho_factor(a, lower=lower), b)
     return jnp.linalg.solve(a, b)
@@ -108,24 +133,6 @@ def block_diag(*arrs: Any) -> Any:
         rows.append(jnp.pad(b.astype(dtype), ((0, 0), (start, cols - start - b.shape[1]))))
         start += b.shape[1]
     return jnp.concatenate(rows, axis=0)
-
-
-def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> Any:
-    """The matrix exponential (scaling and squaring with a degree-12 Taylor series)."""
-    (A,) = _promote_inexact(A)
-    norm = jnp.max(jnp.sum(jnp.abs(A), axis=-2), axis=-1)
-    squarings = jnp.clip(jnp.ceil(jnp.log2(jnp.maximum(norm, 1e-30) / 0.5)), 0, max_squarings)
-    scaled = A / jnp.expand_dims(jnp.expand_dims(2.0 ** squarings, -1), -1)
-    eye = jnp.broadcast_to(jnp.eye(A.shape[-1], dtype=A.dtype), A.shape)
-    result, term = eye, eye
-    for k in range(1, 13):
-        term = jnp.matmul(term, scaled) / k
-        result = result + term
-    for i in range(max_squarings):
-        squared = jnp.matmul(result, result)
-        mask = jnp.expand_dims(jnp.expand_dims(i < squarings, -1), -1)
-        result = jnp.where(mask, squared, result)
-    return result
 
 
 def __getattr__(name: str):

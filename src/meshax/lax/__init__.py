@@ -52,7 +52,12 @@ __all__ = sorted(["all_gather", "all_to_all", "associative_scan", "axis_index", 
 
 
 def __getattr__(name: str):
-    """Names of jax.lax that meshax does not have yet raise NotImplementedError (others AttributeError)."""
+    """`lax.linalg` loads on first use; names of jax.lax that meshax does not have yet raise NotImplementedError
+    (others AttributeError)."""
+    if name == "linalg":
+        import importlib
+
+        return importlib.import_module("meshax.lax.linalg")
     from meshax._src.compat.missing_names import missing_attribute
 
     missing_attribute("jax.lax", name)
