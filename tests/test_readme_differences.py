@@ -22,7 +22,7 @@ NAME = re.compile(r"`(?:meshax|jax)((?:\.\w+)+)")
 def section() -> str:
     text = (REPO / "README.md").read_text()
     start_at = text.index("## Differences from JAX")
-    return text[start_at:text.index("\n## ", start_at + 1)]
+    return text[start_at:text.index("\n### JAX names meshax does not provide", start_at + 1)]
 
 
 def table_rows() -> list[list[str]]:
