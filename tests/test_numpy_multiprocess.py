@@ -67,6 +67,8 @@ NP_CHECKS = [
     "concatenate", "concatenate_kept", "stack_kept", "slice", "slice_kept", "integer_array", "take_columns",
     "boolean_mask", "at_add", "at_set_uneven", "cumsum_sharded_axis", "sort_sharded_axis", "cumsum_int",
     "argmax_axis0", "argmax_all", "argmin_axis1", "softmax_sharded_axis", "jit", "uneven_sum", "uneven_elementwise",
+    "segment_sum_sharded", "histogram_sharded", "top_k_sharded_rows", "ufunc_reduce_sharded_axis",
+    "ufunc_outer_sharded", "special_erfcx_sharded", "stats_gamma_sharded",
 ]
 
 

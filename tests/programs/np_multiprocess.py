@@ -113,4 +113,30 @@ u = put(U, "a")
 check("uneven_sum", jnp.sum(u, axis=0), U.sum(0))
 check("uneven_elementwise", u * 2 + 1, U * 2 + 1)
 
+# issue 40's functions on process-spanning arrays: segment sums, histograms, top_k, ufunc methods, scipy
+import scipy.special as sps  # noqa: E402
+import scipy.stats as spst  # noqa: E402
+
+import meshax.ops  # noqa: E402
+import meshax.scipy.special  # noqa: E402
+import meshax.scipy.stats  # noqa: E402
+
+flat = put(X.reshape(-1), "a")
+ids = put(np.repeat(np.arange(8, dtype=np.int32), 8) % 5, "a")
+expected_segments = np.zeros(5, np.float32)
+np.add.at(expected_segments, np.repeat(np.arange(8), 8) % 5, X.reshape(-1))
+check("segment_sum_sharded", meshax.ops.segment_sum(flat, ids, num_segments=5), expected_segments)
+counts, edges = jnp.histogram(flat, bins=6, range=(-3.0, 3.0))
+np_counts, np_edges = np.histogram(X.reshape(-1), bins=6, range=(-3.0, 3.0))
+check("histogram_sharded", counts, np_counts.astype(np.asarray(counts).dtype))
+values, indices = meshax.lax.top_k(x, 3)
+check("top_k_sharded_rows", values, -np.sort(-X, axis=1)[:, :3])
+check("ufunc_reduce_sharded_axis", jnp.add.reduce(x, axis=0), X.sum(0))
+check("ufunc_outer_sharded", jnp.multiply.outer(flat[:8], flat[:8]), np.multiply.outer(X.reshape(-1)[:8],
+                                                                                     X.reshape(-1)[:8]))
+check("special_erfcx_sharded", meshax.scipy.special.erfcx(x), sps.erfcx(X.astype(np.float64)).astype(np.float32),
+      rtol=2e-5)
+check("stats_gamma_sharded", meshax.scipy.stats.gamma.logpdf(jnp.abs(x) + 0.1, 2.0),
+      spst.gamma.logpdf(np.abs(X) + np.float32(0.1), 2.0).astype(np.float32), rtol=2e-5)
+
 say("NP-MULTIPROCESS-DONE")
