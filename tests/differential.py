@@ -62,3 +62,22 @@ def check_modes(case: Callable[..., Any], *args: Any, modes: tuple[str, ...] = (
         theirs = run_jax(case, args)
         for mode in modes:
             assert_matches(run_meshax(case, args, mode), theirs, **tolerances)
+
+
+def random_data(shape: tuple[int, ...], dtype: Any, seed: int = 0, scale: float = 3.0) -> np.ndarray:
+    """Normal values times `scale` of `shape` and `dtype` (complex dtypes get a random imaginary part too)."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=shape) * scale
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.normal(size=shape)
+    return x.astype(dtype)
+
+
+def raises_like_jax(case: Callable[..., Any], *args: Any) -> None:
+    """JAX raises for `case(jax, *args)`; meshax must raise the same exception class."""
+    import pytest
+
+    with pytest.raises(Exception) as theirs:
+        case(jax, *args)
+    with pytest.raises(theirs.type):
+        case(meshax, *args)

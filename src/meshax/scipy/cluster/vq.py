@@ -1,0 +1,4 @@
+"""Vector quantization (as jax.scipy.cluster.vq)."""
+from meshax._src.scipy.cluster import vq
+
+__all__ = ["vq"]

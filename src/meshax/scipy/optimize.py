@@ -1,0 +1,4 @@
+"""Unconstrained minimization (as jax.scipy.optimize)."""
+from meshax._src.scipy.optimize import OptimizeResults, minimize
+
+__all__ = ["OptimizeResults", "minimize"]
