@@ -122,8 +122,39 @@ def test_ppermute(shape, names, order, axes):
     perm = [(s, t) for s, t in enumerate(targets)][: max(1, n - 1)]  # one device may receive nothing
     value = data(shape, names)
     spec = spec_over_all(names)
-    ours, theirs = both(lambda x: meshax.lax.ppermute(x, axes, perm), lambda x: jax.lax.ppermute(x, axes, perm),
-                        shape, names, order, spec, spec, value)
+    run = functools.partial(both, lambda x: meshax.lax.ppermute(x, axes, perm),
+                            lambda x: jax.lax.ppermute(x, axes, perm), shape, names, order, spec, spec, value)
+    if list(axes) != sorted(axes, key=names.index):
+        # JAX 0.12 refuses axis names out of the mesh's order (jax_raise_on_ppermute_sort_diff, on by default)
+        with pytest.raises(RuntimeError) as theirs_error:
+            jax.jit(jax_shard_map()(lambda x: jax.lax.ppermute(x, axes, perm), mesh=meshes(shape, names, order)[1],
+                                    in_specs=JP(*spec), out_specs=JP(*spec)))(value)
+        with pytest.raises(RuntimeError) as ours_error:
+            run()
+        assert str(ours_error.value) == str(theirs_error.value).split("\n")[0]
+        return
+    ours, theirs = run()
+    np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("shape,names,order,axes", [c for c in CASES if list(c[3]) != sorted(c[3], key=c[1].index)],
+                         ids=[i for i, c in zip(IDS, CASES) if list(c[3]) != sorted(c[3], key=c[1].index)])
+def test_ppermute_over_axes_out_of_mesh_order_with_the_check_off(shape, names, order, axes, monkeypatch):
+    """With jax_raise_on_ppermute_sort_diff off, JAX 0.12 numbers the devices in the order of the axis names."""
+    n = group_size(shape, names, axes)
+    targets = list(range(n))
+    random.Random(n).shuffle(targets)
+    perm = [(s, t) for s, t in enumerate(targets)][: max(1, n - 1)]
+    value = data(shape, names)
+    spec = spec_over_all(names)
+    monkeypatch.setitem(meshax.config._values, "jax_raise_on_ppermute_sort_diff", False)
+    previous = jax.config.jax_raise_on_ppermute_sort_diff
+    jax.config.update("jax_raise_on_ppermute_sort_diff", False)
+    try:
+        ours, theirs = both(lambda x: meshax.lax.ppermute(x, axes, perm), lambda x: jax.lax.ppermute(x, axes, perm),
+                            shape, names, order, spec, spec, value)
+    finally:
+        jax.config.update("jax_raise_on_ppermute_sort_diff", previous)
     np.testing.assert_array_equal(ours, theirs)
 
 

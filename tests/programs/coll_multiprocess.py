@@ -13,7 +13,7 @@ Started by `meshax launch` (or by hand: program ADDRESS ID N); needs 8 devices i
 arguments: `only=name,name` or `skip=name,name` (collective kinds, see KINDS) to run part of the cases.
 Prints `collectives ok: N cases` (the launcher adds `[p] `); a wrong result raises, naming the case.
 
-ppermute numbers a group's devices in mesh axis order whatever the order of the names passed (as JAX does;
+ppermute's axis names are passed in mesh axis order (JAX 0.12 raises RuntimeError for another order;
 axis_index, all_gather, psum_scatter and all_to_all follow the order passed), and pmax/pmin propagate
 NaN as NumPy does (JAX on CPU drops NaN in pmax/pmin; meshax follows NumPy, see fault_nan_reduce.py).
 
@@ -151,6 +151,8 @@ def cases() -> tuple[list[MeshDesc], list[Case]]:
                         pairs = [(s, (s + 1) % n) for s in range(n)]  # a ring
                         pairs = [pairs[i] for i in rng.permutation(len(pairs))]
                     params["perm"] = pairs
+                    if not isinstance(axes, str):  # JAX 0.12 refuses ppermute axis names out of the mesh's order
+                        axes = tuple(sorted(axes, key=desc.names.index))
                 elif kind == "all_to_all":
                     ndim = 2 if trial < 2 else 3
                     tiled = trial == 0 if trial < 2 else (trial + m) % 2 == 0

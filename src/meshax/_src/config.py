@@ -27,6 +27,7 @@ JAX_OPTIONS: dict[str, Any] = {
     "jax_debug_key_reuse": False, "jax_no_execution": False, "jax_no_tracing": False,
     "jax_remove_size_one_mesh_axis_from_type": False, "jax_thread_guard": False,
     "jax2tf_associative_scan_reductions": False, "jax_legacy_prng_key": "allow", "jax_no_collectives": frozenset(),
+    "jax_raise_on_ppermute_sort_diff": True,
 }
 
 

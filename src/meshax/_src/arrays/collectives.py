@@ -14,6 +14,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from ..config import config
 from ..profiler import recorder
 from ..runtime import buffers, compute_pool as device_pool
 from ..runtime import devices as device_table
@@ -365,6 +366,11 @@ def _exchange_members(processes: tuple[int, ...], batch: list[tuple[Device, ...]
     return pieces, flat if len(batch) == 1 and list(batch[0]) == in_flat_order else None
 
 
+def _raise_on_ppermute_sort_diff() -> bool:
+    """JAX's `jax_raise_on_ppermute_sort_diff` option (True unless set off)."""
+    return bool(config.read("jax_raise_on_ppermute_sort_diff"))
+
+
 def permute_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.ndarray],
                     perm: Sequence[tuple[int, int]]) -> dict[Device, np.ndarray]:
     """Within each group along `axes`, member i's value goes to member j for each (i, j) in `perm`;
@@ -373,8 +379,14 @@ def permute_devices(mesh: Mesh, axes: Sequence[str], values: dict[Device, np.nda
     here = device_table.process_index()
     sample = np.asarray(next(iter(values.values())))
     result: dict[Device, np.ndarray] = {}
-    in_mesh_order = sorted(axes, key=mesh.axis_names.index)  # JAX numbers ppermute's devices in mesh order
-    groups = local_groups(mesh, tuple(in_mesh_order), here, by_axes=True)
+    # JAX 0.12 numbers ppermute's devices in the order of `axes`, and refuses (by default) axes out of mesh order
+    moved = [a for a in axes if mesh.shape[a] > 1]
+    if moved != sorted(moved, key=mesh.axis_names.index) and _raise_on_ppermute_sort_diff():
+        raise RuntimeError(
+            "Make sure that the axis_name passed to jax.lax.ppermute is in the same order as the axis_names "
+            "declared on the mesh. If you want to allow different order, you can disable the check via `with "
+            "jax.raise_on_ppermute_sort_diff(False):` context manager.")
+    groups = local_groups(mesh, tuple(axes), here, by_axes=True)
     processes = sorted({d.process_index for d in mesh.devices.flat})  # all of them run the ppermute
     with _permute_exchange(tuple(axes), processes, sample, perm) as exchange:
         for group in groups:

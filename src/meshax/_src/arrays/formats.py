@@ -14,7 +14,7 @@ class _AutoLayout:
     """`Layout.AUTO`: let the compiler choose (meshax's choice is always row-major)."""
 
     def __repr__(self) -> str:
-        return "AUTO"
+        return "AutoLayout"  # JAX 0.12 (0.10.2 printed AUTO)
 
 
 AUTO = _AutoLayout()

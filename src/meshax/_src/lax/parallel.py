@@ -313,6 +313,9 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
         raise ValueError(f"all_gather got to={to!r}; the allowed `to` values are {set(GATHER_TARGETS)}.")
     axes = _names(axis_name)
     groups = _groups("all_gather", axis_index_groups, axes)
+    # JAX 0.12: without varying-axes typing (check_vma=False, vmap) every `to` is the plain (varying) all_gather,
+    # whose transpose sums the cotangents (psum_scatter)
+    to = to if vma_checked() else "varying"
     if groups is not None and to != "varying":
         raise NotImplementedError(f"all_gather with axis_index_groups and to={to!r} is not supported (as in JAX); "
                                   "gather to='varying' with groups.")
@@ -322,7 +325,7 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
         at = jnp._axes(axis, leaf.ndim + (0 if tiled else 1))[0]
         if to != "varying":
             gathered = all_gather_invariant_p.bind(leaf, axes=axes, axis=at, tiled=tiled)
-            return pcast_leaf(gathered, axes, "reduced") if to == "reduced" and vma_checked() else gathered
+            return pcast_leaf(gathered, axes, "reduced") if to == "reduced" else gathered
         if groups is None:
             return all_gather_p.bind(leaf, axes=axes, axis=at, tiled=tiled)
         stacked, _ = _in_group(leaf, axes, groups)

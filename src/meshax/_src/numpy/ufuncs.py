@@ -35,8 +35,8 @@ def _refuse_bool(name: str) -> None:
 
 
 def _unary(name: str, inexact: bool = False, strong: bool = False):
-    """The elementwise function `name`; `strong` results are never weakly typed (JAX's log2, log10, isinf and
-    signbit of a Python scalar are strong)."""
+    """The elementwise function `name`; `strong` results are never weakly typed (JAX's log10, isinf and
+    signbit of a Python scalar are strong; its log2 is a primitive of its own since 0.12, and keeps weak types)."""
     primitive = P.UNARY[name]
 
     def function(x: ArrayLike, /) -> Any:
@@ -69,7 +69,7 @@ sinh, cosh, tanh = _unary("sinh", True), _unary("cosh", True), _unary("tanh", Tr
 arcsinh, arccosh, arctanh = _unary("asinh", True), _unary("acosh", True), _unary("atanh", True)
 exp, exp2, expm1 = _unary("exp", True), _unary("exp2", True), _unary("expm1", True)
 log, log1p = _unary("log", True), _unary("log1p", True)
-log2, log10 = _unary("log2", True, strong=True), _unary("log10", True, strong=True)
+log2, log10 = _unary("log2", True), _unary("log10", True, strong=True)
 sqrt, cbrt = _unary("sqrt", True), _unary("cbrt", True)
 negative, absolute, sign = _unary("neg"), _unary("abs"), _unary("sign")
 floor, ceil, trunc = _unary("floor"), _unary("ceil"), _unary("trunc")

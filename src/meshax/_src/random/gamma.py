@@ -16,6 +16,7 @@ import numpy as np
 from ..core import dtypes
 from .. import numpy as jnp
 from ..lax.control_flow import while_loop
+from ..lax.special import lgamma
 from .prng import _canonical_shape, _is_array, _key_array, _lift, _single_key, split
 from .distributions import _normal_real
 from .transformed_distributions import (
@@ -23,6 +24,7 @@ from .transformed_distributions import (
     _uniform01, rademacher,
 )
 from ..core.dtypes import issubdtype
+from ..arrays.out_sharding import accepts_out_sharding
 
 __all__ = [
     "gamma", "loggamma", "beta", "dirichlet", "chisquare", "f", "t", "generalized_normal", "ball", "poisson",
@@ -217,25 +219,11 @@ def ball(key: Any, d: int, p: float = 2, shape: Any = (), dtype: Any = None) -> 
 
 # ---- poisson -------------------------------------------------------------------------------------------------
 
-_LANCZOS_G = 7.0
-_LANCZOS_BASE = 0.99999999999980993227684700473478
-_LANCZOS_COEFFS = (676.520368121885098567009190444019, -1259.13921672240287047156078755283,
-                   771.3234287776530788486528258894, -176.61502916214059906584551354,
-                   12.507343278686904814458936853, -0.13857109526572011689554707,
-                   9.984369578019570859563e-6, 1.50563273514931155834e-7)
-
-
 def _lgamma_positive(x: Any) -> Any:
-    """log Gamma(x) for x >= 0.5 by Lanczos' approximation (g = 7, 8 terms), in x's float dtype, as XLA
-    evaluates it."""
-    z = jnp.subtract(x, _const(x, 1))
-    acc = _const(x, _LANCZOS_BASE)
-    for i, coeff in enumerate(_LANCZOS_COEFFS):
-        acc = jnp.add(acc, jnp.divide(_const(x, coeff), jnp.add(jnp.add(z, _const(x, i)), _const(x, 1))))
-    t = jnp.add(z, _const(x, _LANCZOS_G + 0.5))
-    log_t = jnp.add(_const(x, math.log(_LANCZOS_G + 0.5)), _log1p(jnp.divide(z, _const(x, _LANCZOS_G + 0.5))))
-    body = jnp.multiply(jnp.subtract(jnp.add(z, _const(x, 0.5)), jnp.divide(t, log_t)), log_t)
-    return jnp.add(jnp.add(_const(x, 0.5 * math.log(2 * math.pi)), body), _log(acc))
+    """log Gamma(x) for x >= 0.5, in x's float dtype. JAX 0.12's lgamma is accurate to about an ulp (XLA's
+    Lanczos approximation, which JAX 0.10 used, was not), so the rejection test of poisson uses meshax's lgamma,
+    computed in float64 and rounded: the accept / reject decisions, and so the samples, then agree with JAX's."""
+    return lgamma(x)
 
 
 def _poisson_knuth(key: Any, lam: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
@@ -299,9 +287,15 @@ def _transformed_rejection(key: Any, shape: tuple, fdtype: Any, dtype: Any,
     return jnp.astype(while_loop(cond, body, init)[0], dtype)
 
 
-def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = None) -> Any:
+@accepts_out_sharding
+def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = None, *, method: str = "exact") -> Any:
     """Poisson(lam) samples: Knuth's multiplication method for lam < 10, Hormann's transformed rejection
-    above (computed in float32)."""
+    above (computed in float32). method="approximate" (JAX 0.12's loop-free approximation) is not implemented."""
+    if method not in ("exact", "approximate"):
+        raise ValueError(f"method argument to `poisson` must be one of {{'exact', 'approximate'}}, got {method!r}")
+    if method == "approximate":
+        raise NotImplementedError("poisson(method='approximate') is not implemented in meshax; use the default "
+                                  "method='exact'.")
     key = _single_key(key, "poisson")
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_int_dtype())
     if not issubdtype(dtype, np.integer):
@@ -445,14 +439,24 @@ def binomial(key: Any, n: Any, p: Any, shape: Any = None, dtype: Any = None) -> 
 
 def multinomial(key: Any, n: Any, p: Any, *, shape: Any = None, dtype: Any = None, unroll: Any = 1) -> Any:
     """Multinomial(n, p) counts along the last axis: one binomial draw per category, of the remaining count
-    with probability p_i / (p_i + ... + p_last)."""
+    with probability p_i / (p_i + ... + p_last). `shape`, if given, is the batch shape: the result's shape is
+    shape + p.shape[-1:]."""
     key = _single_key(key, "multinomial")
     n, p = jnp._promote_inexact(_lift(n), _lift(p))
     if not _is_array(p):
         p = jnp.asarray(p)
     if not _is_array(n):
         n = jnp.asarray(n)
-    shape = tuple(p.shape) if shape is None else _canonical_shape(shape)
+    if shape is None:
+        shape = tuple(p.shape)
+    else:  # `shape` is the batch shape (JAX 0.12): the result is shape + (number of categories,)
+        batch = _canonical_shape(shape)
+        broadcast = jnp.broadcast_shapes(batch, tuple(n.shape), tuple(p.shape[:-1]))
+        if broadcast != batch:
+            raise ValueError("multinomial parameter shapes must be broadcast-compatible with shape argument, and "
+                             "the result of broadcasting the shapes must equal the shape argument, but got result "
+                             f"{broadcast} for shape argument {batch}.")
+        shape = (*batch, p.shape[-1])
     n = jnp.broadcast_to(n, shape[:-1])
     p = jnp.broadcast_to(p, shape)
     p = jnp.moveaxis(p, -1, 0)

@@ -128,9 +128,6 @@ def _dot_general(name: str, specs: list[Spec], avals: Sequence[ShapedArray], out
         raise ShardingTypeError("dot_general requires lhs batch dimensions and rhs batch dimensions to have the "
                                 f"consistent sharding, got {format_spec(lhs_batch)} and {format_spec(rhs_batch)}.")
     lhs_contract, rhs_contract = tuple(lhs[d] for d in lc), tuple(rhs[d] for d in rc)
-    if any(a and b and a != b for a, b in zip(lhs_contract, rhs_contract)):
-        raise ShardingTypeError("dot_general requires contracting dimensions to have consistent sharding, got "
-                                f"{format_spec(lhs_contract)} and {format_spec(rhs_contract)}.")
     if any(a and b for a, b in zip(lhs_contract, rhs_contract)):
         raise ShardingTypeError(
             "Contracting dimensions are sharded and it is ambiguous how the output should be sharded. Please specify "

@@ -69,8 +69,8 @@ class PartitionSpec(tuple):
         for name, axes in (("unreduced", self.unreduced), ("reduced", self.reduced)):
             if axes:
                 entries.append(f"{name}={{{', '.join(repr(a) for a in sorted(axes))}}}")
-            if axes and name == "unreduced":
-                entries.append(f"unreduced_kind={self.unreduced_kind.name}")
+        if self.unreduced:   # after reduced, as JAX 0.12
+            entries.append(f"unreduced_kind={self.unreduced_kind.name}")
         return "PartitionSpec(" + ", ".join(entries) + ("," if len(self) == 1 and len(entries) == 1 else "") + ")"
 
     def update(self, **changes: Any) -> "PartitionSpec":

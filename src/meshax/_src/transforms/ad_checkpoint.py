@@ -13,7 +13,6 @@ from typing import Any, Callable
 import numpy as np
 
 from . import autodiff as ad_api  # noqa: F401  (registers the derivative rules)
-from ..config import config
 from ..core.dtypes import issubdtype
 from ..core.core import ShapedArray, Tracer, aval_of, current_trace, set_current_trace
 from ..interpreters.ad import linearize_flat
@@ -26,13 +25,19 @@ from ..tree.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_
 
 
 def _argument_names(fun: Callable[..., Any], args: tuple, kwargs: dict) -> list[str]:
-    """One name per leaf of (args, kwargs): the parameter's name and the leaf's path inside it. With `jax_remat3`
-    on, a checkpointed function's parameters are `args[i]`, as JAX's new remat reports them."""
+    """One name per leaf of (args, kwargs): the parameter's name and the leaf's path inside it (`a[1]` for the
+    second value of a `*a` parameter). JAX 0.12 names a checkpointed function's parameters so too, `jax_remat3`
+    or not (0.10.2's new remat reported them as `args[i]`)."""
     try:
-        if getattr(fun, "is_checkpoint", False) and config.read("jax_remat3"):
-            raise ValueError("positional only")
         bound = inspect.signature(fun).bind(*args, **kwargs)
-        parameter_names = list(bound.arguments)
+        positional: list[str] = []
+        for name, value in bound.arguments.items():
+            kind = bound.signature.parameters[name].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                positional += [f"{name}[{j}]" for j in range(len(value))]
+            elif kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+                positional.append(name)
+        parameter_names = positional
     except (TypeError, ValueError):
         parameter_names = []
     names = []
