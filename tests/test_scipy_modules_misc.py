@@ -208,3 +208,17 @@ def test_solver_errors(name, call):
 
 def test_gmres_solve_method_error():
     raises_like_jax(lambda L: L.scipy.sparse.linalg.gmres(np.eye(2), np.ones(2), solve_method="qr"))
+
+
+@pytest.mark.parametrize("name", ["cg", "bicgstab", "gmres"])
+def test_solvers_jvp_and_grad_of_a_closed_over_operator(name):
+    """Forward and reverse derivatives through the solve (implicit, as JAX's custom_linear_solve) match JAX's."""
+    a = np.array([[4.0, 1, 0], [1, 3, 1], [0, 1, 2]], np.float32)
+    b = np.array([1.0, 2, 3], np.float32)
+
+    def case(L, s):
+        solve = getattr(L.scipy.sparse.linalg, name)
+        f = lambda t: solve(lambda v: (L.numpy.asarray(a) * t) @ v, L.numpy.asarray(b) * t * t)[0]  # noqa: E731
+        return L.jvp(f, (s,), (L.numpy.float32(1.0),)), L.grad(lambda t: f(t).sum())(s)
+
+    check_modes(case, np.float32(1.5), rtol=1e-4, atol=1e-5)

@@ -13,14 +13,9 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import numpy as jnp
-from ..core.core import Tracer, aval_of
-from ..core.dtypes import issubdtype
-from ..core.jaxpr import eval_jaxpr
-from ..interpreters.staging import consts_as_inputs, trace_to_jaxpr
 from ..lax import control_flow as _cf
+from ..lax.lax_more_solves import custom_linear_solve
 from ..numpy import linalg as _linalg
-from ..transforms.autodiff import vjp
-from ..transforms.custom_derivatives import custom_vjp
 from ..tree.tree_util import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 
 
@@ -53,46 +48,6 @@ class _Flat:
         parts = jnp.split(vector, self.splits) if len(self.shapes) > 1 else [vector]
         return tree_unflatten(self.treedef, [jnp.reshape(p, s).astype(d)
                                              for p, s, d in zip(parts, self.shapes, self.dtypes)])
-
-
-def _closure_convert(fun: Callable[[Any], Any], example: Any) -> tuple[Callable[..., Any], list[Any]]:
-    """`fun` as a function of its argument and of the floating-point traced values it closes over (returned)."""
-    jaxpr, _ = trace_to_jaxpr(lambda v: [fun(v)], [aval_of(example)])
-    hoisted = [isinstance(c, Tracer) and issubdtype(aval_of(c).dtype, np.inexact) for c in jaxpr.consts]
-    program = consts_as_inputs(jaxpr)
-
-    def converted(v: Any, *given: Any) -> Any:
-        supplied = iter(given)
-        consts = [next(supplied) if h else c for c, h in zip(jaxpr.consts, hoisted)]
-        return eval_jaxpr(program, (), consts + [v])[0]
-
-    return converted, [c for c, h in zip(jaxpr.consts, hoisted) if h]
-
-
-def _implicit_solve(matvec: Callable[[Any], Any], b: Any, solve: Callable[[Callable, Any], Any],
-                    transpose_solve: Callable[[Callable, Any], Any]) -> Any:
-    """solve(matvec, b), differentiated implicitly in reverse mode (b and the operator's closed-over values)."""
-    converted, consts = _closure_convert(matvec, b)
-
-    @custom_vjp
-    def run(consts: list[Any], b: Any) -> Any:
-        return solve(lambda v: converted(v, *consts), b)
-
-    def forward(consts: list[Any], b: Any) -> tuple[Any, Any]:
-        x = run(consts, b)
-        return x, (consts, x)
-
-    def backward(residuals: Any, g: Any) -> tuple[Any, Any]:
-        consts, x = residuals
-        _, pull = vjp(lambda v: converted(v, *consts), x)
-        lam = transpose_solve(lambda v: pull(v)[0], g)
-        if not consts:
-            return [], lam
-        _, pull_consts = vjp(lambda *cs: converted(x, *cs), *consts)
-        return list(pull_consts(-lam)), lam
-
-    run.defvjp(forward, backward)
-    return run(consts, b)
 
 
 def _prepare(A: Any, b: Any, x0: Any, M: Any, shape_error: type = ValueError  # noqa: N803
@@ -224,7 +179,7 @@ def _solve(algorithm: Callable, A: Any, b: Any, x0: Any, M: Any, **options: Any)
     def solve(matvec: Callable, rhs: Any) -> Any:
         return algorithm(matvec, rhs, x0_flat, pre, **options)
 
-    x = _implicit_solve(op, b_flat, solve, solve)
+    x = custom_linear_solve(op, b_flat, solve, solve)  # differentiated implicitly, forward and reverse
     return flat.unravel(x)
 
 
