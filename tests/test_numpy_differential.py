@@ -194,6 +194,11 @@ KNOWN_SHARDING_DIFFERENCES: dict[str, str] = {
             "uneven; meshax places each step's result, as an eager JAX call of each step would",
     "nn_logsumexp_b": _COMPOSITE + " (max, exp, b * ..., sum, log)",
     "nn_attention_bias_mask": _COMPOSITE + " (two einsums, bias, mask, softmax, reshapes)",
+    # JAX 0.12 composes these three anew; where the operands' splits conflict, XLA keeps one operand's, where
+    # meshax's elementwise rule (as XLA's for add) keeps neither
+    "hypot": _COMPOSITE + " (JAX 0.12 rescales both by powers of two made with full_like(x1): x1's split wins)",
+    "copysign": _COMPOSITE + " (JAX 0.12's where(signbit(x2), -abs(x1), abs(x1)): x2's split wins)",
+    "ldexp": _COMPOSITE + " (JAX 0.12's bit arithmetic on x1's exponent field: x1's split wins)",
 }
 
 

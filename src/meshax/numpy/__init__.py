@@ -6,7 +6,9 @@ import numpy as _np
 from meshax._src.compat import array_methods as _methods  # noqa: F401  (installs Array operators and methods)
 from meshax._src import numpy as _api
 from meshax._src.arrays.basearray import Array as ndarray  # noqa: F401  (jnp.ndarray is meshax.Array, as in JAX)
-from meshax._src.core.dtypes import finfo, iinfo  # noqa: F401
+from meshax._src.core import dtypes as _dtypes
+from meshax._src.core.dtypes import iinfo  # noqa: F401
+
 from meshax._src.numpy import *  # noqa: F401,F403
 from meshax._src.numpy.ufunc_builtins import *  # noqa: F401,F403  (add, maximum, ... as jnp.ufunc objects)
 from meshax._src.numpy import (  # noqa: F401
@@ -17,6 +19,12 @@ from meshax._src.numpy.bessel import i0  # noqa: F401  (its derivative is I1, fr
 
 from meshax._src.numpy.scalar_types import SCALAR_TYPES as _SCALAR_TYPES
 from meshax._src.transforms.vectorize import vectorize  # noqa: F401  (vmap over NumPy's gufunc signatures)
+
+
+def finfo(dtype):  # noqa: ANN001,ANN201  (its parameter is named dtype, as JAX 0.12's)
+    """Machine limits of a float type: np.finfo, or ml_dtypes.finfo for bfloat16 and the narrow floats."""
+    return _dtypes.finfo(dtype)
+
 
 # The scalar types (float32, bfloat16, float8_e4m3fn, int4, ... and the aliases bool_, int_, single, ...): each
 # stands for its dtype wherever a dtype is expected, and calling it makes an Array, as in jax.numpy.

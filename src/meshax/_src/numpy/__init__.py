@@ -11,6 +11,7 @@ from .ufuncs import *  # noqa: F401,F403
 from .shape_ops import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
+from .masked_selection import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .searching import *  # noqa: F401,F403
 from .products import *  # noqa: F401,F403

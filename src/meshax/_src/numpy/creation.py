@@ -213,8 +213,9 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: 
     return _placed(np.eye(N, M, k, dtype=_dtype(dtype or dtypes.default_float_dtype())), device)
 
 
-def identity(n: int, dtype: Any = None, *, device: Any = None) -> Array:
-    return eye(n, dtype=dtype, device=device)
+def identity(n: int, dtype: Any = None) -> Array:
+    """The n by n identity matrix (JAX 0.12's identity takes no device=)."""
+    return eye(n, dtype=dtype)
 
 
 def copy(a: ArrayLike, order: Any = None) -> Any:
@@ -243,7 +244,7 @@ def indices(dimensions: Sequence[int], dtype: Any = None, sparse: bool = False) 
     return tuple(array(g) for g in grids) if sparse else array(grids)
 
 
-def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list[Any]:
+def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> tuple[Any, ...]:
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', not {indexing!r}.")
     arrays = [ravel(x) for x in xi]
@@ -257,7 +258,7 @@ def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: 
     for a, place in zip(arrays, places):
         expanded = reshape(a, [n if d == place else 1 for d, n in enumerate(shape)])
         out.append(expanded if sparse else broadcast_to(expanded, shape))
-    return out
+    return tuple(out)  # a tuple, as JAX 0.12's
 
 
 def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, base: ArrayLike = 10.0,

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..core.core import aval_of
-from ..core.dtypes import issubdtype
+from ..core.dtypes import finfo, issubdtype
 from ..tree.tree_util import tree_map
 from .promotion import ArrayLike, _cast, _dtype, _promote, _promote_inexact, _shape, _weak
 from .ufuncs import (_where, absolute, add, arctan2, astype, bitwise_and, clip, equal, exp2, floor, floor_divide,
@@ -26,7 +26,13 @@ __all__ = ["angle", "apply_over_axes", "array_str", "bitwise_count", "diag_indic
 
 # Arrays print through NumPy, so NumPy's print options are theirs (as in JAX).
 get_printoptions = np.get_printoptions
-set_printoptions = np.set_printoptions
+
+
+def set_printoptions(*args: Any, **kwargs: Any) -> None:
+    """NumPy's set_printoptions (JAX 0.12's alias takes *args, **kwargs and passes them on)."""
+    return np.set_printoptions(*args, **kwargs)
+
+
 printoptions = np.printoptions
 
 
@@ -93,6 +99,9 @@ def frexp(x: ArrayLike, /) -> tuple[Any, Any]:
     if issubdtype(dtype, np.complexfloating):
         raise TypeError("frexp does not support complex dtypes; apply it to the real and imaginary parts.")
     weak = _weak(x)
+    # subnormal inputs flushed to signed zero first, as JAX 0.12's frexp does
+    x = _where(less(absolute(x), _cast(finfo(dtype).tiny, dtype, weak)),
+               _where(signbit(x), _cast(-0.0, dtype, weak), _cast(0.0, dtype, weak)), x)
     regular = _regular(x)
     magnitude = _where(regular, absolute(x), _cast(1, dtype, weak))
     exponent = add(floor(log2(magnitude)), _cast(1, dtype, weak))
@@ -102,7 +111,8 @@ def frexp(x: ArrayLike, /) -> tuple[Any, Any]:
                       exponent)
     mantissa = _scaled(magnitude, exponent)
     mantissa = _where(signbit(x), multiply(mantissa, _cast(-1, dtype, weak)), mantissa)
-    return _where(regular, mantissa, x), astype(_where(regular, exponent, _cast(0, dtype, weak)), np.int32)
+    mantissa = _cast(_where(regular, mantissa, x), dtype, False)  # never weak, as JAX 0.12's
+    return mantissa, astype(_where(regular, exponent, _cast(0, dtype, weak)), np.int32)
 
 
 def _regular(x: Any) -> Any:

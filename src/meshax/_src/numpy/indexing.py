@@ -9,11 +9,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..primitives import array_primitives as P
-from ..core.core import (ConcretizationTypeError, NonConcreteBooleanIndexError, Tracer,
-                         TracerBoolConversionError, aval_of)
+from ..core.core import ConcretizationTypeError, NonConcreteBooleanIndexError, Tracer, aval_of
 from .promotion import ArrayLike, _axes, _cast, _is_array, _lift, _ndim, _promote, _shape, _weak
-from .ufuncs import (_where, add, greater, greater_equal, less, less_equal, logical_not, logical_or, negative,
-                     not_equal, power, remainder, true_divide)
+from .ufuncs import (_where, add, greater, greater_equal, less, less_equal, logical_or, negative, power,
+                     remainder, true_divide)
 from .ufuncs import clip as clip_values
 from .shape_ops import argsort, broadcast_to, expand_dims, pad, ravel, reshape
 from ..core.dtypes import iinfo, issubdtype
@@ -355,6 +354,66 @@ def _most_repeats(counts: Any, index: Any, unique_indices: bool) -> int:
     return bound
 
 
+_STRATEGIES = ("auto", "gather", "scatter", "static_slice", "dynamic_slice")
+
+
+def _strategy_name(strategy: Any) -> str:
+    """An indexing strategy (a string, or an enum member whose value is one) as its name, as JAX's
+    IndexingStrategy.from_any reads it."""
+    value = getattr(strategy, "value", strategy) if not isinstance(strategy, str) else strategy
+    if not isinstance(value, str):
+        raise TypeError(f"Expected strategy to be IndexingStrategy or str; got {strategy!r}")
+    if value not in _STRATEGIES:
+        raise ValueError(f"Unknown indexing strategy: {strategy!r}")
+    return value
+
+
+def _check_strategy(strategy: str, key: Any, shape: tuple[int, ...], mode: str | None,
+                    wrap_negative_indices: bool) -> None:
+    """Raise JAX's error where `.at[key].get(strategy=...)` cannot index by that strategy: 'static_slice'
+    takes Python integers (in bounds unless mode='clip'), slices, None and ...; 'dynamic_slice' also scalar
+    integer arrays, and slices of unit step; both only with mode None, 'clip' or 'promise_in_bounds'."""
+    if strategy == "scatter":
+        raise ValueError("Indexing strategy IndexingStrategy.SCATTER is not supported for take.")
+    if strategy not in ("static_slice", "dynamic_slice"):
+        return
+    if mode not in (None, "clip", "promise_in_bounds"):
+        raise ValueError(f"{strategy} requires mode='promise_in_bounds' or mode='clip'")
+    keys = key if isinstance(key, tuple) else (key,)
+    if strategy == "static_slice" and mode != "clip":
+        _normalize_index(key, len(shape))  # JAX's own index errors first
+        def width(k: Any) -> int:
+            return _ndim(k) if _is_bool_index(k) else int(k is not None and k is not Ellipsis)
+        dim = 0
+        for k in keys:
+            if k is Ellipsis:
+                dim += len(shape) - builtins.sum(width(j) for j in keys)
+            elif k is not None:
+                if isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+                    i = int(k)
+                    normed = i + shape[dim] if wrap_negative_indices and i < 0 else i
+                    if not 0 <= normed < shape[dim]:
+                        raise IndexError(f"index {i} out of bounds for axis {dim} with size {shape[dim]} "
+                                         f"(normalize_indices={wrap_negative_indices})")
+                dim += width(k)
+    for position, k in enumerate(keys):
+        if k is None or k is Ellipsis or (isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))):
+            continue
+        if isinstance(k, slice):
+            if strategy == "dynamic_slice" and k.step not in (None, 1, -1):
+                raise TypeError(f"dynamic_slice: only unit steps supported in slice. Got {k} at position {position}")
+            continue
+        if strategy == "static_slice":
+            raise TypeError("static_slice: indices must be static scalars or slices."
+                            f" Got index of type {type(k)} at position {position}")
+        if _is_bool_index(k) or isinstance(k, (bool, np.bool_)):
+            raise TypeError("dynamic_slice: indices must be scalars or slices."
+                            f" Got index of type {type(k)} at position {position}")
+        if isinstance(k, (list, tuple)) or _shape(k) != ():
+            raise TypeError("dynamic_slice: only scalar indices allowed."
+                            f" Got index of type {type(k)} at position {position}")
+
+
 class _IndexUpdateHelper:
     """`x.at[idx]`: functional updates, as in JAX."""
 
@@ -375,11 +434,16 @@ class _IndexUpdateRef:
         self.index = index
 
     def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None,
-            fill_value: Any = None, out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+            fill_value: Any = None, out_sharding: Any = None, wrap_negative_indices: bool = True,
+            strategy: str = "auto") -> Any:
         """x[index]; out-of-bounds indices are clamped (mode None, 'clip', 'promise_in_bounds') or read as
-        `fill_value` ('fill'/'drop'; by default NaN, the dtype's extreme integer or True)."""
+        `fill_value` ('fill'/'drop'; by default NaN, the dtype's extreme integer or True). `strategy` ('auto',
+        'gather', 'static_slice', 'dynamic_slice') refuses, as JAX's, an index or mode that the asked strategy
+        cannot take; the values are the same whichever runs."""
         _no_sharding(out_sharding)
+        strategy = _strategy_name(strategy)
         mode = _mode_name(mode)
+        _check_strategy(strategy, self.index, self.array.shape, mode, wrap_negative_indices)
         entries = _normalize_index(self.index, self.array.ndim)
         if not wrap_negative_indices:
             entries = _unwrap_negatives(self.array, entries, clip=mode != "fill")
@@ -528,60 +592,3 @@ def delete(arr: ArrayLike, obj: Any, axis: int | None = None, *, assume_unique_i
         raise IndexError(f"index {int(drop[(drop < -size) | (drop >= size)].flat[0])} is out of bounds for axis "
                          f"{axis} with size {size}")
     return take(arr, np.setdiff1d(np.arange(size), np.where(drop < 0, drop + size, drop)), axis=axis)
-
-
-def _true_positions(mask: Any, size: int) -> tuple[Any, Any]:
-    """The first `size` positions where the 1-D `mask` is true (padded with 0), and which of them are real."""
-    n = _shape(mask)[0]
-    order = argsort(logical_not(mask))[:size]  # stable: the true positions first, in order
-    valid = getitem(mask, order)
-    if size > n:
-        order = pad(order, (0, size - n))
-        valid = pad(valid, (0, size - n))
-    return order, valid
-
-
-def compress(condition: ArrayLike, a: ArrayLike, axis: int | None = None, *, size: int | None = None,
-             fill_value: ArrayLike = 0, out: None = None) -> Any:
-    """The entries of `a` along `axis` where the 1-D `condition` is true. The result's length depends on the
-    data, so under jit pass `size=` (the first `size` entries, padded with `fill_value`)."""
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
-    if _ndim(condition) != 1:
-        raise ValueError("condition must be a 1D array")
-    a = _promote(a)[0]
-    if axis is None:
-        a, axis = ravel(a), 0
-    (axis,) = _axes(axis, a.ndim)
-    cond = not_equal(_lift(condition), False) if _is_array(condition) else np.asarray(condition) != 0
-    n = _shape(cond)[0]
-    if n > a.shape[axis]:
-        if isinstance(cond, Tracer):
-            raise ValueError(f"compress: condition of length {n} is longer than the array's axis "
-                             f"({a.shape[axis]}); cut it to that length.")
-        if np.asarray(cond)[a.shape[axis]:].any():
-            raise ValueError("condition contains entries that are out of bounds")
-        cond, n = cond[:a.shape[axis]], a.shape[axis]
-    a = getitem(a, (slice(None),) * axis + (slice(0, n),))
-    if size is None:
-        if isinstance(cond, Tracer):
-            raise TracerBoolConversionError(
-                f"jnp.compress of a traced condition ({cond.aval}) has a data-dependent shape; inside jit "
-                "pass size= (the result is cut or padded with fill_value to that length).")
-        return take(a, np.nonzero(np.asarray(cond))[0], axis=axis)
-    if not 0 < size <= n:
-        raise ValueError("size must be positive and not greater than the size of the array axis; "
-                         f"got size={size} for a.shape[axis]={n}")
-    order, valid = _true_positions(cond, size)
-    taken = take(a, order, axis=axis)
-    valid = reshape(valid, (1,) * axis + (size,) + (1,) * (a.ndim - axis - 1))
-    return _where(valid, taken, _cast(_lift(fill_value), a.dtype))
-
-
-def extract(condition: ArrayLike, arr: ArrayLike, *, size: int | None = None, fill_value: ArrayLike = 0) -> Any:
-    """The elements of `arr` where `condition` is true, both flattened (see compress for `size`)."""
-    if size is None and isinstance(condition, Tracer):
-        raise TracerBoolConversionError(
-            f"jnp.extract of a traced condition ({condition.aval}) has a data-dependent shape; inside jit pass "
-            "size= (the result is cut or padded with fill_value to that length).")
-    return compress(ravel(condition), ravel(arr), size=size, fill_value=fill_value)

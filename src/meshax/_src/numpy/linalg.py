@@ -137,7 +137,7 @@ def _hermitian_svd(a: Any, compute_uv: bool) -> Any:
     JAX's): singular values |w| descending, U the eigenvectors in that order, Vh those scaled by sign(w), conjugated."""
     shape = _shape(a)
     if shape[-1] != shape[-2]:
-        raise TypeError(f"svd with hermitian=True needs (a batch of) square matrices; got shape {shape}.")
+        raise ValueError(f"The input to linalg.eigh must have shape [..., n, n], got shape {shape}")
     w, v = eigh(a)
     magnitudes = jnp.abs(w)
     order = jnp.argsort(jnp.negative(magnitudes), axis=-1, stable=True)

@@ -147,10 +147,12 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: Any = 2, *, precision: Any = Non
 
 
 def einsum(subscripts: Any, /, *operands: ArrayLike, out: None = None, optimize: Any = "auto", precision: Any = None,
-           preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
+           preferred_element_type: Any = None, _dot_general: Any = None, out_sharding: Any = None) -> Any:
     """Einstein summation, as a chain of two-operand contractions (each a dot_general); `out_sharding` lays out
     the result (given to the last contraction; with a single operand, a PartitionSpec needs `with mesh:`).
-    Subscripts are a string, or interleaved: einsum(x, [0, 1], y, [1, 2], [0, 2]) (Ellipsis allowed)."""
+    Subscripts are a string, or interleaved: einsum(x, [0, 1], y, [1, 2], [0, 2]) (Ellipsis allowed).
+    `_dot_general` (JAX's hook) replaces lax.dot_general in the contractions: it is called as JAX calls it,
+    `_dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type=..., [out_sharding=...])`."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported; use the returned array.")
     if not isinstance(subscripts, str):
@@ -161,7 +163,8 @@ def einsum(subscripts: Any, /, *operands: ArrayLike, out: None = None, optimize:
         raise ValueError(f"einsum: out_sharding {out_sharding} has {len(_spec_of(out_sharding))} entries but the "
                          f"result {output!r} has rank {len(output)}; give at most one entry per result dimension.")
     operands = _broadcast_labels(inputs, list(_promote(*operands)))
-    if preferred_element_type is not None:  # products summed in the wider of the two types, as dot_general's
+    dot = None if _dot_general is None else (_dot_general, precision, preferred_element_type)
+    if preferred_element_type is not None and dot is None:  # products summed in the wider type, as dot_general's
         wide = _dtype(np.promote_types(operands[0].dtype, _dtype(preferred_element_type)))
         operands = [astype(o, wide) for o in operands]
     terms = list(zip(inputs, operands))
@@ -171,7 +174,7 @@ def einsum(subscripts: Any, /, *operands: ArrayLike, out: None = None, optimize:
         (sa, a), (sb, b) = terms[i], terms[j]
         others = [t for k, t in enumerate(terms) if k not in (i, j)]
         rest = "".join(s for s, _ in others) + output
-        merged = _contract_pair(sa, a, sb, b, rest, (output, out_sharding) if len(terms) == 2 else None)
+        merged = _contract_pair(sa, a, sb, b, rest, (output, out_sharding) if len(terms) == 2 else None, dot)
         terms = [merged] + others if in_order else others + [merged]
     letters, value = terms[0]
     value, letters = _sum_out(value, letters, output)
@@ -298,8 +301,10 @@ def _sum_out(value: Any, letters: str, keep: str) -> tuple[Any, str]:
     return value, letters
 
 
-def _contract_pair(sa: str, a: Any, sb: str, b: Any, rest: str, last: Any = None) -> tuple[str, Any]:
-    """Contract two einsum terms; `last` is (output letters, out_sharding) when this is the final contraction."""
+def _contract_pair(sa: str, a: Any, sb: str, b: Any, rest: str, last: Any = None,
+                   dot: Any = None) -> tuple[str, Any]:
+    """Contract two einsum terms; `last` is (output letters, out_sharding) when this is the final contraction;
+    `dot` is (einsum's _dot_general, precision, preferred_element_type) when the user gave one."""
     a, sa = _sum_out(a, sa, sb + rest)
     b, sb = _sum_out(b, sb, sa + rest)
     contract = [c for c in sa if c in sb and c not in rest]
@@ -309,8 +314,15 @@ def _contract_pair(sa: str, a: Any, sb: str, b: Any, rest: str, last: Any = None
     if last is not None and last[1] is not None:
         output, out_sharding = last
         out_sharding = _reordered(out_sharding, [output.index(c) for c in out])
-    value = _dot_general(a, b, ([sa.index(c) for c in contract], [sb.index(c) for c in contract]),
-                         ([sa.index(c) for c in batch], [sb.index(c) for c in batch]), out_sharding=out_sharding)
+    numbers = (([sa.index(c) for c in contract], [sb.index(c) for c in contract]),
+               ([sa.index(c) for c in batch], [sb.index(c) for c in batch]))
+    if dot is not None:
+        function, precision, preferred = dot
+        numbers = tuple(tuple(tuple(side) for side in pair) for pair in numbers)
+        value = function(a, b, numbers, precision, preferred_element_type=preferred,
+                         **({} if out_sharding is None else {"out_sharding": out_sharding}))
+        return "".join(out), value
+    value = _dot_general(a, b, *numbers, out_sharding=out_sharding)
     return "".join(out), value
 
 
@@ -382,18 +394,11 @@ def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: i
         axisa = axisb = axisc = axis
     a, b = _promote(a, b)
     a, b = moveaxis(a, axisa, -1), moveaxis(b, axisb, -1)
-    if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
-        raise ValueError("cross: the vectors must have 2 or 3 components.")
-    both_planar = a.shape[-1] == 2 and b.shape[-1] == 2
-    if a.shape[-1] == 2:
-        a = pad(a, [(0, 0)] * (a.ndim - 1) + [(0, 1)])
-    if b.shape[-1] == 2:
-        b = pad(b, [(0, 0)] * (b.ndim - 1) + [(0, 1)])
+    if a.shape[-1] != 3 or b.shape[-1] != 3:  # JAX 0.12 takes 3-vectors only (NumPy also 2-vectors)
+        raise ValueError("Dimension must be 3 for cross product")
     a0, a1, a2 = (a[..., i] for i in range(3))
     b0, b1, b2 = (b[..., i] for i in range(3))
     z = subtract(multiply(a0, b1), multiply(a1, b0))
-    if both_planar:
-        return z  # the cross product of two 2-vectors is a scalar: its z component
     c = stack([subtract(multiply(a1, b2), multiply(a2, b1)), subtract(multiply(a2, b0), multiply(a0, b2)), z],
               axis=-1)
     return moveaxis(c, -1, axisc)

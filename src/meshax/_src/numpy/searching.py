@@ -15,7 +15,8 @@ from .ufuncs import (_where, astype, clip, equal, floor_divide, isnan, less, les
                      not_equal, remainder)
 from .shape_ops import argsort, concatenate, expand_dims, moveaxis, ravel, reshape, stack
 from .creation import full, ones, zeros
-from .indexing import _true_positions, take
+from .indexing import take
+from .masked_selection import _true_positions
 from .reductions import any, cumsum, sum
 from ..core.dtypes import issubdtype
 

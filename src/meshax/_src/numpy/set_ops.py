@@ -10,8 +10,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..arrays.out_sharding import reshard
 from ..core import dtypes
 from ..core.core import ConcretizationTypeError, Tracer
+from ..sharding.shardings import NamedSharding, PartitionSpec
 from .promotion import ArrayLike, _cast, _lift, _promote, _promote_inexact, _shape
 from .ufuncs import (_where, abs, add, astype, clip, divide, equal, greater, greater_equal, isnan, less, logical_and,
                      logical_not, logical_or, logical_xor, multiply, not_equal, remainder, subtract)
@@ -143,8 +145,15 @@ def intersect1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False, ret
 
 # ---- sorting helpers ------------------------------------------------------------------------------------
 
-def lexsort(keys: ArrayLike | Sequence[ArrayLike], axis: int = -1) -> Any:
-    """The stable order that sorts by the last key, then the one before it, and so on."""
+def lexsort(keys: ArrayLike | Sequence[ArrayLike], axis: int = -1, *, batch_size: int = 16) -> Any:
+    """The stable order that sorts by the last key, then the one before it, and so on. `batch_size` (a positive
+    static integer) is how many keys JAX compares in one sort; meshax sorts key by key, the same order."""
+    if isinstance(batch_size, Tracer):
+        raise ConcretizationTypeError(f"Abstract tracer value encountered where concrete value is expected: "
+                                      f"{batch_size.aval}\nThe batch_size argument of jnp.lexsort() must be static.")
+    batch_size = operator.index(batch_size)
+    if batch_size < 1:
+        raise ValueError(f"lexsort: batch_size must be positive, got {batch_size}")
     keys = list(keys) if isinstance(keys, (list, tuple)) else [keys[i] for i in builtins.range(_shape(keys)[0])]
     if not keys:
         raise TypeError("need sequence of keys with len > 0 in lexsort")
@@ -251,20 +260,54 @@ def _bin_index(values: Any, edges: Any) -> Any:
     return _where(equal(values, edges[-1]), edges.shape[0] - 1, found)
 
 
+def _histogram_sharding(out_sharding: Any, name: str) -> Any:
+    """`out_sharding` as a NamedSharding (a PartitionSpec over the mesh of `set_mesh`), checked as JAX checks it:
+    its spec may name Explicit mesh axes only."""
+    from ..sharding.mesh import AxisType, current_mesh
+    from ..sharding.shardings import NamedSharding, PartitionSpec
+
+    if out_sharding is None:
+        return None
+    if isinstance(out_sharding, PartitionSpec):
+        mesh = current_mesh()
+        if mesh is None:
+            raise ValueError("Using PartitionSpec when you are not under a mesh context is not allowed. Please pass "
+                             "a NamedSharding instance or enter into a mesh context via `jax.set_mesh`. Got "
+                             f"{out_sharding!r}")
+        out_sharding = NamedSharding(mesh, out_sharding)
+    if not isinstance(out_sharding, NamedSharding):
+        raise TypeError(f"`out_sharding` argument of {name} only supports instances of `NamedSharding` or "
+                        f"`PartitionSpec`. Got {out_sharding!r} of type: {type(out_sharding)}")
+    types = dict(zip(out_sharding.mesh.axis_names, out_sharding.mesh.axis_types))
+    for entry in out_sharding.spec:
+        for axis in (entry if isinstance(entry, tuple) else (entry,)):
+            if axis is not None and types.get(axis) is not AxisType.Explicit:
+                raise ValueError(f"PartitionSpec passed to {name} cannot contain axis names that are of type Auto "
+                                 f"or Manual. Got PartitionSpec: {out_sharding.spec!r} with axis name: {axis} of "
+                                 f"type: {types.get(axis)}.")
+    return out_sharding
+
+
 def histogram(a: ArrayLike, bins: ArrayLike = 10, range: Any = None, weights: ArrayLike | None = None,
-              density: bool | None = None) -> tuple[Any, Any]:
+              density: bool | None = None, out_sharding: Any = None) -> tuple[Any, Any]:
     """The (weighted) count of the values of `a` in each bin, or with density the count per unit of width
-    normalised to integrate to 1, and the bin edges."""
+    normalised to integrate to 1, and the bin edges; `out_sharding` (over Explicit mesh axes) lays both out."""
+    sharding = _histogram_sharding(out_sharding, "jnp.histogram")
     _check_args("histogram", a, bins, weights)
     if weights is not None and _shape(weights) != _shape(a):
         raise ValueError(f"weights should have the same shape as a; got {_shape(weights)} and {_shape(a)}.")
+    if sharding is not None:  # computed on replicated values, the results laid out as asked
+        replicated = NamedSharding(sharding.mesh, PartitionSpec())
+        counts, edges = histogram(reshard(a, replicated), bins, range,
+                                  None if weights is None else reshard(weights, replicated), density)
+        return reshard(counts, sharding), reshard(edges, sharding)
     edges = histogram_bin_edges(a, bins, range)
     a = ravel(_promote_inexact(a)[0])
     weights = ones(a.shape, a.dtype) if weights is None else ravel(_promote_inexact(a, weights)[1])
     index = _bin_index(a, edges)
     counts = bincount(index, weights, length=edges.shape[0] + 1)[1:-1]
     if density:
-        counts = divide(counts, multiply(diff(edges), sum(counts)))
+        counts = divide(divide(counts, diff(edges)), sum(counts))  # in JAX's order (the same rounding)
     return counts, edges
 
 

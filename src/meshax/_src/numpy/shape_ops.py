@@ -64,11 +64,11 @@ def transpose(a: ArrayLike, axes: Any = None) -> Any:
     return P.transpose.bind(a, permutation=permutation)
 
 
-def permute_dims(a: ArrayLike, axes: Any) -> Any:
+def permute_dims(a: ArrayLike, /, axes: Any) -> Any:
     return transpose(a, axes)
 
 
-def matrix_transpose(x: ArrayLike) -> Any:
+def matrix_transpose(x: ArrayLike, /) -> Any:
     return swapaxes(x, -1, -2)
 
 
@@ -127,19 +127,20 @@ def broadcast_to(array: ArrayLike, shape: Any, *, out_sharding: Any = None) -> A
     return P.broadcast_in_dim.bind(a, shape=shape, broadcast_dimensions=dims)
 
 
-def broadcast_arrays(*args: ArrayLike) -> list[Any]:
+def broadcast_arrays(*args: ArrayLike) -> tuple[Any, ...]:
     shape = broadcast_shapes(*[_shape(a) for a in args])
-    return [broadcast_to(a, shape) for a in args]
+    return tuple(broadcast_to(a, shape) for a in args)  # a tuple, as JAX 0.12's
 
 
 def atleast_1d(*arys: ArrayLike) -> Any:
-    out = [reshape(a, (1,)) if _ndim(a) == 0 else _as_array(_promote(a)[0]) for a in arys]
-    return out[0] if len(out) == 1 else out
+    out = tuple(reshape(a, (1,)) if _ndim(a) == 0 else _as_array(_promote(a)[0]) for a in arys)
+    return out[0] if len(out) == 1 else out  # several: a tuple, as JAX 0.12's
 
 
 def atleast_2d(*arys: ArrayLike) -> Any:
-    out = [reshape(a, (1,) * (2 - _ndim(a)) + _shape(a)) if _ndim(a) < 2 else _as_array(_promote(a)[0]) for a in arys]
-    return out[0] if len(out) == 1 else out
+    out = tuple(reshape(a, (1,) * (2 - _ndim(a)) + _shape(a)) if _ndim(a) < 2 else _as_array(_promote(a)[0])
+                for a in arys)
+    return out[0] if len(out) == 1 else out  # several: a tuple, as JAX 0.12's
 
 
 def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0, dtype: Any = None) -> Any:
@@ -487,7 +488,7 @@ def atleast_3d(*arys: ArrayLike) -> Any:
         elif a.ndim == 2:
             a = reshape(a, a.shape + (1,))
         out.append(a)
-    return out[0] if len(out) == 1 else out
+    return out[0] if len(out) == 1 else tuple(out)  # several: a tuple, as JAX 0.12's
 
 
 def column_stack(tup: Sequence[ArrayLike]) -> Any:
@@ -510,7 +511,7 @@ def dsplit(ary: ArrayLike, indices_or_sections: Any) -> list[Any]:
     return split(ary, indices_or_sections, axis=2)
 
 
-def unstack(x: ArrayLike, axis: int = 0) -> tuple[Any, ...]:
+def unstack(x: ArrayLike, /, *, axis: int = 0) -> tuple[Any, ...]:
     x = _as_array(_promote(x)[0])
     (axis,) = _axes(axis, x.ndim)
     moved = moveaxis(x, axis, 0)
