@@ -172,9 +172,9 @@ def sort_key_val(keys: Any, values: Any, dimension: int = -1, is_stable: bool = 
     return sort((keys, values), dimension, is_stable, num_keys=1)
 
 
-def top_k(operand: Any, k: int, *, axis: int = -1) -> list[Any]:
+def top_k(operand: Any, k: int, *, axis: int = -1, is_stable: bool = True) -> list[Any]:
     """The `k` largest entries along the last axis (or `axis`), largest first, and their int32 indices (ties: the
-    lower index first)."""
+    lower index first, which `is_stable=False` also allows)."""
     jnp = _jnp()
     x = L._lift(operand)
     size = aval_of(x).shape[axis] if aval_of(x).ndim else 0

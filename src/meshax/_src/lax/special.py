@@ -82,8 +82,9 @@ bessel_i1e_p = _primitive("bessel_i1e", _float64("i1e"))
 
 
 
-def erfc(x: Any) -> Any:
-    """The complementary error function 1 - erf(x), elementwise (as jax.lax.erfc)."""
+def erfc(x: Any, *, accuracy: Any = None) -> Any:
+    """The complementary error function 1 - erf(x), elementwise (as jax.lax.erfc); `accuracy` is accepted and has
+    no effect on the CPU."""
     return _apply("erfc", erfc_p, x)
 
 

@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 
 from .. import numpy as jnp
+from ..arrays.out_sharding import reshard
 from ..primitives import array_primitives as P
 from ..transforms.autodiff import stop_gradient
 from ..transforms.custom_derivatives import custom_jvp
@@ -108,7 +109,11 @@ def log_softmax(x: Any, axis: Any = -1, where: Any = None, initial: Any = None) 
     return result if where is None else jnp.where(where, result, -np.inf)
 
 
-def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> Any:
+def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1, out_sharding: Any = None) -> Any:
+    """1 where the new `axis` (of `num_classes` entries) equals x's value, else 0 (float32 by default); the result
+    laid out as `out_sharding` when given."""
+    if out_sharding is not None:
+        return reshard(one_hot(x, num_classes, dtype=dtype, axis=axis), out_sharding)
     x = jnp._lift(x)
     classes = jnp.arange(num_classes)
     expanded = jnp.expand_dims(x, axis)

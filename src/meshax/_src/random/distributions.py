@@ -139,8 +139,13 @@ def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None
 
 
 @accepts_out_sharding
-def bernoulli(key: Any, p: Any = 0.5, shape: Any = None) -> Any:
-    """Booleans that are True with probability p."""
+def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low") -> Any:
+    """Booleans that are True with probability p. mode="high" (JAX 0.12) compares with two uniform draws
+    (u2 * 2 ** -nmant < p - u1, from one draw of shape (2, *shape)), correct for p below the uniform's resolution."""
+    if shape is not None:
+        shape = _canonical_shape(shape)
+    if mode not in ("high", "low"):
+        raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
     key = _key_array(key, "bernoulli")
     p = _lift(p)
     dtype = np.dtype(p.dtype)
@@ -151,6 +156,13 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Any = None) -> Any:
     _check_broadcast(p, shape, "bernoulli", "p")
     if _is_array(p) and p.weak_type:
         p = jnp.astype(p, dtype)
+    if mode == "high":
+        batch = tuple(key.shape[:-1])
+        u = _uniform(key, (2, *shape), dtype, np.asarray(0, dtype), np.asarray(1, dtype))
+        axis = len(batch)  # (a batch of keys puts its dimensions first)
+        u1 = jnp.take(u, 0, axis=axis)
+        u2 = jnp.multiply(jnp.take(u, 1, axis=axis), np.asarray(2.0 ** -dtypes.finfo(dtype).nmant, dtype))
+        return jnp.less(u2, jnp.subtract(p, u1))
     return jnp.less(_uniform(key, shape, dtype, np.asarray(0, dtype), np.asarray(1, dtype)), p)
 
 
@@ -277,6 +289,7 @@ def _concrete_int(x: Any, what: str) -> int:
     return int(np.asarray(x))
 
 
+@accepts_out_sharding
 def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
     """A random permutation of arange(x) (x an int), or of x along `axis` (each slice independently
     if `independent`)."""

@@ -105,19 +105,37 @@ def _gamma(key: Any, a: Any, shape: Any, dtype: np.dtype, log_space: bool) -> An
     return jnp.reshape(out, batch + shape)
 
 
-def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = None) -> Any:
+def _check_method(method: Any, what: str) -> None:
+    """JAX 0.12's `method=` of the gamma family: 'exact' (the rejection sampler, implemented here) or
+    'approximate' (JAX's loop-free approximation, which meshax does not reproduce)."""
+    if method not in ("exact", "approximate"):
+        raise ValueError(f"method argument to `{what}` must be one of {{'exact', 'approximate'}}, got {method!r}")
+    if method == "approximate":
+        raise NotImplementedError(f"{what}(method='approximate') is not implemented in meshax; use the default "
+                                  "method='exact'.")
+
+
+@accepts_out_sharding
+def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = None, *, method: str = "exact") -> Any:
     """Gamma(a, 1) samples (Marsaglia and Tsang; a < 1 boosted by u ** (1 / a))."""
-    return _gamma(_key_array(key, "gamma"), a, shape, _float(dtype, "gamma"), False)
+    key = _key_array(key, "gamma")
+    _check_method(method, "gamma")
+    return _gamma(key, a, shape, _float(dtype, "gamma"), False)
 
 
-def loggamma(key: Any, a: Any, shape: Any = None, dtype: Any = None) -> Any:
+@accepts_out_sharding
+def loggamma(key: Any, a: Any, shape: Any = None, dtype: Any = None, *, method: str = "exact") -> Any:
     """The logarithms of Gamma(a, 1) samples, computed in log space (accurate for small a)."""
-    return _gamma(_key_array(key, "loggamma"), a, shape, _float(dtype, "loggamma"), True)
+    key = _key_array(key, "loggamma")
+    _check_method(method, "loggamma")
+    return _gamma(key, a, shape, _float(dtype, "loggamma"), True)
 
 
-def beta(key: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None) -> Any:
+@accepts_out_sharding
+def beta(key: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None, *, method: str = "exact") -> Any:
     """Beta(a, b) samples: G_a / (G_a + G_b) from two log-gamma samples."""
     key = _key_array(key, "beta")
+    _check_method(method, "beta")
     dtype = _float(dtype, "beta")
     shape = _param_shape("beta", shape, a, b)
     key_a, key_b = _split2(key)
@@ -129,6 +147,7 @@ def beta(key: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None) -> Any:
     return jnp.divide(ga, jnp.add(ga, gb))
 
 
+@accepts_out_sharding
 def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Dirichlet(alpha) samples along the last axis: the softmax of log-gamma samples."""
     key = _key_array(key, "dirichlet")
@@ -151,13 +170,16 @@ def _chisquare(key: Any, df: Any, shape: tuple[int, ...], dtype: np.dtype) -> An
     return jnp.multiply(_exp(log_g), two)
 
 
-def chisquare(key: Any, df: Any, shape: Any = None, dtype: Any = None) -> Any:
+@accepts_out_sharding
+def chisquare(key: Any, df: Any, shape: Any = None, dtype: Any = None, *, method: str = "exact") -> Any:
     """Chi-square samples with df degrees of freedom: 2 * Gamma(df / 2)."""
     key = _key_array(key, "chisquare")
+    _check_method(method, "chisquare")
     dtype = _float(dtype, "chisquare")
     return _chisquare(key, df, _param_shape("chisquare", shape, df), dtype)
 
 
+@accepts_out_sharding
 def f(key: Any, dfnum: Any, dfden: Any, shape: Any = None, dtype: Any = None) -> Any:
     """F-distribution samples: (chi2(dfnum) / dfnum) / (chi2(dfden) / dfden)."""
     key = _key_array(key, "f")
@@ -170,6 +192,7 @@ def f(key: Any, dfnum: Any, dfden: Any, shape: Any = None, dtype: Any = None) ->
     return jnp.divide(num, den)
 
 
+@accepts_out_sharding
 def t(key: Any, df: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Student's t samples: n * sqrt((df / 2) / Gamma(df / 2))."""
     key = _key_array(key, "t")
@@ -191,12 +214,14 @@ def _generalized_normal(key: Any, p: Any, shape: tuple[int, ...], dtype: np.dtyp
     return jnp.multiply(r, _pow(g, inv_p))
 
 
+@accepts_out_sharding
 def generalized_normal(key: Any, p: float, shape: Any = (), dtype: Any = None) -> Any:
     """Generalized normal samples of power p: a random sign times Gamma(1 / p) ** (1 / p)."""
     key = _key_array(key, "generalized_normal")
     return _generalized_normal(key, p, _canonical_shape(shape), _float(dtype, "generalized_normal"))
 
 
+@accepts_out_sharding
 def ball(key: Any, d: int, p: float = 2, shape: Any = (), dtype: Any = None) -> Any:
     """Samples uniform in the d-dimensional unit p-ball (generalized normals over their p-norm plus an
     exponential)."""

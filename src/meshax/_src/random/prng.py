@@ -16,6 +16,7 @@ from ..core import dtypes
 from .. import numpy as jnp
 from ..arrays.placement import host_value
 from ..arrays.array import Array
+from ..arrays.out_sharding import accepts_out_sharding
 from ..core.core import Tracer
 from ..primitives.random_bits import erf_inv_p, fma_p, threefry2x32_p  # noqa: F401  (meshax.random's primitives)
 from ..core.dtypes import issubdtype
@@ -196,8 +197,13 @@ def PRNGKey(seed: Any, *, impl: Any = None) -> Any:
     return words if _is_array(words) else jnp.asarray(words)
 
 
-def key(seed: Any, *, impl: Any = None) -> KeyArray:
-    """A typed key array of shape () (dtype key<fry>) for `seed`: its data is PRNGKey(seed)."""
+def key(seed: Any, *, impl: Any = None, dtype: Any = None) -> KeyArray:
+    """A typed key array of shape () (dtype key<fry>) for `seed`: its data is PRNGKey(seed). Its PRNG is named by
+    `impl` or (JAX 0.12) by a key `dtype` (one of the two)."""
+    if impl is not None and dtype is not None:
+        raise ValueError("Cannot specify both `impl` and `dtype` arguments to jax.random.key")
+    if dtype is not None:
+        impl = _impl_of_key_dtype(dtype)
     return KeyArray(PRNGKey(seed, impl=impl))
 
 
@@ -257,6 +263,7 @@ def fold_in(key: Any, data: Any) -> Any:
     return _like(typed, _stack_key(out0, out1))
 
 
+@accepts_out_sharding
 def bits(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Uniform random bits of an unsigned dtype (uint8/16/32, uint64 with x64)."""
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.default_uint_dtype())

@@ -135,6 +135,7 @@ def exponential(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     return _exponential(_key_array(key, "exponential"), _canonical_shape(shape), _float(dtype, "exponential"))
 
 
+@accepts_out_sharding
 def laplace(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard Laplace samples: sign(u) * log1p(-|u|), u uniform in (-1, 1)."""
     dtype = _float(dtype, "laplace")
@@ -143,6 +144,7 @@ def laplace(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     return jnp.multiply(jnp.sign(u), _log1p(jnp.negative(jnp.abs(u))))
 
 
+@accepts_out_sharding
 def logistic(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard logistic samples: log(u) - log1p(-u), u uniform in [tiny, 1)."""
     dtype = _float(dtype, "logistic")
@@ -150,6 +152,7 @@ def logistic(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     return jnp.subtract(_log(x), _log1p(jnp.negative(x)))
 
 
+@accepts_out_sharding
 def cauchy(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard Cauchy samples: tan(pi * (u - 1/2)), u uniform in [eps, 1)."""
     dtype = _float(dtype, "cauchy")
@@ -157,6 +160,7 @@ def cauchy(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     return _up(jnp.tan, jnp.multiply(_const(u, np.pi), jnp.subtract(u, _const(u, 0.5))))
 
 
+@accepts_out_sharding
 def pareto(key: Any, b: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Pareto samples of shape parameter b: exp(e / b), e standard exponential."""
     key = _key_array(key, "pareto")
@@ -166,6 +170,7 @@ def pareto(key: Any, b: Any, shape: Any = None, dtype: Any = None) -> Any:
     return _exp(jnp.divide(_exponential(key, shape, dtype), b))
 
 
+@accepts_out_sharding
 def rayleigh(key: Any, scale: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Rayleigh samples: scale * sqrt(-2 log u)."""
     key = _key_array(key, "rayleigh")
@@ -185,6 +190,7 @@ def weibull_min(key: Any, scale: Any, concentration: Any, shape: Any = (), dtype
     return jnp.multiply(_pow(jnp.negative(_log1p(jnp.negative(u))), inv), scale)
 
 
+@accepts_out_sharding
 def lognormal(key: Any, sigma: Any = np.float32(1), shape: Any = None, dtype: Any = None) -> Any:
     """Log-normal samples: exp(sigma * n), n standard normal."""
     key = _key_array(key, "lognormal")
@@ -196,6 +202,7 @@ def lognormal(key: Any, sigma: Any = np.float32(1), shape: Any = None, dtype: An
     return _exp(jnp.multiply(normal(key, shape, dtype), sigma))
 
 
+@accepts_out_sharding
 def maxwell(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Maxwell samples: the norm of 3 standard normals."""
     key = _key_array(key, "maxwell")
@@ -204,6 +211,7 @@ def maxwell(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     return jla.norm(z, axis=-1)
 
 
+@accepts_out_sharding
 def rademacher(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Random signs, -1 or 1 (each with probability 1/2)."""
     key = _key_array(key, "rademacher")
@@ -227,6 +235,7 @@ def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Any = (), dtype:
     return jnp.add(jnp.multiply(jnp.multiply(sign, m), scale), loc)
 
 
+@accepts_out_sharding
 def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Triangular samples on [left, right] peaking at mode (inverse CDF)."""
     key = _key_array(key, "triangular")
@@ -242,6 +251,7 @@ def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Any = None, dt
     return jnp.where(jnp.less(u, fc), out1, out2)
 
 
+@accepts_out_sharding
 def wald(key: Any, mean: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Wald (inverse Gaussian) samples of the given mean (Michael, Schucany and Haas)."""
     key = _key_array(key, "wald")
@@ -261,6 +271,7 @@ def wald(key: Any, mean: Any, shape: Any = None, dtype: Any = None) -> Any:
     return jnp.where(jnp.less_equal(z, jnp.divide(mean, jnp.add(mean, x))), x, jnp.divide(mean_sq, x))
 
 
+@accepts_out_sharding
 def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Geometric samples (trials up to the first success, >= 1): floor(log u / log1p(-p)) + 1."""
     key = _key_array(key, "geometric")
@@ -323,6 +334,7 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None, replac
     return jnp.reshape(top, shape)
 
 
+@accepts_out_sharding
 def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype: Any = None,
                         method: str = "cholesky") -> Any:
     """Multivariate normal samples: mean + factor @ n, factor the Cholesky factor of cov (or from svd/eigh)."""
@@ -355,6 +367,7 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype:
     return jnp.add(mean, jnp.einsum("...ij,...j->...i", factor, z))
 
 
+@accepts_out_sharding
 def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | None = None) -> Any:
     """Random n x m matrices with orthonormal columns (or rows), uniform under the Haar measure (QR of normals)."""
     key = _key_array(key, "orthogonal")
@@ -378,8 +391,8 @@ def key_impl(keys: Any) -> str:
     return "threefry2x32"
 
 
-def key_dtype(impl: Any = None) -> KeyDType:
+def key_dtype(impl_spec: Any = None) -> KeyDType:
     """The key dtype of a PRNG implementation (only threefry2x32 exists here)."""
-    if impl not in (None, "threefry2x32"):
-        raise ValueError(f"meshax.random implements only the threefry2x32 PRNG; got {impl!r}.")
+    if impl_spec not in (None, "threefry2x32"):
+        raise ValueError(f"meshax.random implements only the threefry2x32 PRNG; got {impl_spec!r}.")
     return KEY_DTYPE
