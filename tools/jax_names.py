@@ -1,7 +1,7 @@
 """Regenerate src/meshax/_src/compat/jax_names.py: the public names of JAX's modules, read from `dir()` of the
 installed JAX (run with a Python that has the JAX release meshax follows, e.g. the test venv):
 
-    .venv/bin/python tools/jax_names.py
+    .venv/bin/python tools/jax_names.py            (--print: write it to stdout instead)
 
 A public name is one without a leading underscore, less what a module merely imported for its own use: other
 modules (`np`, `jnp`), objects of non-JAX libraries (`Any`, `partial`) and the implementation details that JAX's
@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pathlib
+import sys
 import textwrap
 
 import jax
@@ -78,5 +79,9 @@ def render(names: dict[str, list[str]]) -> str:
 
 
 if __name__ == "__main__":
-    TARGET.write_text(render(public_names()))
-    print(f"wrote {TARGET} (JAX {jax.__version__})")
+    text = render(public_names())
+    if sys.argv[1:] == ["--print"]:  # what the file would hold (tests/test_api_coverage.py compares)
+        sys.stdout.write(text)
+    else:
+        TARGET.write_text(text)
+        print(f"wrote {TARGET} (JAX {jax.__version__})")

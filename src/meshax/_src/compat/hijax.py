@@ -14,7 +14,7 @@ from meshax._src.transforms.sharding_in_types import RefType as AbstractRef
 from meshax.extend.core import Effect, Primitive
 from meshax.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal
 
-__all__ = ["AbstractRef", "AbstractValue", "AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType", "MutableHiType",
+__all__ = ["AbstractRef", "AbstractValue", "AvalMutableQDD", "AvalQDD", "HiPrim", "HiPrimitive", "HiType", "MutableHiType",
            "ShapedArray", "Zero", "aval_method", "aval_property", "control_flow_allowed_effects",
            "instantiate_zeros", "is_undefined_primal", "register_hitype"]
 
@@ -102,3 +102,6 @@ class HiPrimitive(Primitive):
         raise NotImplementedError(
             f"the hijax primitive {self.name!r} cannot run: meshax does not implement high-level (hijax) types; "
             "use the library's array-based mode instead (for flax, leave `flax_hijax_variable` off).")
+
+
+HiPrim = HiPrimitive  # JAX 0.12's name (flax 0.12.12 subclasses it)
