@@ -66,6 +66,29 @@ def test_with_one_compute_thread_numpys_openblas_is_left_alone():
     assert "default wait (NumPy was imported first; with 1 compute thread BLAS runs no threads" in few["state"], few
 
 
+@pytest.mark.skipif(not OPENBLAS, reason="NumPy's BLAS is not OpenBLAS on its own threads")
+def test_the_restart_entry_points_are_found_exported_or_in_the_symbol_table():
+    """scipy-openblas 0.3.31 (NumPy 2.4, the Python 3.11 venv) exports openblas_read_env and
+    blas_thread_shutdown_; 0.3.34 (NumPy 2.5, Python 3.12) has them hidden, only in its ELF .symtab, and
+    meshax then locates them there. The symbol table's offsets plus the load address must give the very
+    addresses the dynamic linker gives where a build also exports them (checked without calling them)."""
+    import ctypes
+
+    from meshax._src.runtime import blas_threads
+
+    (path,) = {lib["filepath"] for lib in threadpool_info() if lib.get("internal_api") == "openblas"}
+    assert blas_threads._entry_points(path) is not None, path
+    names = (blas_threads.READ_SETTINGS, blas_threads.STOP_THREADS)
+    in_table, exported = blas_threads._symbol_table(path, names)
+    assert set(in_table) == set(names) and exported, (in_table, exported)
+    library = ctypes.CDLL(path)
+    anchor, offset = next(iter(exported.items()))
+    base = ctypes.cast(getattr(library, anchor), ctypes.c_void_p).value - offset
+    for name in names:
+        if hasattr(library, name):
+            assert ctypes.cast(getattr(library, name), ctypes.c_void_p).value == base + in_table[name], name
+
+
 def test_the_users_wait_is_kept():
     chosen = run(OPENBLAS_THREAD_TIMEOUT="28")
     assert chosen["environment"] == "28"

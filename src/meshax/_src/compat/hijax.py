@@ -104,4 +104,15 @@ class HiPrimitive(Primitive):
             "use the library's array-based mode instead (for flax, leave `flax_hijax_variable` off).")
 
 
-HiPrim = HiPrimitive  # JAX 0.12's name (flax 0.12.12 subclasses it)
+
+class HiPrim:
+    """JAX 0.12's form of a high-level primitive (flax 0.12.12 subclasses it, setting `in_avals`, `out_aval` and
+    `params` before `super().__init__()`): it can be defined and made, and calling it raises NotImplementedError."""
+
+    def __init__(self) -> None:
+        self.params = getattr(self, "params", {})
+
+    def __call__(self, *args: Any) -> Any:
+        raise NotImplementedError(
+            f"the hijax primitive {type(self).__name__} cannot run: meshax does not implement high-level (hijax) "
+            "types; use the library's array-based mode instead (for flax, leave `flax_hijax_variable` off).")

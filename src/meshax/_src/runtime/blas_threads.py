@@ -19,6 +19,14 @@ step milliseconds.
   one-device step the same either way (115.7 vs 116.5 ms, medians of 5 alternating runs).
 Neither is done where the user set OPENBLAS_THREAD_TIMEOUT or MESHAX_QUIET_BLAS_THREADS=0; the restart
 only for OpenBLAS on its own threads (pthreads) with those entry points.
+
+Where to find them (`_entry_points`): scipy-openblas up to 0.3.31 (NumPy <= 2.4) exports both; the 0.3.34
+build in NumPy 2.5's wheels keeps them (same code) but hidden: absent from the dynamic symbols, so dlsym
+(ctypes) cannot see them, and listed only in the file's ELF symbol table (.symtab, kept: the wheel is not
+stripped). There meshax reads their offsets from .symtab and adds the address the library was loaded at
+(that of an exported function less its offset). Only plain functions of exactly those names, each once in
+the table, and a page-aligned load address are used; anything else (a stripped build, another format) and
+meshax says that the default wait stays.
 """
 from __future__ import annotations
 
@@ -74,19 +82,86 @@ def _apply(controller: Any) -> str:
         return "no OpenBLAS"
     if all(lib.threading_layer == "pthreads" and _restart(lib.filepath) for lib in libraries):
         return quiet + ", restarted: NumPy was imported first"
-    return "OpenBLAS's default wait (loaded before meshax, and it cannot restart its threads)"
+    return ("OpenBLAS's default wait (loaded before meshax, and its build has no openblas_read_env and "
+            "blas_thread_shutdown_ to restart its threads: import meshax before NumPy or set "
+            "OPENBLAS_THREAD_TIMEOUT=4 before Python starts)")
 
 
 def _restart(path: str) -> bool:
     """Have the OpenBLAS at `path` re-read its settings (the short wait is in the environment) and stop its
-    threads; False where the library lacks the entry points."""
-    import ctypes  # here: importing it costs 3 ms of every `import meshax`
-
-    try:
-        library = ctypes.CDLL(path)
-        read_settings, stop_threads = library.openblas_read_env, library.blas_thread_shutdown_
-    except (OSError, AttributeError):
+    threads; False where neither its dynamic symbols nor its symbol table have the entry points."""
+    entry_points = _entry_points(path)
+    if entry_points is None:
         return False
+    read_settings, stop_threads = entry_points
     read_settings()
     stop_threads()
     return True
+
+
+READ_SETTINGS, STOP_THREADS = "openblas_read_env", "blas_thread_shutdown_"
+
+
+def _entry_points(path: str) -> tuple[Any, Any] | None:
+    """`openblas_read_env` (void(void)) and `blas_thread_shutdown_` (int(void)) of the loaded OpenBLAS at
+    `path`: exported (dlsym), else hidden and found through the file's ELF symbol table; None if neither."""
+    import ctypes  # here: importing them costs 3 ms of every `import meshax`
+    import struct
+
+    try:
+        library = ctypes.CDLL(path)  # the loaded one: same path, so dlopen returns it
+    except OSError:
+        return None
+    try:
+        return getattr(library, READ_SETTINGS), getattr(library, STOP_THREADS)
+    except AttributeError:
+        pass
+    try:
+        hidden, exported = _symbol_table(path, (READ_SETTINGS, STOP_THREADS))
+    except (OSError, ValueError, IndexError, struct.error):
+        return None
+    if set(hidden) != {READ_SETTINGS, STOP_THREADS}:
+        return None
+    for name, offset in exported.items():  # the load address: an exported function's address less its offset
+        try:
+            address = ctypes.cast(getattr(library, name), ctypes.c_void_p).value
+        except AttributeError:
+            continue
+        base = (address or 0) - offset
+        if address and base >= 0 and base % 4096 == 0:
+            return (ctypes.CFUNCTYPE(None)(base + hidden[READ_SETTINGS]),
+                    ctypes.CFUNCTYPE(ctypes.c_int)(base + hidden[STOP_THREADS]))
+    return None
+
+
+def _symbol_table(path: str, names: tuple[str, ...]) -> tuple[dict[str, int], dict[str, int]]:
+    """From the ELF64 little-endian file at `path`: the offsets of the functions `names` defined exactly once
+    in its .symtab, and of up to 8 exported (global, defined) functions with 'openblas' in their names in
+    its .dynsym (anchors for the load address)."""
+    import mmap
+    import struct
+
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if data[:6] != b"\x7fELF\x02\x01":  # 64-bit, little-endian
+            raise ValueError(path)
+        (section_offset,) = struct.unpack_from("<Q", data, 0x28)
+        entry_size, count = struct.unpack_from("<HH", data, 0x3A)
+        sections = [struct.unpack_from("<IIQQQQIIQQ", data, section_offset + i * entry_size) for i in range(count)]
+        wanted = {name.encode(): name for name in names}
+        hidden: dict[str, list[int]] = {}
+        exported: dict[str, int] = {}
+        for _, kind, _, _, offset, size, link, _, _, symbol_size in sections:
+            if kind not in (2, 11) or symbol_size != 24:  # SHT_SYMTAB, SHT_DYNSYM; Elf64_Sym
+                continue
+            strings = sections[link][4]
+            table = data[offset:offset + size]
+            for name_at, info, _, section, value, _ in struct.iter_unpack("<IBBHQQ", table):
+                if info & 0xF != 2 or section == 0 or value == 0:  # STT_FUNC, defined
+                    continue
+                end = data.find(b"\0", strings + name_at)
+                name = data[strings + name_at:end]
+                if kind == 2 and name in wanted:
+                    hidden.setdefault(wanted[name], []).append(value)
+                elif kind == 11 and info >> 4 == 1 and b"openblas" in name and len(exported) < 8:  # STB_GLOBAL
+                    exported[name.decode()] = value
+    return {name: values[0] for name, values in hidden.items() if len(set(values)) == 1}, exported
