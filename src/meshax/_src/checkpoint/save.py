@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -156,14 +158,25 @@ class AsyncSave:
     def __init__(self, job: _Save) -> None:
         self.path = job.path
         self._error: BaseException | None = None
+        self._reported = False  # whether wait() raised the error
         # Its barriers interleave with the training's collectives differently on each process: they go in a
         # history of their own (the thread uses no MPI).
         channel = Channel("checkpoint-save")
         self._thread = threading.Thread(target=self._run, args=(job, channel), name="meshax-checkpoint-save")
         self._thread.start()
         # A program that ends meanwhile waits for the commit before the interpreter's exit shuts the thread
-        # pools down (which the save's file syncing uses), not after.
-        threading._register_atexit(self._thread.join)  # type: ignore[attr-defined]
+        # pools down, not after. The thread then starts no thread of its own (zarr_io: Python 3.12.1 refuses).
+        threading._register_atexit(self._finish_at_exit)  # type: ignore[attr-defined]
+
+    def _finish_at_exit(self) -> None:
+        """The program ended: wait for the commit, and say why the save failed if it did and nobody asked."""
+        self._thread.join()
+        if self._error is not None and not self._reported:
+            self._reported = True
+            lines = traceback.format_exception(type(self._error), self._error, self._error.__traceback__)
+            sys.stderr.write(f"meshax: the asynchronous save to {self.path}, which the program's end waited for, "
+                             f"failed:\n{''.join(lines)}")
+            sys.stderr.flush()
 
     def _run(self, job: _Save, channel: Channel) -> None:
         try:
@@ -181,6 +194,7 @@ class AsyncSave:
         if self._thread.is_alive():
             raise TimeoutError(f"the asynchronous save to {self.path} did not finish within {timeout:g} s.")
         if self._error is not None:
+            self._reported = True
             raise self._error
 
 

@@ -72,11 +72,47 @@ def chunk_shape_of(shape: tuple[int, ...], shard: tuple[int, ...]) -> tuple[int,
 
 
 def write_metadata(directory: str, shape: tuple[int, ...], dtype: np.dtype, chunks: tuple[int, ...]) -> None:
-    """Create the Zarr 3 array `directory` (its zarr.json) with zarr-python; no chunks are written."""
-    from zarr.codecs import Crc32cCodec
+    """Create the Zarr 3 array `directory` (its zarr.json, as zarr-python makes it); no chunks are written.
 
-    _zarr().create_array(store=directory, shape=shape, chunks=chunks, dtype=dtype, fill_value=0,
-                         compressors=[Crc32cCodec()], zarr_format=3, overwrite=True)
+    zarr-python renders the document into an in-memory store on an event loop of this thread, and the file is
+    written here: zarr's own I/O starts its loop and pool threads on first use, which an async save's thread
+    cannot do once the program's main thread has ended on early Python 3.12 releases (3.12.1 raises "can't
+    create new thread at interpreter shutdown" there; 3.10, 3.11 and 3.13 do not), and its save would then
+    never reach the others' barriers."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "zarr.json"), "wb") as file:
+        file.write(_zarr_json(shape, dtype, chunks))
+
+
+def _zarr_json(shape: tuple[int, ...], dtype: np.dtype, chunks: tuple[int, ...]) -> bytes:
+    """The zarr.json of a meshax array, made by zarr-python without starting a thread."""
+    import asyncio
+
+    _zarr()  # the extended data types
+    from zarr.api.asynchronous import create_array
+    from zarr.codecs import Crc32cCodec
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.storage import MemoryStore
+
+    async def render() -> bytes:
+        store = MemoryStore()
+        await create_array(store=store, shape=shape, chunks=chunks, dtype=dtype, fill_value=0,
+                           compressors=[Crc32cCodec()], zarr_format=3, overwrite=True)
+        document = await store.get("zarr.json", prototype=default_buffer_prototype())
+        assert document is not None
+        return document.to_bytes()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # the usual case: no loop runs on this thread, so a loop of its own does (no thread)
+        loop = asyncio.new_event_loop()  # not set as the thread's loop: the program's own stays as it was
+        try:
+            return loop.run_until_complete(render())
+        finally:
+            loop.close()
+    from zarr.core.sync import sync
+
+    return sync(render())  # called from inside a running loop: zarr's loop thread renders it
 
 
 def chunk_path(directory: str, index: tuple[int, ...]) -> str:
@@ -135,9 +171,21 @@ def sync(paths: list[str], root: str) -> None:
         while folder.startswith(root) and folder not in folders:
             folders.add(folder)
             folder = os.path.dirname(folder)
-    with ThreadPoolExecutor(SYNC_THREADS) as pool:
-        list(pool.map(sync_dir, paths))
-        list(pool.map(sync_dir, sorted(folders)))
+    _each(sync_dir, paths)
+    _each(sync_dir, sorted(folders))
+
+
+def _each(function: Any, items: list[str]) -> None:
+    """`function` of every item, several at a time on threads, or one after another where no thread can start:
+    an async save's thread once the program has ended, on early Python 3.12 releases (see write_metadata)."""
+    try:
+        with ThreadPoolExecutor(SYNC_THREADS) as pool:
+            list(pool.map(function, items))
+    except RuntimeError as error:  # "can't create new thread at interpreter shutdown" / "... after ... shutdown"
+        if "shutdown" not in str(error):
+            raise
+        for item in items:  # again from the start: an fsync done twice is harmless
+            function(item)
 
 
 def read_json(path: str) -> dict[str, Any]:
