@@ -81,3 +81,18 @@ def raises_like_jax(case: Callable[..., Any], *args: Any) -> None:
         case(jax, *args)
     with pytest.raises(theirs.type):
         case(meshax, *args)
+
+
+def check_modes_or_same_error(case: Callable[..., Any], *args: Any, modes: tuple[str, ...] = ("eager", "jit"),
+                              **tolerances: Any) -> None:
+    """`case` in meshax and JAX agree; where JAX raises, meshax raises the same class of error in every mode."""
+    import pytest
+
+    try:
+        run_jax(case, args)
+    except Exception as error:  # noqa: BLE001  (any error JAX raises, meshax must raise too)
+        for mode in modes:
+            with pytest.raises(type(error)):
+                run_meshax(case, args, mode)
+        return
+    check_modes(case, *args, modes=modes, **tolerances)

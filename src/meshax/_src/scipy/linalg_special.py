@@ -36,15 +36,21 @@ def circulant(c: Any) -> Any:
     return _gather(c, (i - j) % n)
 
 
-def toeplitz(c: Any, r: Any = None) -> Any:
-    """The Toeplitz matrix with first column `c` and first row `r` (default conj(c)); r[0] is ignored."""
-    c = _vector(c, "toeplitz")
-    r = jnp.conj(c) if r is None else _vector(r, "toeplitz")
+def _column_then_row(c: Any, r: Any) -> tuple[Any, tuple[int, int]]:
+    """c followed by r[1:] (batch dimensions broadcast, one dtype), and the matrix shape (len(c), len(r))."""
     dtype = jnp.result_type(c, r)
     m, n = c.shape[-1], r.shape[-1]
     batch = np.broadcast_shapes(c.shape[:-1], r.shape[:-1])
     values = jnp.concatenate([jnp.broadcast_to(c, batch + (m,)).astype(dtype),
                               jnp.broadcast_to(r, batch + (n,))[..., 1:].astype(dtype)], axis=-1)
+    return values, (m, n)
+
+
+def toeplitz(c: Any, r: Any = None) -> Any:
+    """The Toeplitz matrix with first column `c` and first row `r` (default conj(c)); r[0] is ignored."""
+    c = _vector(c, "toeplitz")
+    r = jnp.conj(c) if r is None else _vector(r, "toeplitz")
+    values, (m, n) = _column_then_row(c, r)
     i, j = np.indices((m, n))
     return _gather(values, np.where(i >= j, i - j, m + j - i - 1))
 
@@ -53,11 +59,7 @@ def hankel(c: Any, r: Any = None) -> Any:
     """The Hankel matrix with first column `c` and last row `r` (default zeros); r[0] is ignored."""
     c = _vector(c, "hankel")
     r = jnp.zeros_like(c) if r is None else _vector(r, "hankel")
-    dtype = jnp.result_type(c, r)
-    m, n = c.shape[-1], r.shape[-1]
-    batch = np.broadcast_shapes(c.shape[:-1], r.shape[:-1])
-    values = jnp.concatenate([jnp.broadcast_to(c, batch + (m,)).astype(dtype),
-                              jnp.broadcast_to(r, batch + (n,))[..., 1:].astype(dtype)], axis=-1)
+    values, (m, n) = _column_then_row(c, r)
     i, j = np.indices((m, n))
     return _gather(values, i + j)
 
