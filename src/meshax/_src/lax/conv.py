@@ -131,16 +131,18 @@ def _pads(padding: Any, in_shape: Sequence[int], window_shape: Sequence[int],
 
 def _windows(x: Any, first: int, window: Sequence[int], strides: Sequence[int], dilation: Sequence[int]
              ) -> tuple[list[Any], tuple[int, ...]]:
-    """Every window offset's strided slice of `x` over its dimensions from `first` on, and the output sizes."""
+    """Every window offset's strided slice of `x` over its dimensions `first`.. (one per window dimension; those
+    after them are taken whole), and the output sizes."""
     shape = aval_of(x).shape
-    spatial = shape[first:]
+    last = first + len(window)
+    spatial = shape[first:last]
     out = tuple(max((n - _dilated(k, d)) // s + 1, 0) for n, k, s, d in zip(spatial, window, strides, dilation))
     slices = []
     for offset in itertools.product(*[range(k) for k in window]):
-        starts = (0,) * first + tuple(o * d for o, d in zip(offset, dilation))
+        starts = (0,) * first + tuple(o * d for o, d in zip(offset, dilation)) + (0,) * (len(shape) - last)
         limits = shape[:first] + tuple(a + (m - 1) * s + 1 if m else a
-                                       for a, m, s in zip(starts[first:], out, strides))
-        slices.append(S.slice(x, starts, limits, (1,) * first + tuple(strides)))
+                                       for a, m, s in zip(starts[first:last], out, strides)) + shape[last:]
+        slices.append(S.slice(x, starts, limits, (1,) * first + tuple(strides) + (1,) * (len(shape) - last)))
     return slices, out
 
 
@@ -155,11 +157,12 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
     if int(batch_group_count) != 1:
         raise NotImplementedError(f"conv_general_dilated: batch_group_count={batch_group_count} is not implemented in "
                                   "meshax; group the batch by hand (its gradients do not need it here).")
-    x = S.transpose(lhs, dn.lhs_spec)  # (N, C, spatial...)
-    k = S.transpose(rhs, dn.rhs_spec)  # (O, I, window...)
-    n, c = aval_of(x).shape[:2]
-    o, i = aval_of(k).shape[:2]
-    nsp = aval_of(x).ndim - 2
+    nsp = aval_of(lhs).ndim - 2
+    # channels last, as the product wants them: x (N, spatial..., C), k (window..., I, O)
+    x = S.transpose(lhs, (dn.lhs_spec[0],) + dn.lhs_spec[2:] + (dn.lhs_spec[1],))
+    k = S.transpose(rhs, dn.rhs_spec[2:] + (dn.rhs_spec[1], dn.rhs_spec[0]))
+    n, c = aval_of(x).shape[0], aval_of(x).shape[-1]
+    i, o = aval_of(k).shape[-2:]
     groups = int(feature_group_count)
     if c != i * groups or o % groups:
         raise TypeError(f"conv_general_dilated: lhs has {c} features and rhs {i} input features per group, which "
@@ -167,19 +170,30 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
     strides = tuple(int(s) for s in window_strides)
     lhs_dil = tuple(int(d) for d in lhs_dilation) if lhs_dilation else (1,) * nsp
     rhs_dil = tuple(int(d) for d in rhs_dilation) if rhs_dilation else (1,) * nsp
-    window = aval_of(k).shape[2:]
-    in_shape = [_dilated(m, d) for m, d in zip(aval_of(x).shape[2:], lhs_dil)]
+    window = aval_of(k).shape[:nsp]
+    in_shape = [_dilated(m, d) for m, d in zip(aval_of(x).shape[1:-1], lhs_dil)]
     pads = _pads(padding, in_shape, [_dilated(w, d) for w, d in zip(window, rhs_dil)], strides)
-    x = S.pad(x, np.zeros((), aval_of(x).dtype), [(0, 0, 0)] * 2 + [(lo, hi, d - 1) for (lo, hi), d in
-                                                                    zip(pads, lhs_dil)])
-    slices, out = _windows(x, 2, window, strides, rhs_dil)
+    if any(pads) or any(d != 1 for d in lhs_dil):
+        x = S.pad(x, np.zeros((), aval_of(x).dtype),
+                  [(0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in zip(pads, lhs_dil)] + [(0, 0, 0)])
+    slices, out = _windows(x, 1, window, strides, rhs_dil)
     count = len(slices)
-    patches = S.concatenate([S.reshape(p, (n, groups, i, 1) + out) for p in slices], 3)  # (N, G, I, K, out...)
-    kernel = S.reshape(k, (groups, o // groups, i, count))  # (G, O/G, I, K)
-    product = L.dot_general(patches, kernel, (((2, 3), (2, 3)), ((1,), (0,))), precision, preferred_element_type)
-    product = S.transpose(product, (1, 0, nsp + 2) + tuple(range(2, nsp + 2)))  # (N, G, O/G, out...)
-    result = S.reshape(product, (n, o) + out)
-    result = S.transpose(result, tuple(int(j) for j in np.argsort(dn.out_spec)))
+    # the patches (N, out..., K, G, I): one copy of the input per window position, then one product
+    if count == 1:
+        patches = S.reshape(slices[0], (n,) + out + (1, groups, i))
+    else:
+        patches = S.concatenate([S.reshape(p, (n,) + out + (1, groups, i)) for p in slices], nsp + 1)
+    kernel = S.reshape(k, (count, i, groups, o // groups))  # (K, I, G, O/G)
+    if groups == 1:
+        product = L.dot_general(S.reshape(patches, (n,) + out + (count, i)), S.reshape(kernel, (count, i, o)),
+                                (((nsp + 1, nsp + 2), (0, 1)), ((), ())), precision, preferred_element_type)
+    else:
+        product = L.dot_general(patches, kernel, (((nsp + 1, nsp + 3), (0, 1)), ((nsp + 2,), (2,))),
+                                precision, preferred_element_type)  # (G, N, out..., O/G)
+        product = S.reshape(S.transpose(product, tuple(range(1, nsp + 2)) + (0, nsp + 2)), (n,) + out + (o,))
+    # (N, out..., O) -> the output layout
+    order = (dn.out_spec[0],) + dn.out_spec[2:] + (dn.out_spec[1],)
+    result = S.transpose(product, tuple(int(j) for j in np.argsort(order)))
     return result if out_sharding is None else reshard(result, out_sharding)
 
 

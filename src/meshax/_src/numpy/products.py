@@ -86,11 +86,42 @@ def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None, preferred_eleme
         return _dot_general(a, b, ((1,), (0,)), out_sharding=out_sharding,
                             preferred_element_type=preferred_element_type)
     batch = np.broadcast_shapes(_shape(a)[:-2], _shape(b)[:-2])
+    if out_sharding is None:
+        return _unbroadcast_matmul(a, b, batch, preferred_element_type)
     a = broadcast_to(a, batch + _shape(a)[-2:])
     b = broadcast_to(b, batch + _shape(b)[-2:])
     n = len(batch)
     return _dot_general(a, b, ((n + 1,), (n,)), (tuple(range(n)), tuple(range(n))), out_sharding=out_sharding,
                         preferred_element_type=preferred_element_type)
+
+
+def _unbroadcast_matmul(a: Any, b: Any, batch: tuple[int, ...], preferred_element_type: Any) -> Any:
+    """A batched matmul as JAX emits it: a leading dimension both operands have (of one size other than 1) is a
+    batch dimension of the product; one only an operand has (the other lacks it or has size 1) is a free
+    dimension of that operand, never broadcast (x @ W with a 2-D W is one product over every row of x).
+    The result is put in matmul's order, with its size-1 dimensions, by a transpose and a reshape."""
+    nb = len(batch)
+
+    def labels(shape: tuple[int, ...], last: tuple[Any, Any]) -> list[Any]:
+        lead = (1,) * (nb + 2 - len(shape)) + shape[:-2]
+        return [i for i in range(nb) if lead[i] != 1] + list(last)
+    a_lead = (1,) * (nb + 2 - _ndim(a)) + _shape(a)[:-2]
+    b_lead = (1,) * (nb + 2 - _ndim(b)) + _shape(b)[:-2]
+    a_labels, b_labels = labels(_shape(a), (nb, "k")), labels(_shape(b), ("k", nb + 1))
+    a = reshape(a, [a_lead[i] for i in a_labels[:-2]] + list(_shape(a)[-2:]))
+    b = reshape(b, [b_lead[i] for i in b_labels[:-2]] + list(_shape(b)[-2:]))
+    shared = [label for label in a_labels[:-2] if label in b_labels]
+    a_free = [label for label in a_labels if label not in shared and label != "k"]
+    b_free = [label for label in b_labels if label not in shared and label != "k"]
+    product = _dot_general(a, b, ((a_labels.index("k"),), (b_labels.index("k"),)),
+                           ([a_labels.index(x) for x in shared], [b_labels.index(x) for x in shared]),
+                           preferred_element_type=preferred_element_type)
+    order = shared + a_free + b_free
+    ranked = sorted(range(len(order)), key=lambda position: order[position])
+    if ranked != list(range(len(order))):
+        product = transpose(product, ranked)
+    final = batch + _shape(product)[-2:]  # the rows and columns come last once the labels are in order
+    return product if _shape(product) == final else reshape(product, final)
 
 
 def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None, preferred_element_type: Any = None,
