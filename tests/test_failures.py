@@ -72,6 +72,26 @@ def test_a_frozen_process_is_named_after_the_heartbeat_timeout():
         assert "process 3" in result.stderr and "stopped answering" in result.stderr, result.stderr
 
 
+def test_every_frozen_process_is_named_after_the_heartbeat_timeout():
+    """Two processes frozen at once: the survivors' message names both, not only the first found silent."""
+    address = f"localhost:{free_port()}"
+    procs = [start([PYTHON, WAIT_THEN_DIE, address, str(i), "4", "barrier", "3"], child_env(2)) for i in range(4)]
+    try:
+        for proc in procs:
+            wait_for_line(proc, "READY", timeout=60)
+        time.sleep(0.5)
+        for frozen in procs[2:]:
+            os.kill(frozen.pid, signal.SIGSTOP)
+        results = collect(procs[:2], timeout=40)  # heartbeat_timeout_seconds=5 in the program
+    finally:
+        for proc in procs:
+            kill_group(proc)
+    for result in results:
+        assert result.returncode != 0
+        assert "process 2 (pid" in result.stderr and "and process 3 (pid" in result.stderr, result.stderr
+        assert "stopped answering" in result.stderr, result.stderr
+
+
 def test_a_stopped_process_is_named_while_the_others_wait_and_blames_itself_when_resumed():
     """SIGSTOP one of four while the others wait in a barrier: every "still waiting" line names it; after the
     heartbeat timeout the others stop naming it; resumed, it does not blame process 0 for its own silence."""

@@ -6,6 +6,7 @@ import os
 import shutil
 from typing import Any
 
+from ..runtime import devices as device_table
 from . import commit, metadata
 from .restore import restore_step
 from .save import AsyncSave, _Save
@@ -26,6 +27,8 @@ class CheckpointManager:
         self.max_to_keep = max_to_keep
         self.timeout = timeout
         self._pending: AsyncSave | None = None
+        if device_table.process_index() == 0:  # leftovers of saves a crash cut short take space: free it (Orbax too)
+            commit.recover_directory(self.directory)
 
     def all_steps(self) -> list[int]:
         """The committed steps, oldest first (a step whose replacement died half-way counts, as its old copy)."""

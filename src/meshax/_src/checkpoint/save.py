@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import threading
 import time
@@ -103,6 +104,16 @@ class _Save:
         self.agreement = commit.Agreement(self.path, timeout)
 
     def run(self) -> None:
+        """Write this process's shards and commit; a save that fails leaves nothing behind (process 0 removes
+        the temporary directory, so that the space it took is free for the next save, as Orbax does)."""
+        try:
+            self._write_and_commit()
+        except BaseException:
+            if device_table.process_index() == 0:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+            raise
+
+    def _write_and_commit(self) -> None:
         here = device_table.process_index()
         arrays = [p for p in self.plans if p.dtype is not None]
         if here == 0:

@@ -482,15 +482,19 @@ class CoordinatorServer:
                 del self._kv_waiters[key]
 
     def _check_heartbeats(self, now: float) -> None:
-        for process in self._processes.values():
-            silent = now - process.last_seen
-            if not process.said_goodbye and silent > self.heartbeat_timeout:
-                self._fail_locked(
-                    f"{describe(process, process.process_id)} stopped answering: no heartbeat for "
-                    f"{silent:.0f} s (heartbeat_timeout_seconds={self.heartbeat_timeout:g}).",
-                    exclude=None,
-                )
-                return
+        """Fail the job when a process has been silent past the heartbeat timeout, naming every process silent by
+        then for half the timeout too (a live one beats every fifth of it: those fell silent together with it)."""
+        quiet = [(process, now - process.last_seen) for process in self._processes.values()
+                 if not process.said_goodbye and now - process.last_seen > self.heartbeat_timeout / 2]
+        if not any(seconds > self.heartbeat_timeout for _, seconds in quiet):
+            return
+        names = [describe(process, process.process_id) for process, _ in sorted(quiet, key=lambda q: q[0].process_id)]
+        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        self._fail_locked(
+            f"{who} stopped answering: no heartbeat for {max(seconds for _, seconds in quiet):.0f} s "
+            f"(heartbeat_timeout_seconds={self.heartbeat_timeout:g}).",
+            exclude=None,
+        )
 
     def _touch(self, process_id: int) -> None:
         process = self._processes.get(process_id)
