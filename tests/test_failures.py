@@ -123,6 +123,23 @@ def test_a_stopped_process_is_named_while_the_others_wait_and_blames_itself_when
     assert "process 0 (the coordinator" not in stopped.stderr and "lost the connection" not in stopped.stderr
 
 
+def test_a_crash_in_native_code_is_reported_and_named_by_the_others():
+    """A segmentation fault says where the process was (faulthandler), and the others name it at once."""
+    address = f"localhost:{free_port()}"
+    procs = [start([PYTHON, "tests/programs/crash_in_native_code.py", address, str(i), "3"], child_env(1))
+             for i in range(3)]
+    try:
+        results = collect(procs, timeout=60)
+    finally:
+        for proc in procs:
+            kill_group(proc)
+    assert results[1].returncode != 0 and "Segmentation fault" in results[1].stderr, results[1].stderr
+    assert "crash_in_native_code.py" in results[1].stderr, results[1].stderr  # the line it crashed on
+    for result in (results[0], results[2]):
+        assert result.returncode == 70, (result.returncode, result.stderr)
+        assert "process 1" in result.stderr and "died" in result.stderr, result.stderr
+
+
 def test_process_id_out_of_range():
     results = run_independent(INIT_ONLY, 1, 1, timeout=30)  # argv: address 0 1
     assert results[0].returncode == 0

@@ -160,6 +160,7 @@ def initialize(
             if _runtime is None or _runtime.client is None:
                 exits.uninstall()
         exits.attach(_runtime.process_id, _runtime.client, _runtime.server)
+        exits.report_native_faults()
         atexit.register(shutdown)
         _install_excepthook()
 

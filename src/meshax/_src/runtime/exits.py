@@ -11,8 +11,10 @@ not safe while another thread may be inside MPI.
 """
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -49,6 +51,17 @@ def install(process_id: int | None) -> None:
 def attach(process_id: int, client: Any, server: Any) -> None:
     """Tell the stopper who this process is and how to reach the others."""
     _state.update(process_id=process_id, client=client, server=server)
+
+
+def report_native_faults() -> None:
+    """A crash inside native code (a segmentation fault in MPI's transport when a peer dies mid-transfer) still
+    says where every thread was, on stderr, instead of ending the process without a line (faulthandler; left as
+    the program set it if it enabled it itself)."""
+    if not faulthandler.is_enabled():
+        try:
+            faulthandler.enable(file=sys.stderr, all_threads=True)
+        except (AttributeError, ValueError, OSError):  # stderr replaced by an object without a file descriptor
+            pass
 
 
 def uninstall() -> None:
