@@ -47,7 +47,9 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
                       preferred_element_type: Any = None, out_sharding: Any = None) -> np.ndarray:
     """A (batched) matrix product on BLAS: each operand viewed as (batch, free, contracted) matrices, transposed
     and reshaped (views where the strides allow), then one np.matmul (an outer product contracts nothing: k = 1),
-    or one per block of the result where this call may use several threads (device_pool.call_parts)."""
+    or one per block of the result where this call may use several threads (device_pool.call_parts). Outside
+    those, BLAS gets the threads that pay for the product's size and that the machine gives now
+    (device_pool.product_blas)."""
     if preferred_element_type is not None and np.dtype(preferred_element_type) != lhs.dtype:
         # accumulate in the wider of the operands' type and the preferred one (int8 products summed in int32)
         wide = np.promote_types(lhs.dtype, preferred_element_type)
@@ -58,8 +60,9 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
     except TypeError:  # dimension numbers given as lists
         plan = _product_plan.__wrapped__(lhs.shape, rhs.shape, dimension_numbers)
     left_order, right_order, left_shape, right_shape, out_shape, m, n = plan
-    if m * n * left_shape[-1] >= _BUDGET_FROM:
-        device_pool.hold_budget()
+    multiply_adds = m * n * left_shape[-1]
+    if multiply_adds >= _BLAS_MAY_THREAD_FROM:
+        device_pool.product_blas(multiply_adds, m)
     left = _blas_ready(lhs.transpose(left_order).reshape(left_shape))
     right = _blas_ready(rhs.transpose(right_order).reshape(right_shape))
     b = left_shape[:-2]
@@ -96,9 +99,10 @@ def _product_plan(lhs_shape: tuple[int, ...], rhs_shape: tuple[int, ...], dimens
             m, n)
 
 
-# products of fewer multiply-adds (m * n * k) run on one BLAS thread whatever its limit (OpenBLAS's threshold is
-# 262144): they need not check that the controller's limit is applied (a few microseconds for a tiny product)
-_BUDGET_FROM = 1 << 16
+# products of fewer multiply-adds (m * n * k) run on one BLAS thread whatever its limit: they need not set it
+# (OpenBLAS 0.3.34, 2 threads beside 2 busy loops: matrix products from 262144 stall on the second thread, a
+# matrix-vector product from m * n = 524176 but not at 262144, an inner product not up to 10^6)
+_BLAS_MAY_THREAD_FROM = 1 << 16
 _BLAS_TYPES = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
 
 

@@ -10,6 +10,11 @@ first use and whenever the share changes (initialize() learns how many controlle
 host); the pool and the thread-limit controller are created on first use, so importing meshax
 starts no threads. The first use also keeps freed memory mapped (allocator.py) and lets OpenBLAS's idle
 threads sleep at once (blas_threads.py).
+
+Outside a batch, a call takes the threads that pay and that the machine can give now (`available_threads`,
+`product_blas`: cpu_budget.py says how and what was measured): each matrix product sets BLAS's threads just
+before it runs where they differ from the last product's (one ctypes call), the load is re-read every
+cpu_budget.LOAD_INTERVAL. `hold_budget` sets BLAS back to the whole share (LAPACK, the tests' view).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import itertools
 import logging
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
@@ -29,27 +35,116 @@ logger = logging.getLogger("meshax")
 
 _lock = threading.RLock()
 _pools: dict[str, tuple[ThreadPoolExecutor, int]] = {}  # name: (pool, its threads)
-_this_call = threading.local()  # .parts: into how many pieces the call on this thread may split its work
+
+
+class _CallState(threading.local):
+    parts: int | None = None  # into how many pieces the call on this thread may split its work (None: no batch)
+
+
+_this_call = _CallState()  # a class default: reading an unset attribute of a bare threading.local costs 0.5 us
 _controller: Any = None
 _threads = 0  # this controller's share, as applied to BLAS (0: not yet)
 _applied_for: tuple[Any, ...] | None = None  # what the applied share was computed from
+_fixed = False  # MESHAX_CPU_THREADS fixes the threads: the load is not read
+_available = 1  # the threads the machine gives this controller now (within the share; re-read with the load)
+_blas_now = 0  # BLAS's threads as meshax last set them
+_blas_lock = threading.Lock()
+_blas_setters: list[Callable[[int], Any]] | None = None
+_clock, _load, _product_threads = time.monotonic, cpu_budget.load, cpu_budget.product_threads  # 0.1 us saved
 
 
 def hold_budget() -> int:
     """Set BLAS to this controller's share of the cores, if that is not done already; returns the share."""
+    threads = _share()
+    if _blas_now != threads and _this_call.parts is None:
+        _set_blas(threads)
+    return threads
+
+
+def _share() -> int:
+    """This controller's share, applied to BLAS when it changed (not inside a batch of run_each)."""
     key = (cpu_budget.host_controllers(), cpu_budget.host_index(), cpu_budget.override_text())
-    if key != _applied_for and getattr(_this_call, "parts", None) is None:  # not inside a batch of run_each
+    if key != _applied_for and _this_call.parts is None:
         _apply(key)
     return _threads
 
 
+def available_threads() -> int:
+    """The threads this controller may keep busy now: its share, cut to the cores other processes leave free
+    (read at most every cpu_budget.LOAD_INTERVAL; the whole share where MESHAX_CPU_THREADS fixes it)."""
+    share = _share()
+    now = _clock()
+    if now >= _load.due:
+        _read_load(now)
+    return _available if _available < share else share
+
+
+def product_blas(multiply_adds: int, rows: int) -> None:
+    """Give BLAS the threads that one matrix product of `multiply_adds` (m * n * k of one matrix) and `rows` (m)
+    should use now (cpu_budget.product_threads, mostly within `available_threads`); nothing inside a batch of run_each,
+    where BLAS runs one thread per call. Costs ~0.2 us where the threads stay as they are."""
+    if _this_call.parts is not None:
+        return
+    now = _clock()
+    if now >= _load.due:
+        _read_load(now)
+    threads = _product_threads(multiply_adds, rows, _available, _threads)
+    if threads != _blas_now:
+        _set_blas(threads)
+
+
+def _read_load(now: float) -> None:
+    """Check the share and re-read the cores the machine leaves this controller."""
+    global _available
+    share = _share()
+    if _fixed or share < 2:
+        cpu_budget.load.due = now + cpu_budget.LOAD_INTERVAL
+        _available = share
+    else:
+        _available = cpu_budget.threads_for_load(share, cpu_budget.load.read(now))
+
+
+def _set_blas(threads: int) -> None:
+    """Set the threads of every BLAS library meshax computes with (OpenBLAS directly through ctypes)."""
+    global _blas_now, _blas_setters
+    with _blas_lock:
+        if _blas_setters is None:
+            _blas_setters = _setters(blas_controller())
+        for setter in _blas_setters:
+            setter(threads)
+        _blas_now = threads
+
+
+def _setters(controller: Any) -> list[Callable[[int], Any]]:
+    """A function setting the threads of each BLAS library that `controller` found: OpenBLAS's own
+    openblas_set_num_threads (threadpoolctl's lets only the first thread that used it set them), else
+    threadpoolctl's."""
+    import ctypes
+
+    names = [f"{prefix}openblas_set_num_threads{suffix}" for prefix in ("", "scipy_") for suffix in ("", "64_", "_64")]
+    setters = []
+    for lib in controller.lib_controllers:
+        if lib.user_api != "blas":
+            continue
+        found = [getattr(lib.dynlib, name) for name in names if lib.internal_api == "openblas" and
+                 lib.threading_layer == "pthreads" and hasattr(lib.dynlib, name)]
+        if found:
+            found[0].argtypes, found[0].restype = [ctypes.c_int], None
+            setters.append(found[0])
+        else:
+            setters.append(lib.set_num_threads)
+    return setters
+
+
 def _apply(key: tuple[Any, ...]) -> None:
-    global _threads, _applied_for
+    global _threads, _applied_for, _fixed
     with _lock:
         threads = cpu_budget.compute_threads()
         blas = blas_threads.quiet_idle_threads(blas_controller(), threads)
-        blas_controller().limit(limits=threads, user_api="blas")  # kept: the limit stays until changed
+        _set_blas(threads)  # kept until a product or a batch of run_each sets other threads
         _threads, _applied_for = threads, key
+        _fixed = bool(key[2] and key[2].strip())
+        cpu_budget.load.restart()
     if not logger.handlers and os.environ.get("MESHAX_LOG"):  # a single process that never called initialize()
         from .distributed import _configure_logging
 
@@ -68,7 +163,7 @@ def run_each(calls: Sequence[Callable[[], Any]], *, blas: bool = True) -> list[A
     other, each with all of it, when the share is one thread), this thread taking its turn with the pool's.
     With `blas` (calls that use BLAS), BLAS runs one thread per call meanwhile and each call may split its work
     into `call_parts()` pieces (`run_parts`): OpenBLAS runs concurrent multi-threaded calls one at a time."""
-    threads = hold_budget()
+    threads = _share()  # BLAS's threads stay as the last product set them (each product sets its own)
     side_by_side, per_call = cpu_budget.split(threads, len(calls))
     if side_by_side < 2:
         return [call() for call in calls]
@@ -81,19 +176,19 @@ def run_each(calls: Sequence[Callable[[], Any]], *, blas: bool = True) -> list[A
 
 def call_parts() -> int:
     """Into how many pieces the call running on this thread may split its work (`run_parts`)."""
-    return getattr(_this_call, "parts", None) or 1
+    return _this_call.parts or 1
 
 
 def in_batch() -> bool:
     """Whether this thread is running a call of a batch of `run_each` (whose work splits with `run_parts`,
     never with a nested `run_each`)."""
-    return getattr(_this_call, "parts", None) is not None
+    return _this_call.parts is not None
 
 
 def call_threads() -> int:
     """How many threads the call on this thread may keep busy: its part inside a batch of `run_each`, else this
-    controller's whole share."""
-    return call_parts() if in_batch() else hold_budget()
+    controller's share as the machine gives it now (`available_threads`)."""
+    return call_parts() if in_batch() else available_threads()
 
 
 def run_parts(pieces: Sequence[Callable[[], Any]]) -> None:
