@@ -72,6 +72,26 @@ def test_a_frozen_process_is_named_after_the_heartbeat_timeout():
         assert "process 3" in result.stderr and "stopped answering" in result.stderr, result.stderr
 
 
+def test_processes_killed_together_are_all_named():
+    """Two processes killed at once (a host going down): the survivors' message names both."""
+    address = f"localhost:{free_port()}"
+    procs = [start([PYTHON, WAIT_THEN_DIE, address, str(i), "4", "allreduce", "3"], child_env(2)) for i in range(4)]
+    try:
+        for proc in procs:
+            wait_for_line(proc, "READY", timeout=60)
+        time.sleep(0.5)
+        for victim in procs[2:]:
+            os.kill(victim.pid, signal.SIGKILL)
+        results = collect(procs[:2], timeout=30)
+    finally:
+        for proc in procs:
+            kill_group(proc)
+    for result in results:
+        assert result.returncode == 70, (result.returncode, result.stderr)
+        assert "process 2 (pid" in result.stderr and "and process 3 (pid" in result.stderr, result.stderr
+        assert "died" in result.stderr, result.stderr
+
+
 def test_every_frozen_process_is_named_after_the_heartbeat_timeout():
     """Two processes frozen at once: the survivors' message names both, not only the first found silent."""
     address = f"localhost:{free_port()}"

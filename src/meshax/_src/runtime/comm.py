@@ -76,8 +76,11 @@ class ProcessGroup:
                 self._agree(activity)
             try:
                 yield activity
-            except mpi_module().Exception as error:  # e.g. a message truncated: the members' sizes differ
-                self._desync(activity, f"MPI failed: {str(error).splitlines()[0]}")
+            except mpi_module().Exception as error:
+                detail = f"MPI failed: {str(error).splitlines()[0]}"
+                if error.Get_error_class() == mpi_module().ERR_TRUNCATE:  # the members' sizes differ
+                    self._desync(activity, detail)
+                watch.transport_failed(activity, self.ranks, detail)  # a peer's death, most often
             if waiting:
                 self._record(entry, begin or waiting, waiting, nbytes)
 

@@ -31,7 +31,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from . import job_token, survey
+from . import job_token, losses, survey
+from .losses import describe
 from .client import STILL_WAITING_EVERY, SUSPENDED_AFTER
 from .auth import Peer, WrongToken, preview
 from .listener import Listener
@@ -79,12 +80,6 @@ class _Waiter:
     process_id: int
 
 
-def describe(process: _Process | None, process_id: int) -> str:
-    if process is None:
-        return f"process {process_id}"
-    return f"process {process_id} (pid {process.pid} on {process.hostname})"
-
-
 class CoordinatorServer:
     """Serves the control plane of a job of `num_processes` processes."""
 
@@ -102,6 +97,7 @@ class CoordinatorServer:
         self._kv_waiters: dict[str, list[_Waiter]] = {}
         self._failure: str | None = None
         self._started = False
+        self._losses = losses.Losses()
         self._report: dict[str, Any] | None = None
         self._judge = survey.Judge()
         self._reminded_at: float | None = None  # when registering processes were last told who is missing
@@ -390,6 +386,7 @@ class CoordinatorServer:
                 self._remind_registration(now)
                 self._expire_barriers(now)
                 self._expire_kv_gets(now)
+                self._report_lost(now)
                 self._check_heartbeats(now)
                 self._finish_report_if_complete(now)
                 processes = [p for p in self._processes.values() if not p.said_goodbye]
@@ -484,17 +481,11 @@ class CoordinatorServer:
     def _check_heartbeats(self, now: float) -> None:
         """Fail the job when a process has been silent past the heartbeat timeout, naming every process silent by
         then for half the timeout too (a live one beats every fifth of it: those fell silent together with it)."""
-        quiet = [(process, now - process.last_seen) for process in self._processes.values()
-                 if not process.said_goodbye and now - process.last_seen > self.heartbeat_timeout / 2]
-        if not any(seconds > self.heartbeat_timeout for _, seconds in quiet):
-            return
-        names = [describe(process, process.process_id) for process, _ in sorted(quiet, key=lambda q: q[0].process_id)]
-        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        self._fail_locked(
-            f"{who} stopped answering: no heartbeat for {max(seconds for _, seconds in quiet):.0f} s "
-            f"(heartbeat_timeout_seconds={self.heartbeat_timeout:g}).",
-            exclude=None,
-        )
+        quiet = {p.process_id: now - p.last_seen for p in self._processes.values()
+                 if not p.said_goodbye and now - p.last_seen > self.heartbeat_timeout / 2}
+        if quiet and max(quiet.values()) > self.heartbeat_timeout:
+            names = [describe(self._processes[i], i) for i in sorted(quiet)]
+            self._fail_locked(losses.stopped_answering(names, max(quiet.values()), self.heartbeat_timeout), None)
 
     def _touch(self, process_id: int) -> None:
         process = self._processes.get(process_id)
@@ -512,18 +503,36 @@ class CoordinatorServer:
             if process is None or process.said_goodbye or self._stopping:
                 return
             process.said_goodbye = True
+            if process_id in self._losses.aborted:  # it ended itself with MPI_Abort: not a death to report
+                return
             if not self._started:
                 self._registration_waiters = [w for w in self._registration_waiters if w.process_id != process_id]
                 self._fail_locked(
                     f"{describe(process, process_id)} died during start-up: its connection to the coordinator "
                     "closed before every process had joined.", exclude=process_id)
                 return
-            self._fail_locked(
-                f"{describe(process, process_id)} died: its connection to the coordinator closed without a shutdown.",
-                exclude=process_id,
-            )
+            self._losses.add(process_id, time.monotonic())
+            self._cond.notify_all()
+
+    def _report_lost(self, now: float) -> None:
+        """Fail the job naming every process whose connection closed within DEATHS_WINDOW of the first."""
+        if self._losses.due(now):
+            self._fail_locked(losses.died([describe(self._processes.get(i), i) for i in self._losses.take()]), None)
 
     def _on_pmi_abort(self, rank: int, reason: str) -> None:
+        """A process called MPI_Abort. Right after a peer's death that is its consequence (MPI's transport failed
+        on the way to the dead peer): wait ABORT_CAUSE_WAIT for a connection to close, and name the dead instead,
+        once DEATHS_WINDOW has gathered them."""
+        deadline = time.monotonic() + losses.ABORT_CAUSE_WAIT
+        with self._cond:
+            self._losses.aborted.add(rank)
+            while self._failure is None and (time.monotonic() < deadline or self._losses.lost):
+                if self._losses.due(time.monotonic()):
+                    self._report_lost(time.monotonic())
+                    return
+                self._cond.wait(0.05)
+            if self._failure is not None:
+                return
         self.fail(f"process {rank} called MPI_Abort: {reason}", exclude=rank)
 
     def fail(self, message: str, exclude: int | None) -> None:

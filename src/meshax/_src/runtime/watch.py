@@ -155,6 +155,20 @@ class DesyncError(RuntimeError):
 report_desync: Callable[[str], None] | None = None
 
 
+# seconds a process whose MPI call failed waits for the coordinator's word before it reports a disagreement: a
+# peer's death breaks the transport before its connection to the coordinator is seen closed (the notice naming
+# it then ends this process)
+PEER_DEATH_WAIT = 3.0
+
+
+def transport_failed(activity: Activity, ranks: Iterable[int], detail: str) -> None:
+    """An MPI call of `activity` failed: most often because a peer died. In a job, wait PEER_DEATH_WAIT for the
+    coordinator to name the dead (its notice ends the process); else fail as the members' disagreement."""
+    if report_desync is not None:
+        time.sleep(PEER_DEATH_WAIT)
+    desync(activity, ranks, detail)
+
+
 def desync(activity: Activity, ranks: Iterable[int], detail: str) -> None:
     """Fail the job because this process found, in `activity`, that processes `ranks` disagree: the coordinator
     names every process's operation; if that does not happen, raise DesyncError here."""
