@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from . import auth, job_token, watch
+from . import auth, job_token, progress, watch
 from .wire import LineSocket
 
 FAILURE_EXIT_CODE = 1
@@ -189,6 +189,8 @@ class CoordinatorClient:
             if event == "failure":
                 if not self._closing:
                     self._on_failure(message["message"])
+            elif event == "peer_lost":  # the failure notice follows once the coordinator has gathered the dead
+                progress.halted.set()
             elif event == "report_state":
                 self._conn.write_message({"op": "state", "process_id": self.process_id,
                                           "token": message["token"], "state": watch.state()})

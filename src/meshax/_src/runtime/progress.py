@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import threading
 import time
 from typing import Any, Sequence
 
@@ -21,21 +22,35 @@ SPIN_FLOOR = 20e-3  # seconds of polling before any sleep: waits shorter than th
 SPIN_RATE = 250e6  # bytes per second: a transfer of n bytes is polled for n / SPIN_RATE more
 SLEEP_FIRST = 50e-6
 SLEEP_MAX = 2e-3
+# Set when the coordinator says a process of the job was lost: MPI's progress engine is not entered again (its
+# transport may fault, or assert, on the dead peer's connection), and the coordinator's failure notice, which
+# names the dead once it has gathered them, ends this process. HALT_WAIT bounds the wait for that notice.
+halted = threading.Event()
+HALT_WAIT = 10.0
 
 
 def _poll(test: Any, nbytes: int) -> None:
     """Call `test()` until it returns true: polling first, then sleeping with a backoff."""
-    if test():
+    if not halted.is_set() and test():
         return
     clock = time.perf_counter
     spin_until = clock() + SPIN_FLOOR + nbytes / SPIN_RATE
     delay = SLEEP_FIRST
-    while not test():
-        if clock() < spin_until:
+    while halted.is_set() or not test():
+        if halted.is_set():
+            _wait_for_the_failure_notice()
+        elif clock() < spin_until:
             os.sched_yield()
         else:
             time.sleep(delay)
             delay = min(SLEEP_MAX, delay * 2)
+
+
+def _wait_for_the_failure_notice() -> None:
+    """Wait (outside MPI) for the coordinator's notice that ends this process; raise if none comes."""
+    time.sleep(HALT_WAIT)
+    raise RuntimeError(f"a process of the job was lost, and no failure notice came from the coordinator within "
+                       f"{HALT_WAIT:g} s; the job cannot go on.")
 
 
 def wait(request: Any, nbytes: int = 0) -> None:
