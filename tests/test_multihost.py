@@ -57,9 +57,10 @@ def test_psum_across_hosts_crosses_the_host_link(cluster):
     assert [cluster.hosts[0].address, COORDINATOR_PORT] in outcomes[0].result("listening")["sockets"]
 
 
-def test_data_parallel_training_across_hosts_gives_the_single_host_losses(cluster):
-    job = Job(cluster, "train.py", "4")
-    alone = run_alone("train.py", "4", devices=8, timeout=120)
+@pytest.mark.parametrize("style", ["dp", "fsdp"])
+def test_data_parallel_training_across_hosts_gives_the_single_host_losses(cluster, style):
+    job = Job(cluster, "train.py", "4", style)
+    alone = run_alone("train.py", "4", "dp", devices=8, timeout=120)
     outcomes = job.collect(timeout=120)
     _all_ok(outcomes + [alone])
     reference = alone.result("losses")
@@ -68,6 +69,7 @@ def test_data_parallel_training_across_hosts_gives_the_single_host_losses(cluste
         got = outcome.result("losses")
         assert got["devices"] == 8 and got["processes"] == 4
         assert got["losses"] == pytest.approx(reference["losses"], rel=2e-6), (got, reference)
+        assert got["weight_split"] == ("PartitionSpec('dp',)" if style == "fsdp" else "PartitionSpec()"), got
     assert reference["losses"][-1] < reference["losses"][0]
 
 

@@ -28,7 +28,7 @@ from ..core.jaxpr import Jaxpr
 from ..sharding.mesh import current_mesh
 from ..sharding.shardings import SingleDeviceSharding
 from .fusion import executable
-from .numpy_program import program_of
+from .numpy_program import NumpyProgram, program_of
 
 # primitives with a jaxpr parameter: how to run them here (evaluator, *args, **params) -> outputs
 structured_rules: dict[Primitive, Callable[..., list[Any]]] = {}
@@ -58,17 +58,12 @@ def one_device(args: Sequence[Any]) -> Any:
     return device
 
 
-def _call_key(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> tuple | None:
+def _call_key(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> tuple:
     """What the shardings of a call's results depend on: the primitive, its parameters, each input's type and
-    sharding, and the mesh in use (`set_mesh`) (None where a parameter cannot be a key)."""
-    key = (primitive, current_mesh(), tuple((name, _by_identity(value)) for name, value in params.items()),
-           tuple((a.shape, a.dtype, a.weak_type, a.sharding, a.committed) if isinstance(a, Array) else
-                 (type(a), aval_of(a)) for a in args))
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    sharding, and the mesh in use (`set_mesh`); hashing it raises TypeError where a parameter cannot be a key."""
+    return (primitive, current_mesh(), tuple((name, _by_identity(value)) for name, value in params.items()),
+            tuple((a.shape, a.dtype, a.weak_type, a.sharding, a.committed) if isinstance(a, Array) else
+                  (type(a), aval_of(a)) for a in args))
 
 
 def _by_identity(value: Any) -> Any:
@@ -78,17 +73,28 @@ def _by_identity(value: Any) -> Any:
     return tuple(map(_by_identity, value)) if isinstance(value, tuple) else value
 
 
-# call key -> each result's (sharding, committed), and the call's parameters (their jaxprs kept alive, so that
-# their ids in the key stay theirs)
-_learned: dict[tuple, tuple[list[tuple[Any, bool]], dict[str, Any]]] = {}
+class _Learned:
+    """What the eager path taught about one call: each result's (sharding, committed); the call's parameters
+    (their jaxprs kept alive, so that their ids in the key stay theirs); and, once the fast path needed them, the
+    results' types (the key fixes them: it holds every input's type and the parameters)."""
+
+    __slots__ = ("placements", "params", "avals")
+
+    def __init__(self, placements: list[tuple[Any, bool]], params: dict[str, Any]) -> None:
+        self.placements, self.params, self.avals = placements, params, None
+
+
+_learned: dict[tuple, _Learned] = {}  # call key -> what the eager path taught about the call
 MAX_LEARNED = 1024
 
 
-def _learned_placements(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
-    """The (sharding, committed) of each result that `learn` remembered for this call, or None."""
-    key = _call_key(primitive, args, params)
-    found = _learned.get(key) if key is not None else None
-    return None if found is None else found[0]
+def _learned_call(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> _Learned | None:
+    """What `learn` remembered for this call, or None (its key hashed once: a tiny training step's 23 inputs'
+    shardings took a third of this lookup when hashed twice)."""
+    try:
+        return _learned.get(_call_key(primitive, args, params))
+    except TypeError:  # a parameter that cannot be a key
+        return None
 
 
 def learn(primitive: Primitive, args: Sequence[Any], params: dict[str, Any], outputs: Any) -> None:
@@ -101,10 +107,13 @@ def learn(primitive: Primitive, args: Sequence[Any], params: dict[str, Any], out
     if not all(isinstance(o, Array) and o.sharding.device_set == {device} for o in outs):
         return
     key = _call_key(primitive, args, params)
-    if key is not None:
-        if len(_learned) >= MAX_LEARNED:
-            _learned.clear()
-        _learned[key] = ([(o.sharding, o.committed) for o in outs], params)
+    try:
+        hash(key)
+    except TypeError:
+        return
+    if len(_learned) >= MAX_LEARNED:
+        _learned.clear()
+    _learned[key] = _Learned([(o.sharding, o.committed) for o in outs], params)
 
 
 def _jaxprs(params: dict[str, Any]) -> list[Jaxpr]:
@@ -151,18 +160,29 @@ def host(value: Any) -> np.ndarray:
     return np.asarray(value, dtype=aval_of(value).dtype)
 
 
+def program(jaxpr: Jaxpr) -> NumpyProgram:
+    """`jaxpr`'s executable program (simplified, elementwise chains fused) as NumPy calls, made once."""
+    return program_of(executable(jaxpr), structured_rules, run)
+
+
+def program_alone(jaxpr: Jaxpr) -> NumpyProgram:
+    """`program` for a shard_map body on a one-device mesh: its collectives as `alone_rules` say."""
+    return program_of(executable(jaxpr), _with_alone_rules, run_alone, "_numpy_program_alone")
+
+
 def run(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[np.ndarray]:
-    """Evaluate `jaxpr` on NumPy values (its executable program: simplified, elementwise chains fused, made into
-    a flat list of NumPy calls once)."""
-    return program_of(executable(jaxpr), structured_rules, run)(consts, args)
+    """Evaluate `jaxpr` on NumPy values (its `program`)."""
+    return program(jaxpr)(consts, args)
 
 
 def run_alone(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[np.ndarray]:
     """`run` for a shard_map body on a one-device mesh: its collectives as `alone_rules` say."""
-    return program_of(executable(jaxpr), _with_alone_rules, run_alone, "_numpy_program_alone")(consts, args)
+    return program_alone(jaxpr)(consts, args)
 
 
 _with_alone_rules = collections.ChainMap(alone_rules, structured_rules)
+# each evaluator a structured rule is given -> the programs it runs (a loop's body compiled into its loop)
+programs: dict[Callable[..., list[Any]], Callable[[Jaxpr], NumpyProgram]] = {run: program, run_alone: program_alone}
 
 
 def as_arrays(values: Sequence[np.ndarray], avals: Sequence[Any], device: Any,
@@ -183,13 +203,17 @@ def try_primitive(primitive: Primitive, args: Sequence[Any], params: dict[str, A
         return None  # host values into a function not traced yet (custom_jvp/vjp): it runs as Python, eagerly
     single = (primitive not in placing and not any(places(j) for j in programs)
               and all(isinstance(a.sharding, SingleDeviceSharding) for a in args if isinstance(a, Array)))
-    placements = None if single else _learned_placements(primitive, args, params)
-    if not single and placements is None:
-        return None  # the eager path runs it, and learns its results' shardings
-    avals = abstract_eval(primitive, [aval_of(a) for a in args], params)
     if single:
+        avals = abstract_eval(primitive, [aval_of(a) for a in args], params)
         committed = any(isinstance(a, Array) and a.committed for a in args)
         placements = [(SingleDeviceSharding(device), committed)] * len(avals)
+    else:
+        learned = _learned_call(primitive, args, params)
+        if learned is None:
+            return None  # the eager path runs it, and learns its results' shardings
+        if learned.avals is None:
+            learned.avals = abstract_eval(primitive, [aval_of(a) for a in args], params)
+        avals, placements = learned.avals, learned.placements
     values = structured_rules[primitive](run, *[host(a) for a in args], **params)
     outs = as_arrays(values, avals, device, placements)
     return outs if primitive.multiple_results else outs[0]

@@ -19,6 +19,7 @@ from ..primitives import array_primitives as P
 from ..sharding.explicit_rules import format_spec
 from ..core.core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
 from ..interpreters.ad import Zero, instantiate, jvp_flat, jvp_rules, tangent_aval
+from ..interpreters.codegen_loops import scan_function, while_function
 from ..interpreters.numpy_eval import structured_rules
 from ..interpreters.shard_map import device_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, trace_to_jaxpr
@@ -525,11 +526,14 @@ def associative_scan(fn: Callable[[Any, Any], Any], elems: Any, reverse: bool = 
     return tree_unflatten(tree, out)
 
 
-# ---- on one device: the loops in NumPy (interpreters/numpy_eval.py) -------------------------------------------------
+# ---- on one device: the loops in NumPy (interpreters/numpy_eval.py), as generated code (codegen_loops.py) ---------
 
 
 def _scan_numpy(run: Callable[..., list[Any]], *args: Any, jaxpr: Jaxpr, num_consts: int, num_carry: int,
                 length: int, reverse: bool, unroll: int = 1) -> list[Any]:
+    loop = scan_function(run, jaxpr, num_consts, num_carry, length, reverse)
+    if loop is not None:
+        return loop(args)
     consts, carry, xs = list(args[:num_consts]), list(args[num_consts:num_consts + num_carry]), \
         list(args[num_consts + num_carry:])
     ys = [np.empty((length,) + tuple(v.aval.shape), v.aval.dtype) for v in jaxpr.outvars[num_carry:]]
@@ -543,6 +547,9 @@ def _scan_numpy(run: Callable[..., list[Any]], *args: Any, jaxpr: Jaxpr, num_con
 
 def _while_numpy(run: Callable[..., list[Any]], *args: Any, cond_jaxpr: Jaxpr, body_jaxpr: Jaxpr,
                  cond_nconsts: int, body_nconsts: int) -> list[Any]:
+    loop = while_function(run, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts)
+    if loop is not None:
+        return loop(args)
     cond_consts, body_consts = list(args[:cond_nconsts]), list(args[cond_nconsts:cond_nconsts + body_nconsts])
     carry = list(args[cond_nconsts + body_nconsts:])
     while bool(run(cond_jaxpr, (), cond_consts + carry)[0]):
