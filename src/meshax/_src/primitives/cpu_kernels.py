@@ -55,6 +55,9 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
         wide = np.promote_types(lhs.dtype, preferred_element_type)
         product = dot_general(lhs.astype(wide), rhs.astype(wide), dimension_numbers=dimension_numbers)
         return product.astype(preferred_element_type)
+    if dimension_numbers == _MATRIX_PRODUCT and lhs.ndim == 2 == rhs.ndim and lhs.dtype is rhs.dtype and \
+            lhs.dtype in _BLAS_TYPES and device_pool.call_parts() < 2:
+        return _matrix_product(lhs, rhs)
     try:
         plan = _product_plan(lhs.shape, rhs.shape, dimension_numbers)
     except TypeError:  # dimension numbers given as lists
@@ -80,6 +83,19 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
                            else functools.partial(np.matmul, left, right[..., lo:hi], out=out[..., lo:hi])
                            for lo, hi in bounds])
     return out.reshape(out_shape)
+
+
+_MATRIX_PRODUCT = (((1,), (0,)), ((), ()))  # a 2-D lhs's columns against a 2-D rhs's rows: x @ W
+
+
+def _matrix_product(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """`lhs @ rhs` of two matrices of one BLAS type, on this controller's threads: the common product without
+    the general path's plan, transposes and reshapes (6 of its 9.5 us for a 32x64 @ 64x64 product)."""
+    m, k = lhs.shape
+    multiply_adds = m * rhs.shape[1] * k
+    if multiply_adds >= _BLAS_MAY_THREAD_FROM:
+        device_pool.product_blas(multiply_adds, m)
+    return np.matmul(_blas_ready(lhs), _blas_ready(rhs))
 
 
 @functools.lru_cache(maxsize=4096)
