@@ -71,6 +71,8 @@ def disable_jit(disable: bool = True) -> Iterator[None]:
 
 def _call_signature(leaf: Any) -> Any:
     """A leaf's part of a call's cache key: its type, or ("Ref", its value's type) for an array Ref."""
+    if type(leaf) is Array:  # the common case, read without making its type: the same tuple as _signature_of's
+        return (leaf._shape, leaf._dtype, leaf.weak_type, leaf._sharding)
     return ("Ref", _signature_of(leaf._value)) if isinstance(leaf, Ref) else _signature_of(leaf)
 
 
@@ -107,6 +109,8 @@ class Jitted:
         functools.update_wrapper(self, fun, updated=())  # not fun.__dict__ (a wrapped Jitted's state)
 
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple, dict, tuple, tuple]:
+        if not self.static_argnums and not self.static_argnames:
+            return args, kwargs, (), ()
         count = len(args)
         static = sorted({i % count for i in self.static_argnums if -count <= i < count})
         static_positional = tuple((i, args[i]) for i in static)
@@ -127,17 +131,17 @@ class Jitted:
         leaves, structure = self._flatten(dynamic_args, dynamic_kwargs)
         key = (structure, tuple(_call_signature(x) for x in leaves), static_positional, static_named)
         try:
-            known = key in self._cache
+            traced = self._cache.get(key)
         except TypeError as error:
             raise ValueError(f"jit: static arguments must be hashable ({error}); pass them as static_argnums.") from None
-        if not known:
+        if traced is None:
             traced = self._trace(structure, leaves, static_positional, static_named)
             if any(isinstance(c, Tracer) for c in traced[1]):  # captured tracers of an enclosing trace
                 return (key, traced), leaves
             if len(self._cache) >= TRACES_KEPT:  # forget the oldest signature: a program called with ever new
                 del self._cache[next(iter(self._cache))]  # shapes must not grow without bound
             self._cache[key] = traced
-        return (key, self._cache[key]), leaves
+        return (key, traced), leaves
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if jit_disabled():
