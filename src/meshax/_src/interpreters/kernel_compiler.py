@@ -15,6 +15,7 @@ writable cache they compile in memory.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import importlib.util
 import logging
@@ -24,7 +25,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any, Callable, Hashable, Iterator, Sequence
 
 logger = logging.getLogger("meshax")
 EXIT_WAIT_S = 10.0  # at exit, how long the compilation under way may take to finish
@@ -57,8 +58,9 @@ class KernelCompiler:
             self._asked.add(key)
             if self.background:
                 self._waiting += 1
-                self._start_worker()
                 self._jobs.put((key, source, examples))
+                if not _held_back(self):
+                    self._start_worker()
                 return None
         self._compile(key, source, examples)
         return self._ready.get(key)
@@ -69,10 +71,16 @@ class KernelCompiler:
             return self._idle.wait_for(lambda: self._waiting == 0, timeout)
 
     def _start_worker(self) -> None:
+        """Start the compiling thread (once); the caller holds the lock."""
         if self._worker is None:
             self._worker = threading.Thread(target=self._work, name="meshax-kernel-compiler", daemon=True)
             self._worker.start()
             atexit.register(self._close)
+
+    def start(self) -> None:
+        """Start compiling what is queued (after a deferral, see `deferred`)."""
+        with self._lock:
+            self._start_worker()
 
     def _work(self) -> None:
         while not self._closing.is_set():
@@ -102,6 +110,41 @@ class KernelCompiler:
                         type(error).__name__, str(error).splitlines()[0] if str(error) else "")
             return
         self._ready[key] = kernel
+
+
+# Kernels requested during a program's first call wait for the call to end: numba's import and start-up in the
+# compiling thread take the interpreter lock from it (a CNN's first step on 2 cores: 1.39 s, 0.88 s with numba
+# off). `_deferrals` counts the calls under way that defer; `_held` are the compilers with work waiting for them.
+_deferrals = 0
+_held: list[KernelCompiler] = []
+_deferral_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Within the block, requested kernels are queued but not compiled; they start when the outermost such block
+    ends (their clusters run as NumPy calls meanwhile, with the same values)."""
+    global _deferrals
+    with _deferral_lock:
+        _deferrals += 1
+    try:
+        yield
+    finally:
+        with _deferral_lock:
+            _deferrals -= 1
+            starting = list(_held) if _deferrals == 0 else []
+            if _deferrals == 0:
+                _held.clear()
+        for compiler in starting:
+            compiler.start()
+
+
+def _held_back(compiler: KernelCompiler) -> bool:
+    """Whether `compiler`'s work must wait for a deferral to end (it is then started at its end)."""
+    with _deferral_lock:
+        if _deferrals and compiler not in _held:
+            _held.append(compiler)
+        return _deferrals > 0
 
 
 def describe() -> str:

@@ -24,6 +24,7 @@ from .stages import Traced
 from ..arrays.array import Array
 from ..core.core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
 from ..interpreters.eager import eager_rules
+from ..interpreters import kernel_compiler
 from ..interpreters.eager_programs import run_eagerly
 from ..interpreters.numpy_eval import structured_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
@@ -125,8 +126,9 @@ class Jitted:
             dynamic_args = _apply_shardings(dynamic_args, self.in_shardings, "in_shardings")
         return tree_flatten((dynamic_args, dynamic_kwargs))
 
-    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple, list[Any]]:
-        """The cache key of a call (tree structure, leaf signatures, static values) and its dynamic leaves."""
+    def _prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple, list[Any], bool]:
+        """The cache key of a call (tree structure, leaf signatures, static values), its dynamic leaves, and
+        whether it was traced now."""
         dynamic_args, dynamic_kwargs, static_positional, static_named = self._split(args, kwargs)
         leaves, structure = self._flatten(dynamic_args, dynamic_kwargs)
         key = (structure, tuple(_call_signature(x) for x in leaves), static_positional, static_named)
@@ -137,17 +139,22 @@ class Jitted:
         if traced is None:
             traced = self._trace(structure, leaves, static_positional, static_named)
             if any(isinstance(c, Tracer) for c in traced[1]):  # captured tracers of an enclosing trace
-                return (key, traced), leaves
+                return (key, traced), leaves, False
             if len(self._cache) >= TRACES_KEPT:  # forget the oldest signature: a program called with ever new
                 del self._cache[next(iter(self._cache))]  # shapes must not grow without bound
             self._cache[key] = traced
-        return (key, traced), leaves
+            return (key, traced), leaves, True
+        return (key, traced), leaves, False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if jit_disabled():
             return self.fun(*args, **kwargs)
-        key, leaves = self._prepare(args, kwargs)
-        outputs = self._run(key, leaves)
+        key, leaves, first = self._prepare(args, kwargs)
+        if first:  # the numba kernels it asks for compile once the call is over
+            with kernel_compiler.deferred():
+                outputs = self._run(key, leaves)
+        else:
+            outputs = self._run(key, leaves)
         if self.donate_argnums or self.donate_argnames:
             self._delete_donated(args, kwargs, outputs)
         return outputs
@@ -230,7 +237,7 @@ class Jitted:
 
     def trace(self, *args: Any, **kwargs: Any) -> Any:
         """The program traced for these arguments (a jax.stages.Traced: `.jaxpr`, `.out_info`, `.lower()`)."""
-        key, _ = self._prepare(args, kwargs)
+        key, _, _ = self._prepare(args, kwargs)
         return Traced(self, key)
 
     @staticmethod
