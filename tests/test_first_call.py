@@ -174,3 +174,19 @@ def test_one_trace_per_signature_sharding_included():
             np.testing.assert_array_equal(np.asarray(out), np.asarray(placed) + 1)
             assert out.sharding.device_set == placed.sharding.device_set
     assert len(traces) == 3
+
+
+def test_kernels_asked_for_during_a_first_call_compile_after_it():
+    """A kernel requested inside `deferred` (a jitted program's first call) is queued, not compiled, until the
+    outermost deferral ends; outside any deferral the compiling thread starts at once."""
+    from meshax._src.interpreters import kernel_compiler
+
+    compiler = kernel_compiler.KernelCompiler()
+    compiler.background = True
+    source = "import numba\n@numba.njit(cache=False)\ndef kernel(start, stop, x):\n    pass\n"
+    with kernel_compiler.deferred():
+        with kernel_compiler.deferred():
+            assert compiler.request("k1", source, [np.zeros(3)]) is None
+        assert compiler._worker is None  # the inner block's end does not start it
+    assert compiler._worker is not None
+    assert compiler.wait(120) and compiler.ready("k1") is not None
