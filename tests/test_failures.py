@@ -72,44 +72,32 @@ def test_a_frozen_process_is_named_after_the_heartbeat_timeout():
         assert "process 3" in result.stderr and "stopped answering" in result.stderr, result.stderr
 
 
-def test_processes_killed_together_are_all_named():
-    """Two processes killed at once (a host going down): the survivors' message names both."""
+def hit_two_of_four(mode: str, how: signal.Signals, limit: float) -> list:
+    """Run 4 processes waiting in an MPI call, hit processes 2 and 3 at once with `how` (a host going down or
+    freezing); the results of processes 0 and 1."""
     address = f"localhost:{free_port()}"
-    procs = [start([PYTHON, WAIT_THEN_DIE, address, str(i), "4", "allreduce", "3"], child_env(2)) for i in range(4)]
+    procs = [start([PYTHON, WAIT_THEN_DIE, address, str(i), "4", mode, "3"], child_env(2)) for i in range(4)]
     try:
         for proc in procs:
             wait_for_line(proc, "READY", timeout=60)
         time.sleep(0.5)
         for victim in procs[2:]:
-            os.kill(victim.pid, signal.SIGKILL)
-        results = collect(procs[:2], timeout=30)
+            os.kill(victim.pid, how)
+        return collect(procs[:2], timeout=limit)
     finally:
         for proc in procs:
             kill_group(proc)
-    for result in results:
+
+
+@pytest.mark.parametrize("how, mode, limit, words", [
+    (signal.SIGKILL, "allreduce", 30, "died"),  # connections closed together
+    (signal.SIGSTOP, "barrier", 40, "stopped answering"),  # silent together (heartbeat_timeout_seconds=5)
+])
+def test_processes_hit_together_are_all_named(how, mode, limit, words):
+    for result in hit_two_of_four(mode, how, limit):
         assert result.returncode == 70, (result.returncode, result.stderr)
         assert "process 2 (pid" in result.stderr and "and process 3 (pid" in result.stderr, result.stderr
-        assert "died" in result.stderr, result.stderr
-
-
-def test_every_frozen_process_is_named_after_the_heartbeat_timeout():
-    """Two processes frozen at once: the survivors' message names both, not only the first found silent."""
-    address = f"localhost:{free_port()}"
-    procs = [start([PYTHON, WAIT_THEN_DIE, address, str(i), "4", "barrier", "3"], child_env(2)) for i in range(4)]
-    try:
-        for proc in procs:
-            wait_for_line(proc, "READY", timeout=60)
-        time.sleep(0.5)
-        for frozen in procs[2:]:
-            os.kill(frozen.pid, signal.SIGSTOP)
-        results = collect(procs[:2], timeout=40)  # heartbeat_timeout_seconds=5 in the program
-    finally:
-        for proc in procs:
-            kill_group(proc)
-    for result in results:
-        assert result.returncode != 0
-        assert "process 2 (pid" in result.stderr and "and process 3 (pid" in result.stderr, result.stderr
-        assert "stopped answering" in result.stderr, result.stderr
+        assert words in result.stderr, result.stderr
 
 
 def test_a_stopped_process_is_named_while_the_others_wait_and_blames_itself_when_resumed():
