@@ -38,7 +38,6 @@ class Config:
         self._values: dict[str, Any] = {
             "jax_enable_x64": _env_flag("MESHAX_ENABLE_X64", "JAX_ENABLE_X64"),
             "jax_platforms": os.environ.get("JAX_PLATFORMS", "cpu"),
-            "meshax_precise_transcendentals": int(os.environ.get("MESHAX_PRECISE_TRANSCENDENTALS", 1 << 16)),
             "meshax_check": _env_flag("MESHAX_CHECK", default=True),
             "meshax_collective_timeout": float(os.environ.get("MESHAX_COLLECTIVE_TIMEOUT", 300)),
             "meshax_buffer_pool_mb": float(os.environ.get("MESHAX_BUFFER_POOL_MB", 256)),

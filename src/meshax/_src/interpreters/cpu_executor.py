@@ -35,8 +35,9 @@ from ..profiler import recorder
 from .numba_executor import NumbaExecutor
 from .numexpr_executor import NumexprExecutor
 
-# elementwise primitives whose NumPy implementation gives each element the same value on any block of rows
-# (transcendentals are not among them: meshax's float32 ones change method with the array's size)
+# elementwise primitives whose NumPy implementation gives each element the same value on any block of rows, that
+# fused clusters may run block by block (transcendentals too give one value whatever the block, but stay out of
+# clusters: numba's kernels would compute them with libm, whose bits differ from NumPy's)
 BLOCKWISE = frozenset({
     "add", "add_any", "sub", "mul", "div", "neg", "max", "min", "abs", "sign", "square", "reciprocal", "sqrt",
     "floor", "ceil", "round", "trunc", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "select",

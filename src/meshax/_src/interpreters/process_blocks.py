@@ -17,8 +17,8 @@ Inside shard_map (`run_joined_on_devices`) the devices' values are joined along 
 dimension where one call's result, cut into equal blocks, is each device's.
 
 Taken: matrix products (`dot_general`), fused clusters, the elementwise primitives whose results do not
-depend on the size of the block (cpu_executor.BLOCKWISE; transcendentals only while the joined block is
-small enough to be computed element by element, `meshax_precise_transcendentals`) and sums, maxima and
+depend on the size of the block (cpu_executor.BLOCKWISE, and transcendentals: float32_math gives each element
+one value whatever the block) and sums, maxima and
 minima that keep the joined dimension (each of its rows reduced on its own, as in a device's block).
 The devices' values of one shape may also be stacked along a new first dimension (`_run_stacked`):
 inside shard_map scalars (a device's loss), and, there and in eager data parallelism, reductions over a
@@ -34,7 +34,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..arrays.array import Array, read_only
-from ..config import config
 from ..arrays.collectives import TREE_UP_TO, LocallyCombined, local_groups
 from ..arrays.joined_values import STACKED, JoinedValues, joined_values, whole_of
 from ..arrays.partition import named_sharding
@@ -60,8 +59,7 @@ def _join_mode(primitive: Primitive, elements: int, params: dict[str, Any]) -> s
     (`elements`: of all the devices' results).
     Large elementwise calls with several threads run `SIDE_BY_SIDE`, one per device, but write into one
     buffer, so that the joined calls after them (a matmul of the activations) read it without a copy."""
-    if primitive.name not in _TAKEN and not (getattr(impl_rules.get(primitive), "precise", False)
-                                              and elements <= config.read("meshax_precise_transcendentals")):
+    if primitive.name not in _TAKEN and not getattr(impl_rules.get(primitive), "precise", False):
         return None
     threads = compute_pool.workers()
     if (threads == 1 or primitive.name == "dot_general" or elements <= SMALL

@@ -6,16 +6,14 @@ parameters; each implementation runs on one device's shards.
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import cpu_kernels
+from . import cpu_kernels, float32_math
 from ..sharding import placement_rules as rules
 from ..sharding.explicit_rules import gather_sources
 from ..arrays.placement import device_put, sharding_constraint
-from ..config import config
 from ..core.core import Primitive, ShapedArray, define_primitive
 from ..interpreters.eager import eager_rules
 from ..interpreters.shard_map import device_rules
@@ -42,20 +40,6 @@ def _same_aval(x: ShapedArray, *rest: ShapedArray, **_: Any) -> ShapedArray:
 def _bool_aval(*avals: ShapedArray, **_: Any) -> ShapedArray:
     return ShapedArray(rules.broadcast_shapes(*[a.shape for a in avals]), np.dtype(np.bool_),
                        all(a.weak_type for a in avals))
-
-
-def _precise(function: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
-    """Float32/float16 transcendentals computed in float64 and rounded (correctly rounded, as XLA nearly
-    always is) for arrays up to `meshax_precise_transcendentals` elements; larger ones use NumPy's own kernels."""
-
-    def impl(x: np.ndarray, **_: Any) -> np.ndarray:
-        limit = config.read("meshax_precise_transcendentals")
-        if x.dtype in (np.float32, np.float16) and x.size <= limit:
-            return function(x.astype(np.float64)).astype(x.dtype)
-        return function(x)
-
-    impl.precise = True  # each element computed alone up to the limit: arrays that small may be joined
-    return impl
 
 
 def _plain(function: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
@@ -91,7 +75,7 @@ _BINARY = {
     "rem": np.remainder, "fmod": np.fmod, "pow": np.power, "max": np.maximum, "min": np.minimum,
     "atan2": np.arctan2, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
     "shift_left": np.left_shift, "shift_right": np.right_shift, "hypot": np.hypot, "copysign": np.copysign,
-    "nextafter": np.nextafter, "logaddexp": np.logaddexp,
+    "nextafter": np.nextafter,
 }
 _COMPARISONS = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
                 "ge": np.greater_equal}
@@ -102,19 +86,9 @@ def _real_aval(x: ShapedArray, **_: Any) -> ShapedArray:
     return ShapedArray(x.shape, dtype, x.weak_type)
 
 
-def _logistic(x: np.ndarray) -> np.ndarray:
-    return 1 / (1 + np.exp(-x))
-
-
-def _erf(x: np.ndarray) -> np.ndarray:
-    return np.vectorize(math.erf, otypes=[np.float64])(x)
-
-
 UNARY: dict[str, Primitive] = {}
-for _name, _fn in _TRANSCENDENTAL.items():
-    UNARY[_name] = _define(_name, _precise(_fn), _same_aval, rules.elementwise)
-for _name, _fn in {"logistic": _logistic, "erf": _erf}.items():
-    UNARY[_name] = _define(_name, _precise(_fn), _same_aval, rules.elementwise)
+for _name, _fn in {**_TRANSCENDENTAL, "logistic": None, "erf": None}.items():
+    UNARY[_name] = _define(_name, float32_math.transcendental(_name, _fn), _same_aval, rules.elementwise)
 for _name, _fn in _SIMPLE_UNARY.items():
     UNARY[_name] = _define(_name, _plain(_fn), _real_aval if _name in ("abs", "real", "imag") else _same_aval,
                            rules.elementwise)
@@ -137,6 +111,7 @@ def _integer_pow(x: np.ndarray, *, y: int) -> np.ndarray:
 UNARY["integer_pow"] = _define("integer_pow", _integer_pow, _same_aval, rules.elementwise)  # param y: the power
 BINARY: dict[str, Primitive] = {n: _define(n, _plain(f), _same_aval, rules.elementwise) for n, f in _BINARY.items()}
 BINARY.update({n: _define(n, _plain(f), _bool_aval, rules.elementwise) for n, f in _COMPARISONS.items()})
+BINARY["logaddexp"] = _define("logaddexp", float32_math.logaddexp, _same_aval, rules.elementwise)
 
 
 def _select_aval(pred: ShapedArray, on_true: ShapedArray, on_false: ShapedArray) -> ShapedArray:
@@ -481,6 +456,9 @@ def _scatter_impl(x: np.ndarray, y: np.ndarray, *indices: np.ndarray, index: tup
     None) of the operand: only the updates that land in the block are applied, at local coordinates.
     Slices are canonical (start, stop, step) triples read as ranges; indices outside the block are dropped."""
     box = local_box if local_box is not None else tuple((0, n) for n in x.shape)
+    if not indices and len(index) == x.ndim and all(
+            isinstance(e, (int, np.integer)) or (isinstance(e, slice) and e.step > 0) for e in index):
+        return _scatter_basic(x, y, index, mode, box)
     coordinates, target = _scatter_coordinates(index, indices)
     y = np.broadcast_to(y, target)
     inside = np.ones(target, np.bool_)
@@ -495,6 +473,44 @@ def _scatter_impl(x: np.ndarray, y: np.ndarray, *indices: np.ndarray, index: tup
     else:
         {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}[mode].at(
             out[np.newaxis], where, updates)
+    return out
+
+
+_UPDATES = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}
+
+
+def _scatter_basic(x: np.ndarray, y: np.ndarray, index: tuple[Any, ...], mode: str,
+                   box: Sequence[tuple[int, int]]) -> np.ndarray:
+    """The scatter of an index of slices and integers only (a slice's gradient, x.at[a:b].set): every element
+    of the region is one distinct element of x, so the updates are one basic-indexed assignment or in-place
+    ufunc on the part of the region inside the block `box`, with no coordinate arrays."""
+    target = tuple(len(range(e.start, e.stop, e.step)) for e in index if isinstance(e, slice))
+    y = np.broadcast_to(y, target)
+    into: list[Any] = []  # the region inside the block, in the block's coordinates
+    taken: list[Any] = []  # the updates that land there
+    for entry, (low, high) in zip(index, box):
+        if isinstance(entry, slice):
+            first, step = entry.start, entry.step
+            begin = max(0, -(-(low - first) // step))
+            end = min(len(range(first, entry.stop, step)), -(-(high - first) // step))
+            if end <= begin:
+                return np.array(x, copy=True)
+            into.append(slice(first + begin * step - low, first + (end - 1) * step - low + 1, step))
+            taken.append(slice(begin, end))
+        elif low <= entry < high:
+            into.append(int(entry) - low)
+        else:
+            return np.array(x, copy=True)
+    out = np.array(x, copy=True)
+    updates = y[tuple(taken)]
+    if mode == "set":
+        out[tuple(into)] = updates
+    else:
+        region = out[tuple(into)]
+        if isinstance(region, np.ndarray):
+            _UPDATES[mode](region, updates, out=region)
+        else:  # one element
+            out[tuple(into)] = _UPDATES[mode](region, updates)
     return out
 
 
