@@ -9,6 +9,7 @@ mpiexec may interleave.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import json
@@ -24,7 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
@@ -327,6 +328,24 @@ def run_job(commands: Sequence[Sequence[str]], timeout: float, env: dict[str, st
         records = read_records(record_dir)
     return JobResult(spawn_time, exit_time, [proc.returncode for proc in procs], [out for out, _ in texts],
                      [err for _, err in texts], timed_out, records)
+
+
+BUSY_LOOP = "while True: pass"
+
+
+@contextlib.contextmanager
+def busy_loops(count: int) -> Iterator[None]:
+    """`count` processes spinning in pure Python (a shared machine's other work) while the block runs; each in
+    its own session, killed with its group when the block ends (and by PR_SET_PDEATHSIG if we die)."""
+    procs: list[subprocess.Popen] = []
+    try:
+        for _ in range(count):
+            procs.append(subprocess.Popen([sys.executable, "-S", "-c", BUSY_LOOP], stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                          start_new_session=True, preexec_fn=_die_with_parent))
+        yield
+    finally:
+        stop_all(procs, grace=0.0)
 
 
 def _raise_system_exit(signum: int, _frame: object) -> None:
