@@ -126,8 +126,9 @@ def test_a_partitioned_host_ends_every_survivor_naming_the_lost_processes(cluste
     assert not problems, "\n".join(problems) + "\n" + scenarios.describe(outcomes)
 
 
-@pytest.mark.parametrize("trial", range(3))
+@pytest.mark.parametrize("trial", range(20))
 def test_a_host_killed_mid_allreduce_ends_the_survivors_naming_the_dead(cluster, trial):
+    """20 trials (issue 42): every survivor exits 70 naming both dead processes, none crashes."""
     outcomes, problems = scenarios.kill_a_host_mid_allreduce(cluster)
     assert not problems, "\n".join(problems) + "\n" + scenarios.describe(outcomes)
 
