@@ -1,7 +1,7 @@
 """Models written in plain JAX, trained on meshax (through meshax.as_jax) and on JAX (CPU), at their defaults.
 
     python benchmarks/bench_models.py [--models gpt,gru] [--layouts 1x1,2x4] [--load 0,2] [--load-layouts 1x1]
-                                      [--only meshax|jax] [--rounds 2] [--warmup 2] [--steps 4] [--budget 900] [--quick]
+                                      [--only meshax|jax] [--rounds 2] [--warmup 3] [--steps 6] [--budget 900] [--quick]
                                       [--output models]
 
 The models are those of workers/models.py (gpt in styles dp and tp, gpt_scan, gru, cnn, tiny, mlp), on Mesh(all
@@ -19,7 +19,9 @@ it, the same for both libraries: how each library holds up on a shared machine. 
 above 0 runs at the layouts of --load-layouts only (default 1x1, where issue 41 sets its target under load), so
 that `--layouts 1x1,2x4 --load 0,2` runs exactly the cells of the issue's targets.
 
-A job runs --warmup steps (the first one, trace + compile + run, is the "first step") and then --steps timed steps;
+A job runs --warmup steps (the first one, trace + compile + run, is the "first step"; three by default, as meshax
+writes a program's code on its third call: the first learns the results' placements, the second walks the
+program's steps) and then --steps timed steps;
 every step follows a barrier and is timed on every process until the new parameters and the loss are ready, a
 step's time being the max over processes (meshax's worker waits after the warm-up until the kernels meshax compiles
 in the background are ready, as JAX's are after its first step). Each cell (model, style, layout, load) runs
@@ -284,8 +286,8 @@ def main() -> int:
     parser.add_argument("--load-layouts", default="1x1", help="the layouts that run the loads above 0")
     parser.add_argument("--only", choices=BACKENDS, default=None, help="run one library only")
     parser.add_argument("--rounds", type=int, default=2, help="jobs per library and cell (order alternating)")
-    parser.add_argument("--warmup", type=int, default=2, help="warm-up steps (the first is the first step)")
-    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--warmup", type=int, default=3, help="warm-up steps (the first is the first step)")
+    parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--budget", type=float, default=900.0, help="seconds for all jobs together")
     parser.add_argument("--quick", action="store_true", help="1 round, 1 warm-up and 2 timed steps")
     parser.add_argument("--output", default="models", help="results/<output>.md")
