@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from . import auth, job_token, progress, watch
+from . import auth, job_token, losses, progress, watch
 from .wire import LineSocket
 
 FAILURE_EXIT_CODE = 1
@@ -86,6 +86,7 @@ class CoordinatorClient:
         self._last_heard = time.monotonic()
         self._closing = False
         self._joined = False  # whether every process has registered
+        self._lost_peers: list[str] = []  # processes the coordinator said were lost (its notice may not follow)
 
     # ---- connecting -------------------------------------------------------------------
 
@@ -191,6 +192,7 @@ class CoordinatorClient:
                     self._on_failure(message["message"])
             elif event == "peer_lost":  # the failure notice follows once the coordinator has gathered the dead
                 progress.halted.set()
+                self._lost_peers.append(str(message.get("name", "a process")))
             elif event == "report_state":
                 self._conn.write_message({"op": "state", "process_id": self.process_id,
                                           "token": message["token"], "state": watch.state()})
@@ -283,5 +285,8 @@ class CoordinatorClient:
         if not self._joined:
             self._on_failure(f"the coordinator at {self.address} closed the connection during start-up: process 0 "
                              "ended the start-up (its output says why) or died.")
+        elif self._lost_peers:  # process 0 went down after others: name those first, they went first
+            self._on_failure(f"{losses.died(self._lost_peers)} Then the coordinator at {self.address} (process 0) "
+                             "was lost too.")
         else:
             self._on_failure(f"lost the connection to the coordinator at {self.address}: process 0 died or was killed.")

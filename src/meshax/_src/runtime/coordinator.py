@@ -511,10 +511,9 @@ class CoordinatorServer:
                     f"{describe(process, process_id)} died during start-up: its connection to the coordinator "
                     "closed before every process had joined.", exclude=process_id)
                 return
-            if not self._losses.lost:  # the others stop entering MPI now; the notice naming the dead comes later
-                for other in self._processes.values():
-                    if not other.said_goodbye:
-                        other.conn.write_message({"event": "peer_lost"})
+            for other in self._processes.values():  # they stop entering MPI now; the notice comes once gathered
+                if not other.said_goodbye:
+                    other.conn.write_message({"event": "peer_lost", "name": describe(process, process_id)})
             self._losses.add(process_id, time.monotonic())
             self._cond.notify_all()
 
