@@ -471,8 +471,7 @@ def _scatter_impl(x: np.ndarray, y: np.ndarray, *indices: np.ndarray, index: tup
     if mode == "set":
         out[np.newaxis][where] = updates
     else:
-        {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}[mode].at(
-            out[np.newaxis], where, updates)
+        _UPDATES[mode].at(out[np.newaxis], where, updates)
     return out
 
 
