@@ -148,6 +148,48 @@ def test_a_crash_in_native_code_is_reported_and_named_by_the_others():
         assert "process 1" in result.stderr and "died" in result.stderr, result.stderr
 
 
+def run_native_exit(mode: str, witness: int = 1) -> list:
+    """tests/programs/native_exit.py on 3 processes in `mode`; their results."""
+    address = f"localhost:{free_port()}"
+    procs = [start([PYTHON, "tests/programs/native_exit.py", address, str(i), "3", mode, str(witness)], child_env(1))
+             for i in range(3)]
+    try:
+        return collect(procs, timeout=90)
+    finally:
+        for proc in procs:
+            kill_group(proc)
+
+
+@pytest.mark.parametrize("witness", [0, 1])
+def test_a_native_exit_after_a_peer_died_names_the_dead_not_the_witness(witness):
+    """MPICH's transport asserting on a dead peer's connection ends a survivor through the C library's exit(1):
+    that survivor (process 0, which hosts the coordinator, or another) still waits for the coordinator's word
+    and, like the others, exits 70 naming the dead."""
+    results = run_native_exit("after_death", witness)
+    assert results[2].returncode == -signal.SIGKILL
+    for result in (results[0], results[1]):
+        assert result.returncode == 70, (result.returncode, result.stderr)
+        assert "process 2" in result.stderr and "died" in result.stderr, result.stderr
+        assert f"process {witness} " not in result.stderr.replace(f"process {witness} (pid", ""), result.stderr
+
+
+def test_a_native_exit_alone_is_reported_and_named_by_the_others():
+    """MPI ending a process from inside with nobody dead: that process says so and exits 1; the others name it."""
+    results = run_native_exit("alone")
+    assert results[1].returncode == 1, (results[1].returncode, results[1].stderr)
+    assert "its MPI library ended it from inside" in results[1].stderr, results[1].stderr
+    for result in (results[0], results[2]):
+        assert result.returncode == 70, (result.returncode, result.stderr)
+        assert "process 1" in result.stderr and "MPI library ended it" in result.stderr, result.stderr
+
+
+def test_a_normal_end_does_not_run_the_native_exit_report():
+    results = run_native_exit("normal")
+    for result in results:
+        assert result.returncode == 0 and "NORMAL END" in result.stdout, (result.returncode, result.stderr)
+        assert "MPI library" not in result.stderr, result.stderr
+
+
 def test_process_id_out_of_range():
     results = run_independent(INIT_ONLY, 1, 1, timeout=30)  # argv: address 0 1
     assert results[0].returncode == 0

@@ -156,6 +156,11 @@ class CoordinatorClient:
     def key_value_try_get(self, key: str) -> str | None:
         return self.request("kv_get", wait=60, key=key, timeout=0)["value"]
 
+    @property
+    def lost_peers(self) -> list[str]:
+        """The processes the coordinator said were lost, in the order it said so."""
+        return list(self._lost_peers)
+
     def abort(self, message: str) -> None:
         """Tell the coordinator this process failed, so the others stop at once."""
         self.request("abort", wait=5, message=message)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from . import devices as device_table
 from ..config import config
-from . import channels, cpu_budget, detection, exits, history, job_token, mpi, progress, watch
+from . import channels, cpu_budget, detection, exits, history, job_token, mpi, native_exit, progress, watch
 from .auth import AuthenticationError
 from .client import (PEER_FAILURE_EXIT_CODE, CoordinatorClient, CoordinatorError, exit_with_failure,
                      report_cannot_join)
@@ -161,6 +161,8 @@ def initialize(
                 exits.uninstall()
         exits.attach(_runtime.process_id, _runtime.client, _runtime.server)
         exits.report_native_faults()
+        if _runtime.world is not None and _runtime.client is not None:
+            native_exit.arm(_runtime.process_id, _runtime.client)
         atexit.register(shutdown)
         _install_excepthook()
 
@@ -341,6 +343,7 @@ def _failure_handler(server: CoordinatorServer | None):
 def shutdown() -> None:
     """Leave the job: wait for every process (shutdown_timeout_seconds), finalise MPI, stop the coordinator."""
     global _runtime
+    native_exit.disarm()
     with _lock:
         rt, _runtime = _runtime, None
     if rt is None or rt.client is None:

@@ -141,13 +141,14 @@ def stop(signum: int) -> None:
         os.write(2, f"meshax: process{process} stopped by {name}\n".encode())
     mpi.remove_shared_memory()
     try:
-        _tell_the_others(f"stopped by {name}")
+        tell_the_others(f"stopped by {name}")
     except Exception:  # the coordinator may be gone already: stopping matters more
         pass
     os._exit(128 + signum)
 
 
-def _tell_the_others(reason: str) -> None:
+def tell_the_others(reason: str) -> None:
+    """Have the coordinator fail the job naming this process and `reason` (this process hosts it, or not)."""
     server, client = _state["server"], _state["client"]
     if server is not None:  # this process hosts the coordinator: stopping it must not look like losing it
         server.fail(f"process {_state['process_id']} failed: {reason}", exclude=_state["process_id"])
