@@ -2,6 +2,7 @@
 from meshax._src.core.core import (ConcretizationTypeError, JAXIndexError, JAXTypeError, NonConcreteBooleanIndexError,
                                    ShardingTypeError, TracerArrayConversionError, TracerBoolConversionError,
                                    TracerIntegerConversionError, UnexpectedTracerError)
+from meshax._src.runtime.recovery import JaxRuntimeError
 
 __all__ = ["ConcretizationTypeError", "InconclusiveDimensionOperation", "JAXIndexError", "JAXTypeError",
            "JaxRuntimeError", "JaxprTypeError", "KeyReuseError", "NonConcreteBooleanIndexError", "ShardingTypeError",
@@ -15,10 +16,6 @@ class KeyReuseError(JAXTypeError):
 
 class JaxprTypeError(TypeError):
     """A jaxpr whose equations do not type-check."""
-
-
-class JaxRuntimeError(RuntimeError):
-    """A failure while running a computation (XLA's runtime errors in JAX)."""
 
 
 class InconclusiveDimensionOperation(Exception):

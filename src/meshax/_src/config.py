@@ -45,6 +45,8 @@ class Config:
             "meshax_explicit_axes_by_default": _env_flag("MESHAX_EXPLICIT_AXES_BY_DEFAULT"),
             "jax_num_cpu_devices": -1,  # -1: from JAX_NUM_CPU_DEVICES / MESHAX_NUM_CPU_DEVICES / XLA_FLAGS
             "jax_default_device": None,  # where uncommitted values land (runtime/devices.default_device)
+            # a job that goes on when processes die (runtime/recovery.py); set before distributed.initialize()
+            "jax_enable_recoverability": False,
         }
         self._values.update(JAX_OPTIONS)
         self._watchers: dict[str, list[Callable[[Any], None]]] = {}

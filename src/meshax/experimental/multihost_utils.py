@@ -8,7 +8,8 @@ from meshax._src.arrays.multihost_utils import (
     process_allgather,
     sync_global_devices,
 )
-from meshax._src.compat.small_modules import ProcessFailureError, live_devices, reached_preemption_sync_point
+from meshax._src.compat.small_modules import reached_preemption_sync_point
+from meshax._src.runtime.live import ProcessFailureError, live_devices
 from meshax._src.sharding.shardings import PartitionSpec as P  # noqa: F401  (as JAX's module has them)
 from meshax.tree_util import tree_flatten, tree_unflatten  # noqa: F401
 

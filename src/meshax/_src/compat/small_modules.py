@@ -2,17 +2,16 @@
 inspect_array_sharding, its effects), jax.sharding (AbstractDevice, ManualAxisType, UnreducedKind,
 make_single_device_sharding), jax.ad_checkpoint (policy results), jax.stages (Wrapped, CompilerOptions),
 jax.random (Key, random_gamma_p), jax.custom_derivatives (linear_call and helpers) and
-jax.experimental.multihost_utils (live_devices, reached_preemption_sync_point).
+jax.experimental.multihost_utils (reached_preemption_sync_point; live_devices is runtime/live.py).
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import math
 import sys
 import typing
-from typing import Any, Callable, Iterator, NamedTuple, Protocol
+from typing import Any, Callable, NamedTuple, Protocol
 
 import numpy as np
 
@@ -235,37 +234,10 @@ def linear_call(fun: Callable[..., Any], fun_transpose: Callable[..., Any], resi
 # ---- jax.experimental.multihost_utils ---------------------------------------------------------------------------
 
 
-class ProcessFailureError(Exception):
-    """Raised by live_devices when processes holding some of its devices failed (`failed_devices`)."""
-
-    def __init__(self, failed_devices: set) -> None:
-        self.failed_devices = failed_devices
-        super().__init__(f"Devices failed: {failed_devices}")
-
-
 def reached_preemption_sync_point(step_id: int) -> bool:
     """Whether every process reached the step to checkpoint at before a preemption: meshax has no preemption
     notices, so never (False), as JAX without a preemption service."""
     return False
-
-
-@contextlib.contextmanager
-def live_devices(devices: Any) -> Iterator[list[Any]]:
-    """The live devices among `devices` (sorted by id) for the block, agreed by the processes that hold them: in a
-    healthy job, all of them. A barrier of those processes on entry. RuntimeError without jax.distributed."""
-    from ..runtime import distributed
-    from ..arrays.multihost_utils import sync_global_devices
-    from ..runtime.devices import process_count
-
-    if not distributed.is_initialized():
-        raise RuntimeError("Distributed JAX not initialized.")
-    if not devices:
-        raise ValueError("No devices provided.")
-    alive = sorted(devices, key=lambda d: d.id)
-    if process_count() > 1 and {d.process_index for d in alive} == set(range(process_count())):
-        sync_global_devices("live_devices")
-    yield alive
-
 
 
 # ---- jax.nn: block-scaled matrix products --------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from . import auth, job_token, losses, progress, watch
+from . import auth, job_token, losses, progress, recovery, watch
 from .wire import LineSocket
 
 FAILURE_EXIT_CODE = 1
@@ -128,12 +128,14 @@ class CoordinatorClient:
         if self._conn is not None:
             self._conn.write_message({"op": op, "process_id": self.process_id, **fields})
 
-    def register(self, num_processes: int, info: dict[str, Any], timeout: float) -> list[dict[str, Any]]:
-        """Register this process and wait until all `num_processes` have; returns their tables."""
+    def register(self, num_processes: int, info: dict[str, Any], timeout: float,
+                 recoverable: bool = False) -> list[dict[str, Any]]:
+        """Register this process and wait until all `num_processes` have; returns their tables. `recoverable`: this
+        process asks for a job that survives losses (every process must)."""
         self.num_processes = num_processes
         reply = self.request(
             "register", wait=timeout + 30, num_processes=num_processes, hostname=socket.gethostname(),
-            pid=os.getpid(), info=info, timeout=timeout,
+            pid=os.getpid(), info=info, timeout=timeout, recoverable=recoverable, incarnation=recovery.INCARNATION,
         )
         self._joined = True
         return reply["processes"]
@@ -144,6 +146,12 @@ class CoordinatorClient:
         ranks = range(self.num_processes) if participants is None else sorted(participants)
         with watch.communicating(what or f"barrier {name!r}", ranks, entry=f"barrier {name!r}"):
             self.request("barrier", wait=timeout + 30, name=name, participants=participants, timeout=timeout)
+
+    def live(self, ids: list[int], timeout: float) -> dict[int, int]:
+        """JAX's live-processes call: wait until every live process among `ids` has called it too; the live ones
+        of `ids` with their incarnations, the same on every one of them."""
+        reply = self.request("live", wait=timeout + 30, ids=list(ids), timeout=timeout)
+        return {int(i): int(n) for i, n in reply["live"]}
 
     def key_value_set(self, key: str, value: str) -> None:
         self.request("kv_set", wait=60, key=key, value=value)
@@ -195,6 +203,9 @@ class CoordinatorClient:
             if event == "failure":
                 if not self._closing:
                     self._on_failure(message["message"])
+            elif event == "peer_lost" and message.get("recoverable"):  # the job goes on without it
+                recovery.note_lost(int(message["process_id"]), str(message.get("name")), str(message.get("why")))
+                self._say(f"goes on without {message.get('name')}, which {message.get('why')}")
             elif event == "peer_lost":  # the failure notice follows once the coordinator has gathered the dead
                 progress.halted.set()
                 self._lost_peers.append(str(message.get("name", "a process")))

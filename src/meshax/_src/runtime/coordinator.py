@@ -36,6 +36,8 @@ from .losses import describe
 from .client import STILL_WAITING_EVERY, SUSPENDED_AFTER
 from .auth import Peer, WrongToken, preview
 from .listener import Listener
+from .membership import Membership
+from .rendezvous import Rendezvous, Waiter
 from .pmi import PmiService
 from .wire import LineSocket, LineTooLong
 
@@ -70,31 +72,21 @@ class _Process:
     said_goodbye: bool = False
 
 
-@dataclass
-class _Waiter:
-    """A request answered later: a barrier arrival or a key-value get."""
-
-    conn: LineSocket
-    rid: int
-    deadline: float
-    process_id: int
-
-
 class CoordinatorServer:
     """Serves the control plane of a job of `num_processes` processes."""
 
     def __init__(self, port: int, num_processes: int, heartbeat_timeout: float, *, token: bytes,
-                 bind_host: str | None = None) -> None:
-        """Listen on `bind_host`:`port` (all interfaces when None) for processes knowing `token`."""
+                 bind_host: str | None = None, recoverable: bool = False) -> None:
+        """Listen on `bind_host`:`port` (all interfaces when None) for processes knowing `token`; `recoverable`:
+        the job goes on when processes die (jax_enable_recoverability)."""
         self.num_processes = num_processes
         self.heartbeat_timeout = heartbeat_timeout
         self.ping_interval = max(0.2, min(10.0, heartbeat_timeout / 5))
         self._cond = threading.Condition()
         self._processes: dict[int, _Process] = {}
-        self._registration_waiters: list[_Waiter] = []
-        self._barriers: dict[str, dict[int, _Waiter]] = {}
-        self._kv: dict[str, str] = {}
-        self._kv_waiters: dict[str, list[_Waiter]] = {}
+        self._registration_waiters: list[Waiter] = []
+        self._rendezvous = Rendezvous(num_processes)
+        self._membership = Membership() if recoverable else None  # a job that survives losses
         self._failure: str | None = None
         self._started = False
         self._losses = losses.Losses()
@@ -199,13 +191,27 @@ class CoordinatorServer:
         op, rid = message.get("op"), message.get("rid")
         if op == "heartbeat":
             return
-        if op == "kv_set":
-            self._kv_set(message["key"], message["value"])
-            conn.write_message({"rid": rid, "ok": True})
-        elif op == "kv_get":
-            self._kv_get(conn, process_id, rid, message["key"], float(message.get("timeout", 0)))
-        elif op == "barrier":
-            self._barrier(conn, process_id, rid, message["name"], message.get("participants"), float(message["timeout"]))
+        with self._cond:
+            if op == "kv_set":
+                self._rendezvous.kv_set(str(message["key"]), str(message["value"]))
+                conn.write_message({"rid": rid, "ok": True})
+                return
+            if op == "kv_get":
+                self._rendezvous.kv_get(conn, process_id, rid, str(message["key"]), float(message.get("timeout", 0)))
+                return
+            if op == "barrier":
+                participants = message.get("participants")
+                self._rendezvous.barrier(conn, process_id, rid, str(message["name"]),
+                                         None if participants is None else [int(i) for i in participants],
+                                         float(message["timeout"]), self._membership.lost if self._membership else ())
+                return
+            if op == "live" and self._membership is not None:
+                self._membership.arrive(conn, process_id, rid, [int(i) for i in message["ids"]],
+                                        float(message["timeout"]))
+                return
+        if op == "live":
+            conn.write_message({"rid": rid, "error": "live_devices needs jax_enable_recoverability set to True on "
+                                                     "every process before jax.distributed.initialize()."})
         elif op == "abort":
             self.fail(f"process {process_id} failed: {message.get('message', 'no reason given')}", exclude=process_id)
             conn.write_message({"rid": rid, "ok": True})
@@ -240,8 +246,10 @@ class CoordinatorServer:
                 process_id, conn, str(message.get("hostname", "?")), int(message.get("pid", 0)),
                 message.get("info", {}),
             )
+            if self._membership is not None:
+                self._membership.joined(process_id, int(message.get("incarnation", 0)))
             deadline = time.monotonic() + float(message.get("timeout", 300))
-            self._registration_waiters.append(_Waiter(conn, rid, deadline, process_id))
+            self._registration_waiters.append(Waiter(conn, rid, deadline, process_id))
             self._registered_at = time.monotonic()
             if len(self._processes) == self.num_processes:
                 self._release_registration_locked()
@@ -252,6 +260,10 @@ class CoordinatorServer:
             return self._failure
         if self._started:
             return f"process {process_id} tried to register with a job that has already started."
+        if bool(message.get("recoverable")) != (self._membership is not None):
+            return (f"process {process_id} was started with jax_enable_recoverability="
+                    f"{bool(message.get('recoverable'))} but process 0 with {self._membership is not None}; set it "
+                    "the same way on every process, before jax.distributed.initialize().")
         their_count = message.get("num_processes")
         if their_count != self.num_processes:
             return (
@@ -284,35 +296,6 @@ class CoordinatorServer:
             if len(self._processes) < self.num_processes:
                 return None
             return [self._processes[i].hostname for i in range(self.num_processes)]
-
-    # ---- key-value store and barriers ------------------------------------------------
-
-    def _kv_set(self, key: str, value: str) -> None:
-        with self._cond:
-            self._kv[key] = value
-            for waiter in self._kv_waiters.pop(key, []):
-                waiter.conn.write_message({"rid": waiter.rid, "ok": True, "value": value})
-
-    def _kv_get(self, conn: LineSocket, process_id: int, rid: int, key: str, timeout: float) -> None:
-        with self._cond:
-            if key in self._kv:
-                conn.write_message({"rid": rid, "ok": True, "value": self._kv[key]})
-            elif timeout <= 0:
-                conn.write_message({"rid": rid, "ok": True, "value": None})
-            else:
-                waiter = _Waiter(conn, rid, time.monotonic() + timeout, process_id)
-                self._kv_waiters.setdefault(key, []).append(waiter)
-
-    def _barrier(self, conn: LineSocket, process_id: int, rid: int, name: str,
-                 participants: list[int] | None, timeout: float) -> None:
-        expected = set(range(self.num_processes)) if participants is None else set(participants)
-        with self._cond:
-            arrived = self._barriers.setdefault(name, {})
-            arrived[process_id] = _Waiter(conn, rid, time.monotonic() + timeout, process_id)
-            if expected <= arrived.keys():
-                del self._barriers[name]
-                for waiter in arrived.values():
-                    waiter.conn.write_message({"rid": waiter.rid, "ok": True})
 
     # ---- surveys: what every process is doing when one waits long -----------------------------
 
@@ -353,6 +336,8 @@ class CoordinatorServer:
         states, reason = report["states"], report["reason"]
         gone = set(range(self.num_processes)) - live
         silent = {p: now - self._processes[p].last_seen for p in live - states.keys()}
+        if self._membership is not None and (silent or gone & self._membership.lost):
+            return  # a job that survives losses: the lost are cancelled out of communication (peer_lost), not a fault
         if reason == "stuck":
             headline = (f"process {report['trigger']} waited more than {report['timeout']:g} s "
                         "(collective_timeout) for a communication")
@@ -384,8 +369,9 @@ class CoordinatorServer:
                 self._expire_registration(now)
                 self._end_start_up_if_refused(now)
                 self._remind_registration(now)
-                self._expire_barriers(now)
-                self._expire_kv_gets(now)
+                self._rendezvous.expire(now)
+                if self._membership is not None:
+                    self._membership.expire(now)
                 self._report_lost(now)
                 self._check_heartbeats(now)
                 self._finish_report_if_complete(now)
@@ -460,30 +446,19 @@ class CoordinatorServer:
             for waiter in self._registration_waiters:
                 waiter.conn.write_message({"event": "still_registering", "missing": missing, "notes": notes})
 
-    def _expire_barriers(self, now: float) -> None:
-        for name, arrived in list(self._barriers.items()):
-            if not any(w.deadline <= now for w in arrived.values()):
-                continue
-            del self._barriers[name]
-            absent = sorted(set(range(self.num_processes)) - arrived.keys())
-            message = f"barrier {name!r} timed out: processes {absent} never arrived (arrived: {sorted(arrived)})."
-            for waiter in arrived.values():
-                waiter.conn.write_message({"rid": waiter.rid, "error": message, "absent": absent})
-
-    def _expire_kv_gets(self, now: float) -> None:
-        for key, waiters in list(self._kv_waiters.items()):
-            for waiter in [w for w in waiters if w.deadline <= now]:
-                waiter.conn.write_message({"rid": waiter.rid, "error": f"key {key!r} was not set before the deadline."})
-                waiters.remove(waiter)
-            if not waiters:
-                del self._kv_waiters[key]
-
     def _check_heartbeats(self, now: float) -> None:
         """Fail the job when a process has been silent past the heartbeat timeout, naming every process silent by
         then for half the timeout too (a live one beats every fifth of it: those fell silent together with it)."""
         quiet = {p.process_id: now - p.last_seen for p in self._processes.values()
                  if not p.said_goodbye and now - p.last_seen > self.heartbeat_timeout / 2}
-        if quiet and max(quiet.values()) > self.heartbeat_timeout:
+        if quiet and max(quiet.values()) > self.heartbeat_timeout and self._membership is not None:
+            for process_id in [i for i, seconds in quiet.items() if seconds > self.heartbeat_timeout]:
+                process = self._processes[process_id]
+                process.said_goodbye = True
+                self._lose_recoverably(process, process_id, f"stopped answering: no heartbeat for "
+                                       f"{quiet[process_id]:.0f} s (heartbeat_timeout_seconds={self.heartbeat_timeout:g})")
+                process.conn.close()
+        elif quiet and max(quiet.values()) > self.heartbeat_timeout:
             names = [describe(self._processes[i], i) for i in sorted(quiet)]
             self._fail_locked(losses.stopped_answering(names, max(quiet.values()), self.heartbeat_timeout), None)
 
@@ -505,6 +480,10 @@ class CoordinatorServer:
             process.said_goodbye = True
             if process_id in self._losses.aborted:  # it ended itself with MPI_Abort: not a death to report
                 return
+            if self._membership is not None and self._started:
+                self._lose_recoverably(process, process_id, "died: its connection to the coordinator closed "
+                                                            "without a shutdown")
+                return
             if not self._started:
                 self._registration_waiters = [w for w in self._registration_waiters if w.process_id != process_id]
                 self._fail_locked(
@@ -516,6 +495,18 @@ class CoordinatorServer:
                     other.conn.write_message({"event": "peer_lost", "name": describe(process, process_id)})
             self._losses.add(process_id, time.monotonic())
             self._cond.notify_all()
+
+    def _lose_recoverably(self, process: _Process, process_id: int, why: str) -> None:
+        """In a job that survives losses: tell the others that `process_id` is lost and why (their communication
+        with it fails), and go on without it."""
+        name = describe(process, process_id)
+        for other in self._processes.values():
+            if not other.said_goodbye:
+                other.conn.write_message({"event": "peer_lost", "name": name, "process_id": process_id,
+                                          "why": why, "recoverable": True})
+        self._membership.lose(process_id)
+        self._rendezvous.lost(self._membership.lost)
+        self._cond.notify_all()
 
     def _report_lost(self, now: float) -> None:
         """Fail the job naming every process whose connection closed within DEATHS_WINDOW of the first."""

@@ -94,6 +94,16 @@ SIGNAL_GRACE = 0.1  # seconds a process told of a failure waits for a signal sen
 REPORT_TIMEOUT = 5.0  # seconds a process that cannot join tries to tell the job why
 
 
+def _refuse_late_recoverability(value: object) -> None:
+    if _runtime is not None and _runtime.num_processes > 1 and bool(value) != bool(
+            config.read("jax_enable_recoverability")):
+        raise RuntimeError("jax_enable_recoverability must be set before jax.distributed.initialize(); this job "
+                           "started with it set to {}.".format(bool(config.read("jax_enable_recoverability"))))
+
+
+config.watch("jax_enable_recoverability", _refuse_late_recoverability)
+
+
 def runtime() -> Runtime | None:
     """The running job, or None before initialize() / in a job of one process without it."""
     return _runtime
@@ -196,7 +206,8 @@ def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: 
     server = None
     if process_id == 0:
         host, port = parse_address(address) if address else (None, _port_from_environment())
-        server = CoordinatorServer(port, num_processes, heartbeat_timeout, token=token, bind_host=host)
+        server = CoordinatorServer(port, num_processes, heartbeat_timeout, token=token, bind_host=host,
+                                   recoverable=bool(config.read("jax_enable_recoverability")))
         address = address or f"{socket.gethostname()}:{server.port}"
     if spec.launcher_pmi and not spec.coordinator_address:
         address = world.bcast(address, root=0)
@@ -264,7 +275,7 @@ def _join(address: str, process_id: int, num_processes: int, local: list[device_
         raise RuntimeError(f"meshax.distributed.initialize failed: {error}") from None
     try:
         tables = client.register(num_processes, {"devices": [[d.id, d.local_hardware_id] for d in local]},
-                                 timeout=init_timeout)
+                                 timeout=init_timeout, recoverable=bool(config.read("jax_enable_recoverability")))
     except CoordinatorError as error:
         client.close()
         raise RuntimeError(f"meshax.distributed.initialize failed: {error}") from None

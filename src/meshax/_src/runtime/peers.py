@@ -61,7 +61,7 @@ class Exchange:
 
     def _finish(self) -> None:
         if self._headers:
-            wait_all([request for _, request in self._headers.values()])
+            wait_all([request for _, request in self._headers.values()], keep=self._headers)
             strangers = sorted(source for source, (header, _) in self._headers.items()
                                if not np.array_equal(header, self._mine))
             if strangers:
@@ -70,7 +70,7 @@ class Exchange:
         receives = [self.comm.Irecv(_raw(buffer), source=source, tag=self.tag) for buffer, source in self._receives]
         moved = sum(data.nbytes for data in self._keep) + sum(buffer.nbytes for buffer, _ in self._receives)
         waiting = recorder.now() if self._begin else 0
-        wait_all(self._sends + receives, moved)
+        wait_all(self._sends + receives, moved, (self._keep, self._receives, self._mine))
         if waiting:  # the exchange, and the time blocked in it, as events of the process's MPI track
             args = {"bytes": moved, "processes": list(self.ranks)}
             waited = recorder.now()

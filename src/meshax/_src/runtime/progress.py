@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Any, Sequence
 
+from . import recovery, watch
 from .mpi import mpi_module
 
 SPIN_FLOOR = 20e-3  # seconds of polling before any sleep: waits shorter than this behave as before
@@ -29,14 +30,20 @@ halted = threading.Event()
 HALT_WAIT = 10.0
 
 
-def _poll(test: Any, nbytes: int) -> None:
-    """Call `test()` until it returns true: polling first, then sleeping with a backoff."""
+def _poll(test: Any, nbytes: int, keep: Any) -> None:
+    """Call `test()` until it returns true: polling first, then sleeping with a backoff. In a job that survives
+    losses, a process lost among those of this thread's communication cancels the wait (recovery.py), `keep`
+    (the request and its buffers) kept alive."""
     if not halted.is_set() and test():
         return
     clock = time.perf_counter
     spin_until = clock() + SPIN_FLOOR + nbytes / SPIN_RATE
     delay = SLEEP_FIRST
     while halted.is_set() or not test():
+        if recovery.any_lost():
+            activity = watch.this_thread()
+            recovery.check(None if activity is None else activity.ranks,
+                           "communication" if activity is None else activity.what, keep)
         if halted.is_set():
             _wait_for_the_failure_notice()
         elif clock() < spin_until:
@@ -53,16 +60,17 @@ def _wait_for_the_failure_notice() -> None:
                        f"{HALT_WAIT:g} s; the job cannot go on.")
 
 
-def wait(request: Any, nbytes: int = 0) -> None:
-    """Block until the MPI `request` (moving about `nbytes`) completes, without spinning for long."""
-    _poll(request.Test, nbytes)
+def wait(request: Any, nbytes: int = 0, keep: Any = None) -> None:
+    """Block until the MPI `request` (moving about `nbytes`, through the buffers `keep`) completes, without
+    spinning for long."""
+    _poll(request.Test, nbytes, (request, keep))
 
 
-def wait_all(requests: Sequence[Any], nbytes: int = 0) -> None:
+def wait_all(requests: Sequence[Any], nbytes: int = 0, keep: Any = None) -> None:
     """Block until every request completes (see `wait`)."""
     if requests:
         Request = mpi_module().Request
-        _poll(lambda: Request.Testall(requests), nbytes)
+        _poll(lambda: Request.Testall(requests), nbytes, (requests, keep))
 
 
 def _nbytes(buffer: Any) -> int:
@@ -91,16 +99,16 @@ def _make_patient_class() -> type:
         """An Intracomm whose blocking collectives are nonblocking ones waited for with a backoff."""
 
         def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Any = MPI.SUM) -> None:
-            wait(self.Iallreduce(sendbuf, recvbuf, op), _nbytes(recvbuf))
+            wait(self.Iallreduce(sendbuf, recvbuf, op), _nbytes(recvbuf), (sendbuf, recvbuf))
 
         def Allgather(self, sendbuf: Any, recvbuf: Any) -> None:
-            wait(self.Iallgather(sendbuf, recvbuf), _nbytes(recvbuf))
+            wait(self.Iallgather(sendbuf, recvbuf), _nbytes(recvbuf), (sendbuf, recvbuf))
 
         def Allgatherv(self, sendbuf: Any, recvbuf: Any) -> None:
-            wait(self.Iallgatherv(sendbuf, recvbuf), _nbytes(recvbuf))
+            wait(self.Iallgatherv(sendbuf, recvbuf), _nbytes(recvbuf), (sendbuf, recvbuf))
 
         def Bcast(self, buf: Any, root: int = 0) -> None:
-            wait(self.Ibcast(buf, root), _nbytes(buf))
+            wait(self.Ibcast(buf, root), _nbytes(buf), buf)
 
         def Barrier(self) -> None:
             wait(self.Ibarrier())

@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any, Callable, Iterable
 
+from . import recovery
 from .history import calls, channel_name, history, recent, sequences, site_key
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -26,7 +27,8 @@ class Activity:
     a process set also carry that set's key, sequence number and history hash (history.py), and the side
     channel they run in (None: the main one)."""
 
-    __slots__ = ("sequence", "what", "frame", "started", "group", "group_sequence", "chain", "channel", "thread")
+    __slots__ = ("sequence", "what", "frame", "started", "group", "group_sequence", "chain", "channel", "thread",
+                 "ranks")
 
     def __init__(self, sequence: int, what: str, frame, started: float) -> None:
         self.sequence = sequence
@@ -38,6 +40,7 @@ class Activity:
         self.chain = 0
         self.channel: str | None = None
         self.thread = 0  # the ident of the thread in it
+        self.ranks: tuple[int, ...] | None = None  # the processes taking part (None: not known)
 
     @property
     def site(self) -> str:
@@ -99,6 +102,7 @@ class communicating:
         frame = _user_frame(sys._getframe(1))
         self.activity = activity = Activity(next(_sequence), what, frame, time.monotonic())
         if ranks is not None:
+            activity.ranks = ranks = tuple(ranks)
             record = history(ranks)
             record.advance(f"{entry or what}|{site_key(frame)}")
             activity.group, activity.group_sequence, activity.chain = record.key, record.sequence, record.chain
@@ -118,6 +122,11 @@ class communicating:
             _current.pop(self.activity.thread, None)
         else:
             _current[self.activity.thread] = self.previous
+
+
+def this_thread() -> Activity | None:
+    """The communication the calling thread is in, if any."""
+    return _current.get(_get_ident())
 
 
 def current() -> Activity | None:
@@ -163,9 +172,13 @@ PEER_DEATH_WAIT = 3.0
 
 def transport_failed(activity: Activity, ranks: Iterable[int], detail: str) -> None:
     """An MPI call of `activity` failed: most often because a peer died. In a job, wait PEER_DEATH_WAIT for the
-    coordinator to name the dead (its notice ends the process); else fail as the members' disagreement."""
+    coordinator to name the dead (its notice ends the process, or, in a job that survives losses, the
+    communication raises JaxRuntimeError naming them); else fail as the members' disagreement."""
     if report_desync is not None:
-        time.sleep(PEER_DEATH_WAIT)
+        deadline = time.monotonic() + PEER_DEATH_WAIT
+        while time.monotonic() < deadline:
+            recovery.check(activity.ranks, activity.what)
+            time.sleep(0.02)
     desync(activity, ranks, detail)
 
 
