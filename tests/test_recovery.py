@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import re
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from multiprocess import PYTHON, child_env, collect, free_port, kill_group, run_independent, start
 
 TRAINING = "tests/programs/recoverable_training.py"
+REJOIN = "tests/programs/recoverable_rejoin.py"
 STEPS = 20
 
 
@@ -103,3 +105,36 @@ def run_independent_code(code: str, flags: list[str]) -> list:
     finally:
         for proc in procs:
             kill_group(proc)
+
+
+def run_with_a_restart(steps: int, kill_step: int, timeout: float = 120) -> tuple[list, object]:
+    """tests/programs/recoverable_rejoin.py on 4 processes; process 3 kills itself in step `kill_step` and is
+    started again with its id as soon as it died. The results of the 4 first processes and of the restarted one."""
+    address, env = f"localhost:{free_port()}", child_env(1)
+    command = [PYTHON, REJOIN, address, "{}", "4", str(steps), "3", str(kill_step)]
+    procs = [start([part.format(i) for part in command], env) for i in range(4)]
+    again = None
+    try:
+        deadline = time.monotonic() + timeout
+        while procs[3].poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        again = start([part.format(3) for part in command] + ["restarted"], env)
+        results = collect(procs + [again], timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        for proc in procs + [again]:
+            if proc is not None:
+                kill_group(proc)
+    return results[:4], results[4]
+
+
+@pytest.mark.parametrize("trial", range(10))
+def test_a_killed_process_started_again_rejoins_and_all_finish_with_equal_weights(trial):
+    results, again = run_with_a_restart(40, random.Random(100 + trial).randrange(1, 30))
+    assert results[3].returncode == -signal.SIGKILL, results[3].stderr
+    for result in results[:3] + [again]:
+        assert result.returncode == 0, result.stderr
+    finals = [final_weights(r.stdout) for r in results[:3] + [again]]
+    assert len(set(finals)) == 1 and finals[0][0] == 40, finals  # all four: the same step, the same weights
+    assert abs(eval(finals[0][1])[0] - 10) < 0.5, finals
+    failed = [failed_steps(r.stdout) for r in results[:3]]
+    assert failed[0] == failed[1] == failed[2] and len(failed[0]) == 1, failed

@@ -22,7 +22,7 @@ from ..runtime.devices import Device
 from ..sharding.mesh import Mesh
 from ..runtime.peers import Exchange
 from .joined_values import STACKED, JoinedValues
-from .transfer import p2p_comm
+from .transfer import p2p_link
 
 NUMPY_COMBINE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "sum": np.add,
@@ -413,7 +413,8 @@ def _permute_exchange(axes: tuple[str, ...], processes: list[int], sample: np.nd
     if len(processes) < 2:
         return contextlib.nullcontext(None)
     entry = f"ppermute {axes} {sample.shape} {sample.dtype.str} {tuple(map(tuple, perm))}"
-    return Exchange(p2p_comm(), _PERMUTE_TAG, f"ppermute over mesh axes {axes}", processes, entry)
+    comm, rank_of = p2p_link()
+    return Exchange(comm, _PERMUTE_TAG, f"ppermute over mesh axes {axes}", processes, entry, rank_of)
 
 
 _PERMUTE_TAG = 11

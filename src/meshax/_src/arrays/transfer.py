@@ -144,8 +144,9 @@ def _exchange(pieces: tuple[Piece, ...], here: int, sources: dict[Box, np.ndarra
     if len(participants) < 2 or here not in participants:
         return
     peers = sorted({p.sender if p.receiver == here else p.receiver for parts, _ in messages for p in parts})
-    with Exchange(p2p_comm(), _TAG, f"device_put/reshard exchanging data with processes {peers}", participants,
-                  entry) as exchange:
+    comm, rank_of = p2p_link()
+    with Exchange(comm, _TAG, f"device_put/reshard exchanging data with processes {peers}", participants,
+                  entry, rank_of) as exchange:
         for parts, box in messages:
             first = parts[0]
             if first.sender == here:
@@ -233,14 +234,15 @@ def _stacked(parts: list[Piece]) -> Box | None:
 _TAG = 7
 
 
-def p2p_comm() -> Any:
+def p2p_link() -> tuple[Any, dict[int, int] | None]:
+    """The point-to-point communicator and each process's rank in it (None: its id)."""
     from ..runtime.distributed import runtime
 
     rt = runtime()
     comm = None if rt is None else rt.p2p_comm()
     if comm is None:
         raise RuntimeError("moving data between processes needs meshax.distributed.initialize() first.")
-    return comm
+    return comm, rt.p2p_ranks()
 
 
 def local_buffers(boxes: set[Box], dtype: np.dtype, value: np.ndarray | None = None) -> dict[Box, np.ndarray]:

@@ -19,7 +19,8 @@ from .job_token import FIX
 from .wire import LineSocket, parse_address
 
 PROTOCOL = "meshax-auth-1"
-KINDS = ("control", "pmi", "report")  # report: why a process cannot join (its id: 0, unused)
+KINDS = ("control", "pmi", "pmi_solo", "report")  # report: why a process cannot join (its id: 0, unused);
+# pmi_solo: the PMI of a process that rejoins a job that survives losses, as a world of its own (rejoin.py)
 HANDSHAKE_TIMEOUT = 5.0  # seconds a new connection has to authenticate
 MAX_HANDSHAKE_LINE = 512  # bytes: a handshake line is about 250
 

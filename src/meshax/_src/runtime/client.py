@@ -86,6 +86,7 @@ class CoordinatorClient:
         self._last_heard = time.monotonic()
         self._closing = False
         self._joined = False  # whether every process has registered
+        self.rejoined = False
         self._lost_peers: list[str] = []  # processes the coordinator said were lost (its notice may not follow)
 
     # ---- connecting -------------------------------------------------------------------
@@ -138,6 +139,7 @@ class CoordinatorClient:
             pid=os.getpid(), info=info, timeout=timeout, recoverable=recoverable, incarnation=recovery.INCARNATION,
         )
         self._joined = True
+        self.rejoined = bool(reply.get("rejoined"))  # readmitted after dying, into a job that survives losses
         return reply["processes"]
 
     def barrier(self, name: str, timeout: float, participants: list[int] | None = None, what: str = "") -> None:
@@ -147,11 +149,11 @@ class CoordinatorClient:
         with watch.communicating(what or f"barrier {name!r}", ranks, entry=f"barrier {name!r}"):
             self.request("barrier", wait=timeout + 30, name=name, participants=participants, timeout=timeout)
 
-    def live(self, ids: list[int], timeout: float) -> dict[int, int]:
+    def live(self, ids: list[int], timeout: float) -> tuple[dict[int, int], list[int]]:
         """JAX's live-processes call: wait until every live process among `ids` has called it too; the live ones
-        of `ids` with their incarnations, the same on every one of them."""
+        of `ids` with their incarnations, and those readmitted since the last call, the same on every one."""
         reply = self.request("live", wait=timeout + 30, ids=list(ids), timeout=timeout)
-        return {int(i): int(n) for i, n in reply["live"]}
+        return {int(i): int(n) for i, n in reply["live"]}, [int(i) for i in reply["fresh"]]
 
     def key_value_set(self, key: str, value: str) -> None:
         self.request("kv_set", wait=60, key=key, value=value)

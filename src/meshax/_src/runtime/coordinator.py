@@ -116,6 +116,9 @@ class CoordinatorServer:
         elif peer.kind == "pmi":
             conn.max_line = MAX_PMI_LINE
             self.pmi.serve(conn, peer.process_id)
+        elif peer.kind == "pmi_solo" and self._membership is not None:  # a rejoining process's own world
+            conn.max_line = MAX_PMI_LINE
+            PmiService(1, lambda: None, lambda _, reason: self._on_pmi_abort(peer.process_id, reason)).serve(conn, 0)
         else:  # any id: registration refuses one out of range, naming both counts
             conn.max_line = MAX_CONTROL_LINE
             self._serve_control(conn, peer.process_id)
@@ -185,7 +188,7 @@ class CoordinatorServer:
                                op, peer_id, type(error).__name__, error)
                 conn.write_message({"rid": rid, "error": f"malformed {op!r} request: {error!r}"})
         if process_id is not None:
-            self._connection_lost(process_id)
+            self._connection_lost(process_id, conn)
 
     def _handle(self, conn: LineSocket, process_id: int, message: dict[str, Any]) -> None:
         op, rid = message.get("op"), message.get("rid")
@@ -247,7 +250,10 @@ class CoordinatorServer:
                 message.get("info", {}),
             )
             if self._membership is not None:
-                self._membership.joined(process_id, int(message.get("incarnation", 0)))
+                self._membership.joined(process_id, int(message.get("incarnation", 0)), again=self._started)
+            if self._started:  # readmitted into a job that survives losses
+                conn.write_message({"rid": rid, "ok": True, "processes": self._table(), "rejoined": True})
+                return process_id
             deadline = time.monotonic() + float(message.get("timeout", 300))
             self._registration_waiters.append(Waiter(conn, rid, deadline, process_id))
             self._registered_at = time.monotonic()
@@ -258,6 +264,8 @@ class CoordinatorServer:
     def _registration_error(self, process_id: int, message: dict[str, Any]) -> str | None:
         if self._failure is not None:
             return self._failure
+        if self._started and self._membership is not None and process_id in self._membership.lost:
+            return None  # it died and was started again: readmitted
         if self._started:
             return f"process {process_id} tried to register with a job that has already started."
         if bool(message.get("recoverable")) != (self._membership is not None):
@@ -283,13 +291,15 @@ class CoordinatorServer:
 
     def _release_registration_locked(self) -> None:
         self._started = True
-        table = [
-            {"process_id": p.process_id, "hostname": p.hostname, "pid": p.pid, "info": p.info}
-            for p in sorted(self._processes.values(), key=lambda p: p.process_id)
-        ]
+        table = self._table()
         for waiter in self._registration_waiters:
             waiter.conn.write_message({"rid": waiter.rid, "ok": True, "processes": table})
         self._registration_waiters = []
+
+    def _table(self) -> list[dict[str, Any]]:
+        """Every registered process's entry: its id, host, pid and devices."""
+        return [{"process_id": p.process_id, "hostname": p.hostname, "pid": p.pid, "info": p.info}
+                for p in sorted(self._processes.values(), key=lambda p: p.process_id)]
 
     def _hostnames(self) -> list[str] | None:
         with self._cond:
@@ -472,10 +482,10 @@ class CoordinatorServer:
             self._processes[process_id].said_goodbye = True
             self._cond.notify_all()
 
-    def _connection_lost(self, process_id: int) -> None:
+    def _connection_lost(self, process_id: int, conn: LineSocket) -> None:
         with self._cond:
             process = self._processes.get(process_id)
-            if process is None or process.said_goodbye or self._stopping:
+            if process is None or process.conn is not conn or process.said_goodbye or self._stopping:
                 return
             process.said_goodbye = True
             if process_id in self._losses.aborted:  # it ended itself with MPI_Abort: not a death to report

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from . import devices as device_table
 from ..config import config
-from . import channels, cpu_budget, detection, exits, history, job_token, mpi, native_exit, progress, watch
+from . import (channels, cpu_budget, detection, exits, history, job_token, mpi, native_exit, progress, recovery,
+               watch)
 from .auth import AuthenticationError
 from .client import (PEER_FAILURE_EXIT_CODE, CoordinatorClient, CoordinatorError, exit_with_failure,
                      report_cannot_join)
@@ -47,6 +48,8 @@ class Runtime:
     groups: dict[tuple[int, ...], ProcessGroup] = field(default_factory=dict)
     uncaught: str | None = None
     hosts: list[str | None] = field(default_factory=list)  # each process's machine
+    rank_of: dict[int, int] | None = None  # each process's rank in `world` (None: its id) once rejoin.py re-formed it
+    rejoining: bool = False  # readmitted after dying: not in the data plane until live_devices joins it (rejoin.py)
 
     def process_group(self, ranks: Sequence[int]) -> ProcessGroup:
         """The data-plane group of `ranks` in this thread's channel (cached); call it on exactly those
@@ -56,6 +59,10 @@ class Runtime:
         groups = self.groups if channel is None else channel.groups
         group = groups.get(key)
         if group is None:
+            recovery.check(key, f"communication among processes {list(key)}")
+            if self.rejoining:
+                raise RuntimeError(f"process {self.process_id} rejoined the job after dying: it communicates only "
+                                   "within live_devices(), which joins it to the others' communicators first.")
             communicators = self.communicators if channel is None else channel.communicators
             if communicators is None and channel is not None:
                 raise _without_mpi(channel)
@@ -66,6 +73,18 @@ class Runtime:
             group = ProcessGroup(progress.patient(communicators.get(key)), key, one_machine)
             groups[key] = group
         return group
+
+    def use_plane(self, world: Any, communicators: mpi.CommunicatorCache, p2p: Any, rank_of: dict[int, int]) -> None:
+        """Communicate through `world` from now on (rejoin.py): the groups made so far are dropped, and none
+        counts on shared memory (MPI only shares it within one world)."""
+        self.world, self.communicators, self.p2p, self.rank_of = world, communicators, p2p, rank_of
+        self.groups.clear()
+        self.hosts = [None] * self.num_processes
+        self.rejoining = False
+
+    def p2p_ranks(self) -> dict[int, int] | None:
+        """Each process's rank in the point-to-point communicator (None: its id)."""
+        return self.rank_of if channels.current() is None else None
 
     def p2p_comm(self) -> Any:
         """The communicator of point-to-point exchanges in this thread's channel."""
@@ -220,6 +239,13 @@ def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: 
         if server is not None:
             server.stop(timeout=2.0)  # let the others read why the job cannot start
         raise
+    if client.rejoined:  # readmitted after dying: MPI as a world of its own, joined to the others by live_devices
+        world = _start_mpi_with_deadline(address, process_id, num_processes, token, init_timeout, solo=True)
+        world.Set_errhandler(mpi.mpi_module().ERRORS_RETURN)
+        _share_host(tables, process_id)
+        device_table.install_table(device_table.DeviceTable(process_id, num_processes, _devices_from(tables)))
+        return Runtime(process_id, num_processes, address, shutdown_timeout, client, server, world,
+                       hosts=[None] * num_processes, rejoining=True)
     if world is None:
         world = _start_mpi_with_deadline(address, process_id, num_processes, token, init_timeout)
     _check_world(world, process_id, num_processes)
@@ -313,11 +339,13 @@ def _job_token(world: Any, process_id: int) -> bytes:
     return world.bcast(job_token.job_token(per_user_file=False) if process_id == 0 else None, root=0)
 
 
-def _start_mpi_with_deadline(address: str, process_id: int, num_processes: int, token: bytes, timeout: float) -> Any:
-    """Join the MPI world through our PMI server; fail loudly if it takes longer than `timeout`."""
+def _start_mpi_with_deadline(address: str, process_id: int, num_processes: int, token: bytes, timeout: float,
+                             solo: bool = False) -> Any:
+    """Join the MPI world through our PMI server (`solo`: a world of its own); fail loudly if it takes longer than
+    `timeout`."""
     with _deadline(timeout, f"process {process_id}: MPI initialisation through the coordinator's PMI server at "
                             f"{address} did not complete within {timeout:g} s."):
-        return mpi.start(address, process_id, num_processes, token, timeout)
+        return mpi.start(address, process_id, num_processes, token, timeout, solo)
 
 
 def _check_world(world: Any, process_id: int, num_processes: int) -> None:

@@ -5,7 +5,9 @@ process among those holding the given devices calls it, and each gets the same l
 incarnations. The block runs on the devices of those; on the way out the barrier is called again: if a
 process of the block was lost meanwhile, or died and started again (another incarnation), every process
 of the block raises ProcessFailureError (from whatever the block raised), so that either all of them or
-none take the `except` branch. The set agreed on the way out is the next block's.
+none take the `except` branch. The set agreed on the way out is the next block's. A process that died and
+was started again is counted again at the next agreement, which first joins it to the others'
+communicators (rejoin.py); its arrays start empty.
 
 In a job without `jax_enable_recoverability` a death ends every process, so the live devices are all of
 them and the call is a barrier of their processes.
@@ -16,7 +18,7 @@ import contextlib
 from typing import Any, Iterator
 
 from ..config import config
-from . import distributed
+from . import distributed, rejoin
 from .devices import process_count, process_index
 
 
@@ -68,7 +70,12 @@ class _LiveDevices:
 
     @staticmethod
     def _agree(rt: Any, ids: list[int]) -> dict[int, int]:
-        return rt.client.live(ids, timeout=config.read("meshax_collective_timeout"))
+        """The live processes of `ids` with their incarnations, agreed with the others; processes readmitted
+        since the last agreement are joined to the data plane first (rejoin.py)."""
+        live, fresh = rt.client.live(ids, timeout=config.read("meshax_collective_timeout"))
+        if fresh:
+            rejoin.reform(rt, live, fresh)
+        return live
 
 
 live_devices = _LiveDevices()

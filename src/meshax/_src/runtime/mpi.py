@@ -40,23 +40,25 @@ def mpi_module() -> Any:
 
 
 def start(pmi_address: str | None = None, process_id: int = 0, num_processes: int = 1,
-          token: bytes = b"", timeout: float = 300.0) -> Any:
+          token: bytes = b"", timeout: float = 300.0, solo: bool = False) -> Any:
     """Initialise MPI and return COMM_WORLD.
 
     With `pmi_address`, MPI joins the world served by our coordinator's PMI-1 server
     as rank `process_id` of `num_processes`: meshax connects and authenticates with
     `token` (within `timeout` s) and hands the connection to MPICH as PMI_FD, since
-    MPICH's own PMI client cannot authenticate. Without it, MPI uses the launcher's
-    PMI from the environment.
+    MPICH's own PMI client cannot authenticate; `solo`: as rank 0 of a world of its own
+    (a process rejoining a job that survives losses: rejoin.py). Without it, MPI uses
+    the launcher's PMI from the environment.
     """
     MPI = mpi_module()
     if MPI.Is_initialized():
         return MPI.COMM_WORLD
     if pmi_address is not None:
-        sock = auth.connect(pmi_address, token, "pmi", process_id, timeout)
+        sock = auth.connect(pmi_address, token, "pmi_solo" if solo else "pmi", process_id, timeout)
         for name in _PMI_VARIABLES:
             os.environ.pop(name, None)
-        os.environ.update(PMI_FD=str(sock.detach()), PMI_RANK=str(process_id), PMI_SIZE=str(num_processes))
+        rank, size = (0, 1) if solo else (process_id, num_processes)
+        os.environ.update(PMI_FD=str(sock.detach()), PMI_RANK=str(rank), PMI_SIZE=str(size))
     provided = ctypes.c_int(0)
     code = _library(MPI).MPI_Init_thread(None, None, MPI.THREAD_MULTIPLE, ctypes.byref(provided))
     if pmi_address is not None:  # read by now; a child process must not take them for an mpiexec launch
@@ -116,19 +118,22 @@ def _library(MPI: Any) -> ctypes.CDLL:
 class CommunicatorCache:
     """Communicators over subsets of the world's ranks, created once among their members only."""
 
-    def __init__(self, world: Any) -> None:
+    def __init__(self, world: Any, rank_of: dict[int, int] | None = None) -> None:
+        """`rank_of`: each process's rank in `world` (None: its process id is its rank)."""
         self.world = world
-        self._cache: dict[tuple[int, ...], Any] = {tuple(range(world.Get_size())): world}
+        self.rank_of = rank_of
+        members = tuple(range(world.Get_size())) if rank_of is None else tuple(sorted(rank_of, key=rank_of.get))
+        self._cache: dict[tuple[int, ...], Any] = {members: world}
         self._lock = threading.Lock()
 
     def get(self, ranks: Iterable[int]) -> Any:
-        """The communicator of `ranks` (in that order); only those ranks may call this for them."""
+        """The communicator of processes `ranks` (in that order); only those processes may call this for them."""
         key = tuple(ranks)
         with self._lock:
             comm = self._cache.get(key)
         if comm is not None:
             return comm
-        group = self.world.Get_group().Incl(list(key))
+        group = self.world.Get_group().Incl([p if self.rank_of is None else self.rank_of[p] for p in key])
         comm = self.world.Create_group(group, tag=_tag_for(key))
         group.Free()
         with self._lock:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..config import config
 from ..profiler import recorder
-from . import watch
+from . import recovery, watch
 from .progress import wait_all
 
 
@@ -22,9 +22,12 @@ class Exchange:
     """Context manager: post sends and receives inside; at exit the receivers first check their senders'
     headers, then take the data (so a mismatched message never meets a buffer of the wrong size)."""
 
-    def __init__(self, comm: Any, tag: int, what: str, ranks: Iterable[int], entry: str) -> None:
+    def __init__(self, comm: Any, tag: int, what: str, ranks: Iterable[int], entry: str,
+                 rank_of: dict[int, int] | None = None) -> None:
+        """An exchange among processes `ranks` over `comm`, whose rank of process p is rank_of[p] (None: p)."""
         self.comm, self.tag, self.what = comm, tag, what
         self.ranks = tuple(ranks)
+        self._rank_of = rank_of
         self._step = watch.communicating(what, self.ranks, entry)
         self._checking = config.read("meshax_check")
         self._sends: list[Any] = []
@@ -34,12 +37,14 @@ class Exchange:
         self._keep: list[np.ndarray] = []
 
     def __enter__(self) -> "Exchange":
+        recovery.check(self.ranks, self.what)
         self._begin = recorder.now() if recorder.on else 0
         self.activity = self._step.__enter__()
         self._mine = np.array([self.activity.chain, self.activity.group_sequence], np.int64)
         return self
 
     def send(self, data: np.ndarray, dest: int) -> None:
+        dest = dest if self._rank_of is None else self._rank_of[dest]
         if self._checking and dest not in self._headed:
             self._headed.add(dest)
             self._sends.append(self.comm.Isend(self._mine, dest=dest, tag=self.tag))
@@ -47,6 +52,7 @@ class Exchange:
         self._sends.append(self.comm.Isend(_raw(data), dest=dest, tag=self.tag))
 
     def receive(self, buffer: np.ndarray, source: int) -> None:
+        source = source if self._rank_of is None else self._rank_of[source]
         if self._checking and source not in self._headers:
             header = np.zeros(2, np.int64)
             self._headers[source] = (header, self.comm.Irecv(header, source=source, tag=self.tag))
