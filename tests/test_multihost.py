@@ -3,6 +3,8 @@ started as an operator would (coordinator address on host 0, MESHAX_* variables,
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 
 import pytest
@@ -173,3 +175,30 @@ def test_sweep_removes_what_a_killed_run_left_behind():
         orphan.wait()
     hosts.sweep()  # (a parallel worker's sweep may have removed some of them first)
     assert prefix not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+def final_line(outcome) -> tuple[int, str]:
+    """(steps, weights) of a recovery program's `FINAL <process> <steps> <weights>` line."""
+    found = re.search(r"^FINAL \d+ (\d+) (\[.*\])$", outcome.stdout, re.M)
+    assert found, scenarios.describe([outcome])
+    return int(found.group(1)), found.group(2)
+
+
+@pytest.mark.parametrize("trial", range(10))
+def test_across_hosts_a_killed_process_leaves_three_training_with_equal_weights(cluster, trial):
+    """Issue 43: with jax_enable_recoverability, process 3 (host 1) SIGKILLed mid-step; 0-2 finish alike."""
+    outcomes = scenarios.recover_across_hosts(cluster, "recoverable_training", 20, 1 + trial, restart=False)
+    assert outcomes[3].returncode == -signal.SIGKILL, scenarios.describe(outcomes)
+    assert [o.returncode for o in outcomes[:3]] == [0, 0, 0], scenarios.describe(outcomes)
+    finals = {final_line(o) for o in outcomes[:3]}
+    assert len(finals) == 1 and finals.pop()[0] == 20, scenarios.describe(outcomes)
+
+
+@pytest.mark.parametrize("trial", range(10))
+def test_across_hosts_a_killed_process_started_again_rejoins(cluster, trial):
+    """Issue 43: process 3 (host 1) SIGKILLed mid-step and started again on its host; all four finish alike."""
+    outcomes = scenarios.recover_across_hosts(cluster, "recoverable_rejoin", 40, 2 + 2 * trial, restart=True)
+    assert outcomes[3].returncode == -signal.SIGKILL, scenarios.describe(outcomes)
+    assert [o.returncode for o in outcomes[:3] + outcomes[4:]] == [0, 0, 0, 0], scenarios.describe(outcomes)
+    finals = {final_line(o) for o in outcomes[:3] + outcomes[4:]}
+    assert len(finals) == 1 and finals.pop()[0] == 40, scenarios.describe(outcomes)

@@ -59,21 +59,33 @@ class Job:
         self.token = secrets.token_hex(32)
         self.coordinator = f"{chosen[0].address}:{COORDINATOR_PORT}"
         self.num_processes = per_host * len(chosen)
-        self.procs: list[subprocess.Popen] = []
-        self.hosts: list[Host] = []
-        for process_id in range(self.num_processes):
-            host = chosen[process_id // per_host]
-            env = environment(process_id, self.num_processes, devices, self.coordinator, self.token, **extra)
-            self.procs.append(host.popen([PYTHON, str(PROGRAMS / program), *args], env))
-            self.hosts.append(host)
-        self.output = [["", ""] for _ in self.procs]
-        self.readers = []
-        for proc, into in zip(self.procs, self.output):
-            threads = [threading.Thread(target=_drain, args=(stream, into, slot), daemon=True)
-                       for slot, stream in enumerate((proc.stdout, proc.stderr))]
-            for thread in threads:
-                thread.start()
-            self.readers.append(threads)
+        self.commands = [([PYTHON, str(PROGRAMS / program), *args], environment(
+            i, self.num_processes, devices, self.coordinator, self.token, **extra)) for i in range(self.num_processes)]
+        self.hosts: list[Host] = [chosen[i // per_host] for i in range(self.num_processes)]
+        self.procs: list[subprocess.Popen] = [host.popen(*command) for host, command in zip(self.hosts, self.commands)]
+        self.output: list[list[str]] = []
+        self.readers: list[list[threading.Thread]] = []
+        for proc in self.procs:
+            self._read(proc)
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        into = ["", ""]
+        threads = [threading.Thread(target=_drain, args=(stream, into, slot), daemon=True)
+                   for slot, stream in enumerate((proc.stdout, proc.stderr))]
+        for thread in threads:
+            thread.start()
+        self.output.append(into)
+        self.readers.append(threads)
+
+    def start_again(self, process_id: int, *extra_args: str) -> int:
+        """Start process `process_id` again on its host, with its environment and `extra_args` after its arguments;
+        its index among the job's processes (for collect)."""
+        command, env = self.commands[process_id]
+        proc = self.hosts[process_id].popen(command + list(extra_args), env)
+        self.procs.append(proc)
+        self.hosts.append(self.hosts[process_id])
+        self._read(proc)
+        return len(self.procs) - 1
 
     def wait_for_line(self, text: str, timeout: float, which: list[int] | None = None) -> None:
         """Wait until every process in `which` (default all) has printed a line equal to `text`."""

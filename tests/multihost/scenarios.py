@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 from .hosts import Cluster
 from .jobs import PEER_FAILURE_EXIT_CODE, Job, Outcome
@@ -47,3 +48,18 @@ def describe(outcomes: list[Outcome], tail: int | None = 3000) -> str:
     """Every outcome's exit code and its stderr (the last `tail` characters; None: all of it)."""
     return "\n".join(f"--- process {o.process_id}: exit {o.returncode}\n{o.stderr[-tail if tail else 0:]}"
                      for o in outcomes)
+
+
+def recover_across_hosts(cluster: Cluster, program: str, steps: int, kill_step: int, restart: bool,
+                         timeout: float = 90) -> list[Outcome]:
+    """tests/programs/`program` on 2 hosts x 2 processes of one device, with jax_enable_recoverability: process 3
+    (on host 1) SIGKILLs itself in step `kill_step`; with `restart` it is started again on its host as soon as it
+    died. The outcomes of processes 0-3, then of the restarted one."""
+    job = Job(cluster, "recovery.py", program, str(steps), "3", str(kill_step), devices=1)
+    deadline = time.monotonic() + timeout
+    which = [0, 1, 2, 3]
+    if restart:
+        while job.procs[3].poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        which.append(job.start_again(3, "restarted"))
+    return job.collect(timeout=max(1.0, deadline - time.monotonic()), which=which)

@@ -28,6 +28,7 @@ COORDINATOR_QUIET = 5.0  # seconds without a ping after which a "still waiting" 
 DESYNC_REPORT_WAIT = 10.0  # how long a process that found a desync waits for the coordinator's verdict
 SUSPENDED_AFTER = 10.0  # seconds between two watch ticks that mean this process itself was suspended (or half
 # the heartbeat timeout, if shorter: it must be noticed before the coordinator is blamed)
+MPI_NUDGE_FIRST, MPI_NUDGE_MAX = 1e-4, 5e-3  # seconds between nudges of MPI while a request waits (doubling)
 PEER_FAILURE_EXIT_CODE = 70  # this process stopped because the job failed elsewhere (the report says where)
 
 
@@ -87,6 +88,10 @@ class CoordinatorClient:
         self._closing = False
         self._joined = False  # whether every process has registered
         self.rejoined = False
+        # called while a request waits: MPI's transfers to other hosts move only while their sender calls into
+        # MPI (libfabric's TCP provider), and the peers of a collective this process has left may still need its
+        # part while it waits here (in a barrier, at live_devices)
+        self.nudge_mpi: Callable[[], None] | None = None
         self._lost_peers: list[str] = []  # processes the coordinator said were lost (its notice may not follow)
 
     # ---- connecting -------------------------------------------------------------------
@@ -112,13 +117,19 @@ class CoordinatorClient:
         if not self._conn.write_message({"op": op, "rid": rid, "process_id": self.process_id, **fields}):
             self._lost_coordinator()
         deadline = None if wait is None else time.monotonic() + wait
+        pause = MPI_NUDGE_FIRST
         with self._cond:
             while self._pending[rid] is None:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     del self._pending[rid]
                     raise CoordinatorError(f"the coordinator did not answer {op!r} within {wait:g} s.")
-                self._cond.wait(left if left is None else min(left, 1.0))
+                if self.nudge_mpi is None:
+                    self._cond.wait(left if left is None else min(left, 1.0))
+                    continue
+                self._cond.wait(pause if left is None else min(left, pause))
+                self.nudge_mpi()
+                pause = min(MPI_NUDGE_MAX, pause * 2)
             reply = self._pending.pop(rid)
         if "error" in reply:
             raise CoordinatorError(reply["error"])

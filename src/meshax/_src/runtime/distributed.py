@@ -14,7 +14,7 @@ import socket
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from . import devices as device_table
 from ..config import config
@@ -244,16 +244,35 @@ def _start(spec: detection.ClusterSpec, init_timeout: float, heartbeat_timeout: 
         world.Set_errhandler(mpi.mpi_module().ERRORS_RETURN)
         _share_host(tables, process_id)
         device_table.install_table(device_table.DeviceTable(process_id, num_processes, _devices_from(tables)))
-        return Runtime(process_id, num_processes, address, shutdown_timeout, client, server, world,
-                       hosts=[None] * num_processes, rejoining=True)
+        rt = Runtime(process_id, num_processes, address, shutdown_timeout, client, server, world,
+                     hosts=[None] * num_processes, rejoining=True)
+        client.nudge_mpi = _nudger(rt)
+        return rt
     if world is None:
         world = _start_mpi_with_deadline(address, process_id, num_processes, token, init_timeout)
     _check_world(world, process_id, num_processes)
     world.Set_errhandler(mpi.mpi_module().ERRORS_RETURN)  # a mismatch is an exception to report, not an abort
     _share_host(tables, process_id)
     device_table.install_table(device_table.DeviceTable(process_id, num_processes, _devices_from(tables)))
-    return Runtime(process_id, num_processes, address, shutdown_timeout, client, server, world,
-                   mpi.CommunicatorCache(world), p2p=world.Dup(), hosts=[table.get("hostname") for table in tables])
+    rt = Runtime(process_id, num_processes, address, shutdown_timeout, client, server, world,
+                 mpi.CommunicatorCache(world), p2p=world.Dup(), hosts=[table.get("hostname") for table in tables])
+    with watch.communicating("the end of initialization, waiting for the other processes to join MPI"):
+        progress.wait(world.Ibarrier())  # every process leaves with the world formed, its messages delivered
+    client.nudge_mpi = _nudger(rt)
+    return rt
+
+
+def _nudger(rt: Runtime) -> Callable[[], None]:
+    """Give MPI's progress engine a turn (the coordinator client calls it while it waits)."""
+    MPI = mpi.mpi_module()
+
+    def nudge() -> None:
+        try:
+            rt.world.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+        except MPI.Exception:  # a communicator with a lost process: the others' next nudge moves things
+            pass
+
+    return nudge
 
 
 def _launcher_start_timed_out(spec: detection.ClusterSpec, timeout: float) -> str:
@@ -396,6 +415,7 @@ def shutdown() -> None:
                           what="shutdown, waiting for the other processes to finish")
     except CoordinatorError as error:
         exit_with_failure(f"process {rt.process_id}: shutdown did not complete: {error}")
+    rt.client.nudge_mpi = None  # MPI ends here
     if rt.rank_of is not None or recovery.lost():  # MPI_Finalize spans every world a merge connected (rejoin.py),
         mpi.remove_shared_memory()  # dead ones too, and crashed in 2 of 15 trials: nothing is left to send anyway
     else:

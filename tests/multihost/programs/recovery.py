@@ -1,0 +1,12 @@
+"""A program of tests/programs run across hosts: `recoverable_training` or `recoverable_rejoin` (jobs that survive a
+dead process), the job's own arguments (address, id, count) taken from the documented variables.
+Args: program, then that program's arguments after the job's own."""
+import os
+import runpy
+import sys
+from pathlib import Path
+
+PROGRAM = Path(__file__).resolve().parents[2] / "programs" / f"{sys.argv[1]}.py"
+sys.argv = [str(PROGRAM), os.environ["MESHAX_COORDINATOR_ADDRESS"], os.environ["MESHAX_PROCESS_ID"],
+            os.environ["MESHAX_NUM_PROCESSES"], *sys.argv[2:]]
+runpy.run_path(str(PROGRAM), run_name="__main__")
