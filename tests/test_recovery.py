@@ -140,3 +140,27 @@ def test_a_killed_process_started_again_rejoins_and_all_finish_with_equal_weight
     assert abs(eval(finals[0][1])[0] - 10) < 0.5, finals
     failed = [failed_steps(r.stdout) for r in results[:3]]
     assert failed[0] == failed[1] == failed[2] and len(failed[0]) == 1, failed
+
+
+def test_survivors_save_and_restore_a_checkpoint_over_the_live_devices(tmp_path):
+    results = run_independent("tests/programs/recoverable_checkpoint.py", 4, 1, str(tmp_path / "run"), timeout=90)
+    assert results[3].returncode == -signal.SIGKILL
+    for process, result in enumerate(results[:3]):
+        assert result.returncode == 0, result.stderr
+        assert f"OK {process} 3 [0.0, 0.0, 1.0, 1.0, 2.0, 2.0]" in result.stdout, result.stdout
+
+
+def test_a_frozen_process_is_left_behind_after_the_heartbeat_timeout():
+    """SIGSTOPped mid-step, process 3 stops answering: after heartbeat_timeout_seconds (10 s) the others go on."""
+    address, env = f"localhost:{free_port()}", child_env(1)
+    procs = [start([PYTHON, TRAINING, address, str(i), "4", str(STEPS), "3", "5", "stop"], env) for i in range(4)]
+    try:
+        results = collect(procs[:3], timeout=90)
+    finally:
+        for proc in procs:
+            kill_group(proc)
+    for result in results:
+        assert result.returncode == 0, result.stderr
+        assert "goes on without process 3" in result.stderr and "stopped answering" in result.stderr, result.stderr
+    finals = [final_weights(r.stdout) for r in results]
+    assert len(set(finals)) == 1 and finals[0][0] == STEPS, finals

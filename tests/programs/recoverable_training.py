@@ -1,6 +1,7 @@
-"""Args: address id n steps victim kill_step. Data-parallel training of a linear model as in JAX's fault-tolerance
+"""Args: address id n steps victim kill_step [stop]. Data-parallel training of a linear model as in JAX's fault-tolerance
 guide, with jax_enable_recoverability: every step runs within live_devices over the live processes' devices;
-process `victim` SIGKILLs itself at a random moment of step `kill_step` (-1: nobody dies). Every survivor prints
+process `victim` SIGKILLs itself at a random moment of step `kill_step` (-1: nobody dies; with `stop` it freezes itself with SIGSTOP instead, and the others
+go on once its heartbeats are missed). Every survivor prints
 `FINAL <process> <steps done> <weights>` at the end."""
 import os
 import random
@@ -16,6 +17,7 @@ from meshax.experimental.multihost_utils import live_devices
 from meshax.sharding import NamedSharding, PartitionSpec as P
 
 address, me, n, steps, victim, kill_step = sys.argv[1], *map(int, sys.argv[2:7])
+how = signal.SIGSTOP if sys.argv[7:] == ["stop"] else signal.SIGKILL  # "stop": the victim freezes instead
 jax.config.update("jax_enable_recoverability", True)
 jax.distributed.initialize(address, n, me, heartbeat_timeout_seconds=10)
 
@@ -44,7 +46,7 @@ while step < steps:
     try:
         with live_devices(jax.devices()) as devices:
             if me == victim and step == kill_step:  # at a random moment of the step, mid-collective most often
-                threading.Timer(random.uniform(0, 0.02), os.kill, (os.getpid(), signal.SIGKILL)).start()
+                threading.Timer(random.uniform(0, 0.02), os.kill, (os.getpid(), how)).start()
             batch = 4 * len(devices)
             start = (step * batch) % (len(X) - batch)
             w = replicated(weights, devices)

@@ -24,8 +24,11 @@ def _runtime():
 
 
 def _everyone():
+    """The group of every live process (runtime/recovery.py: a job that survives losses goes on without the dead)."""
+    from ..runtime.distributed import live_processes
+
     rt = _runtime()
-    return None if rt is None else rt.process_group(range(rt.num_processes))
+    return None if rt is None else rt.process_group(live_processes())
 
 
 def _check_same_shapes(values: list[np.ndarray], what: str) -> None:

@@ -292,12 +292,19 @@ def from_host(value: np.ndarray, sharding: Sharding, weak_type: bool = False, co
 
 
 def _replicated_everywhere() -> NamedSharding:
-    return NamedSharding(Mesh(device_table.devices(), ("processes",)), PartitionSpec())
+    """Replicated over the devices of every live process (runtime/recovery.py)."""
+    from ..runtime.distributed import live_processes
+
+    live = set(live_processes())
+    return NamedSharding(Mesh([d for d in device_table.devices() if d.process_index in live], ("processes",)),
+                         PartitionSpec())
 
 
 def global_value(array: Array) -> np.ndarray:
-    """The whole value of `array` on every process (a collective when it spans processes)."""
-    spans_all = set(array.sharding.process_indices) == set(range(device_table.process_count()))
+    """The whole value of `array` on every live process (a collective when it spans processes)."""
+    from ..runtime.distributed import live_processes
+
+    spans_all = set(array.sharding.process_indices) == set(live_processes())
     if array.is_fully_replicated and spans_all:
         return np.asarray(array)
     return np.asarray(reshard(array, _replicated_everywhere()))

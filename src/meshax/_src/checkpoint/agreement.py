@@ -77,12 +77,12 @@ def _sides(values: list[Any], ranks: list[int], show: Any = repr) -> str:
 
 
 def _group(ranks: list[int] | None) -> Any:
-    from ..runtime.distributed import runtime
+    from ..runtime.distributed import live_processes, runtime
 
     rt = runtime()
     if rt is None or rt.num_processes < 2:
         return None
-    ranks = list(range(rt.num_processes)) if ranks is None else ranks
+    ranks = list(live_processes()) if ranks is None else ranks
     return rt.process_group(ranks) if len(ranks) > 1 else None
 
 

@@ -52,9 +52,10 @@ def write_process_file(folder: str, process: int, step: int | None, save_id: str
     return path
 
 
-def write_save_file(folder: str, step: int | None, save_id: str, processes: int) -> str:
-    """`_meshax/checkpoint.json`: which save this is and how many process files it has (process 0); returns the
-    file (not yet durable: the save fsyncs it with its chunks)."""
+def write_save_file(folder: str, step: int | None, save_id: str, processes: list[int]) -> str:
+    """`_meshax/checkpoint.json`: which save this is and which processes wrote a file (process 0; all of a job's
+    but those a job that survives losses lost); returns the file (not yet durable: the save fsyncs it with its
+    chunks)."""
     path = os.path.join(folder, FOLDER, SAVE_FILE)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
@@ -81,7 +82,8 @@ class ChunkChecksums:
         self.folder = os.path.join(folder, FOLDER)
         save = _read(os.path.join(self.folder, SAVE_FILE), "the checkpoint's save record")
         try:
-            self.step, self.save_id, processes = save["step"], str(save["save_id"]), int(save["processes"])
+            self.step, self.save_id, processes = save["step"], str(save["save_id"]), save["processes"]
+            processes = range(processes) if isinstance(processes, int) else [int(p) for p in processes]
         except (KeyError, TypeError, ValueError):
             raise CorruptCheckpointError(
                 f"the save record {os.path.join(self.folder, SAVE_FILE)} is damaged; restore an earlier one.") from None
@@ -90,7 +92,7 @@ class ChunkChecksums:
                 f"{folder} holds step {self.step}, not step {expected_step}: the step directory was renamed or "
                 "copied; restore it as the step it was saved as.")
         self.table: dict[str, dict[str, tuple[int, str]]] = {}
-        for process in range(processes):
+        for process in processes:
             path = process_file(folder, process)
             record = _read(path, f"the chunk checksums of process {process}")
             if record.get("save_id") != self.save_id or record.get("step") != self.step:

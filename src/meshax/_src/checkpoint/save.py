@@ -13,6 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..runtime import devices as device_table
+from ..runtime.distributed import live_processes
 from ..arrays.array import Array
 from ..runtime.channels import Channel
 from ..sharding.shardings import Box, unique_boxes
@@ -135,7 +136,7 @@ class _Save:
             written.append((plan.info.name, plan.info.write_shape))
         files.append(checksums.write_process_file(self.folder, here, self.step, self.save_id, crcs))
         if here == 0:
-            files.append(checksums.write_save_file(self.folder, self.step, self.save_id, device_table.process_count()))
+            files.append(checksums.write_save_file(self.folder, self.step, self.save_id, list(live_processes())))
         zarr_io.sync(files, self.tmp)  # every shard of this process is on disk before it says so
         metadata.write_array_metadatas(self.folder, here, written)
         self.agreement.wait("written")

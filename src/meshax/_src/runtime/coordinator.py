@@ -346,8 +346,10 @@ class CoordinatorServer:
         states, reason = report["states"], report["reason"]
         gone = set(range(self.num_processes)) - live
         silent = {p: now - self._processes[p].last_seen for p in live - states.keys()}
-        if self._membership is not None and (silent or gone & self._membership.lost):
-            return  # a job that survives losses: the lost are cancelled out of communication (peer_lost), not a fault
+        if self._membership is not None:  # a job that survives losses: its lost are no fault, its silent may be
+            gone -= self._membership.lost
+            if silent and reason == "probe":
+                return
         if reason == "stuck":
             headline = (f"process {report['trigger']} waited more than {report['timeout']:g} s "
                         "(collective_timeout) for a communication")
@@ -461,14 +463,12 @@ class CoordinatorServer:
         then for half the timeout too (a live one beats every fifth of it: those fell silent together with it)."""
         quiet = {p.process_id: now - p.last_seen for p in self._processes.values()
                  if not p.said_goodbye and now - p.last_seen > self.heartbeat_timeout / 2}
-        if quiet and max(quiet.values()) > self.heartbeat_timeout and self._membership is not None:
-            for process_id in [i for i, seconds in quiet.items() if seconds > self.heartbeat_timeout]:
-                process = self._processes[process_id]
-                process.said_goodbye = True
-                self._lose_recoverably(process, process_id, f"stopped answering: no heartbeat for "
-                                       f"{quiet[process_id]:.0f} s (heartbeat_timeout_seconds={self.heartbeat_timeout:g})")
-                process.conn.close()
-        elif quiet and max(quiet.values()) > self.heartbeat_timeout:
+        for process_id in [i for i, t in quiet.items() if t > self.heartbeat_timeout and self._membership is not None]:
+            process, process.said_goodbye = self._processes[process_id], True
+            self._lose_recoverably(process, process_id, losses.stopped_answering([], quiet[process_id],
+                                                                                 self.heartbeat_timeout))
+            process.conn.close()
+        if quiet and max(quiet.values()) > self.heartbeat_timeout and self._membership is None:
             names = [describe(self._processes[i], i) for i in sorted(quiet)]
             self._fail_locked(losses.stopped_answering(names, max(quiet.values()), self.heartbeat_timeout), None)
 
@@ -570,7 +570,7 @@ class CoordinatorServer:
                 if (not remaining and not unregistered - {own and own.conn}) or left <= 0:
                     break
                 self._cond.wait(min(left, 0.2))
-        others = set(range(self.num_processes)) - {own_id}
+        others = set(range(self.num_processes)) - {own_id} - (self._membership.lost if self._membership else set())
         remaining += sorted(self.pmi.wait_ended(others, max(0.0, deadline - time.monotonic())) - set(remaining))
         with self._cond:
             self._stopping = True

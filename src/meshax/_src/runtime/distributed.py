@@ -123,6 +123,16 @@ def _refuse_late_recoverability(value: object) -> None:
 config.watch("jax_enable_recoverability", _refuse_late_recoverability)
 
 
+def live_processes() -> tuple[int, ...]:
+    """The job's processes, less those a job that survives losses lost (recovery.py): whom "every process"
+    means."""
+    rt = _runtime
+    if rt is None:
+        return (0,)
+    lost = recovery.lost()
+    return tuple(i for i in range(rt.num_processes) if i not in lost)
+
+
 def runtime() -> Runtime | None:
     """The running job, or None before initialize() / in a job of one process without it."""
     return _runtime

@@ -29,8 +29,9 @@ def died(names: list[str]) -> str:
 
 
 def stopped_answering(names: list[str], seconds: float, timeout: float) -> str:
-    """The failure message for processes silent past the heartbeat timeout."""
-    return f"{joined(names)} stopped answering: no heartbeat for {seconds:.0f} s (heartbeat_timeout_seconds={timeout:g})."
+    """The failure message for processes silent past the heartbeat timeout (no names: what happened to one)."""
+    what = f"stopped answering: no heartbeat for {seconds:.0f} s (heartbeat_timeout_seconds={timeout:g})"
+    return f"{joined(names)} {what}." if names else what
 
 
 class Losses:
