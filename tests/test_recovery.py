@@ -164,3 +164,14 @@ def test_a_frozen_process_is_left_behind_after_the_heartbeat_timeout():
         assert "goes on without process 3" in result.stderr and "stopped answering" in result.stderr, result.stderr
     finals = [final_weights(r.stdout) for r in results]
     assert len(set(finals)) == 1 and finals[0][0] == STEPS, finals
+
+
+def test_a_process_failing_with_an_uncaught_exception_is_left_behind():
+    """An uncaught exception ends process 3 (it tells the coordinator why): the others go on without it."""
+    results = run_independent(TRAINING, 4, 1, str(STEPS), "3", "5", "raise", timeout=90)
+    assert results[3].returncode == 1 and "ValueError: process 3 gives up at step 5" in results[3].stderr
+    for result in results[:3]:
+        assert result.returncode == 0, result.stderr
+        assert "goes on without process 3" in result.stderr and "failed: uncaught ValueError" in result.stderr
+    finals = [final_weights(r.stdout) for r in results[:3]]
+    assert len(set(finals)) == 1 and finals[0][0] == STEPS, finals

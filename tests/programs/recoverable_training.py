@@ -1,7 +1,7 @@
-"""Args: address id n steps victim kill_step [stop]. Data-parallel training of a linear model as in JAX's fault-tolerance
+"""Args: address id n steps victim kill_step [stop|raise]. Data-parallel training of a linear model as in JAX's fault-tolerance
 guide, with jax_enable_recoverability: every step runs within live_devices over the live processes' devices;
 process `victim` SIGKILLs itself at a random moment of step `kill_step` (-1: nobody dies; with `stop` it freezes itself with SIGSTOP instead, and the others
-go on once its heartbeats are missed). Every survivor prints
+go on once its heartbeats are missed; with `raise` it fails with an uncaught exception before that step). Every survivor prints
 `FINAL <process> <steps done> <weights>` at the end."""
 import os
 import random
@@ -17,7 +17,7 @@ from meshax.experimental.multihost_utils import live_devices
 from meshax.sharding import NamedSharding, PartitionSpec as P
 
 address, me, n, steps, victim, kill_step = sys.argv[1], *map(int, sys.argv[2:7])
-how = signal.SIGSTOP if sys.argv[7:] == ["stop"] else signal.SIGKILL  # "stop": the victim freezes instead
+how = {"stop": signal.SIGSTOP, "raise": None}.get(sys.argv[7] if len(sys.argv) > 7 else "", signal.SIGKILL)
 jax.config.update("jax_enable_recoverability", True)
 jax.distributed.initialize(address, n, me, heartbeat_timeout_seconds=10)
 
@@ -43,6 +43,8 @@ loss_and_grad = jax.jit(jax.value_and_grad(lambda w, x, y: jnp.mean((w * x - y) 
 weights = np.ones((1,), np.float32)
 step = 0
 while step < steps:
+    if how is None and me == victim and step == kill_step:
+        raise ValueError(f"process {me} gives up at step {step}")  # uncaught: the process fails
     try:
         with live_devices(jax.devices()) as devices:
             if me == victim and step == kill_step:  # at a random moment of the step, mid-collective most often

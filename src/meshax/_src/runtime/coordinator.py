@@ -1,26 +1,19 @@
 """The coordinator: a thread in process 0 serving the job's control plane.
 
-It keeps one TCP connection per process and offers registration (with each
-process's device table), a key-value store, named barriers with deadlines and
-heartbeats. A connection that closes without a goodbye, or that stays silent
-longer than the heartbeat timeout, is a dead process: every other process is
-told at once. On the same port it serves PMI-1 (see pmi.py). Connections reach
-it only once authenticated (listener.py), and act as the process they
-authenticated as; malformed requests are logged and dropped.
+One TCP connection per process: registration (with each process's device table), a key-value store and
+barriers (rendezvous.py), heartbeats. A connection that closes without a goodbye, or stays silent past the
+heartbeat timeout, is a dead process: every other process is told at once (in a job that survives losses,
+membership.py, the others go on). On the same port it serves PMI-1 (pmi.py). Connections act only once
+authenticated (listener.py), as the process they authenticated as; malformed requests are logged and dropped.
 
-Start-up failures end the job only when the job can know they are its own: a
-connection that authenticated (it knows the job token) but registers with a bad
-count or id, claims an id twice, reports that it cannot join (a process_id out of
-range; see distributed.py) or registers and then dies, ends the start-up of every
-process at once, naming it. A control connection refused for a wrong token claims
-an id (the handshake sends it in clear) but could come from an outsider, so it is
-only remembered: the "still waiting" lines name it next to the missing process it
-claimed to be (when, from where, why). Once every process still missing was refused
-so, and neither a refusal nor a registration came for REFUSAL_GRACE s, the start-up
-ends on every process, naming them (the refused process itself fails at once). A
-bogus claim for a process that then joins within the grace changes nothing, nor does
-any refusal once every process has joined; `meshax launch` stops the job when one of
-its children exits during start-up.
+Start-up failures end the job only when the job can know they are its own (it knows the job token): a bad
+count or id, an id claimed twice, a report that it cannot join (distributed.py), a death before every
+process joined. A control connection refused for a wrong token claims an id (sent in clear) but could come
+from an outsider, so it is only remembered: the "still waiting" lines name it beside the missing process it
+claimed to be (when, from where, why). Once every process still missing was refused so, and neither a
+refusal nor a registration came for REFUSAL_GRACE s, the start-up ends on every process, naming them. A
+bogus claim for a process that then joins within the grace changes nothing, nor does any refusal once every
+process has joined; `meshax launch` stops the job when one of its children exits during start-up.
 """
 from __future__ import annotations
 
@@ -216,7 +209,7 @@ class CoordinatorServer:
             conn.write_message({"rid": rid, "error": "live_devices needs jax_enable_recoverability set to True on "
                                                      "every process before jax.distributed.initialize()."})
         elif op == "abort":
-            self.fail(f"process {process_id} failed: {message.get('message', 'no reason given')}", exclude=process_id)
+            self._ended_itself(process_id, f"failed: {message.get('message', 'no reason given')}")
             conn.write_message({"rid": rid, "ok": True})
         elif op in ("probe", "desync", "stuck"):
             self._start_survey(process_id, op, message["state"], float(message.get("timeout", 0)))
@@ -537,7 +530,17 @@ class CoordinatorServer:
                 self._cond.wait(0.05)
             if self._failure is not None:
                 return
-        self.fail(f"process {rank} called MPI_Abort: {reason}", exclude=rank)
+        self._ended_itself(rank, f"called MPI_Abort: {reason}")
+
+    def _ended_itself(self, process_id: int, why: str) -> None:
+        """Process `process_id` ended itself (`why`): the job fails, unless it survives losses (but process 0's)."""
+        with self._cond:
+            process = self._processes.get(process_id)
+            if self._membership is None or process is None or process_id == 0 or not self._started:
+                self._fail_locked(f"process {process_id} {why}", exclude=process_id)
+            elif not process.said_goodbye:
+                process.said_goodbye = True
+                self._lose_recoverably(process, process_id, why)
 
     def fail(self, message: str, exclude: int | None) -> None:
         """Tell every live process (but `exclude`) that the job has failed."""
