@@ -9,4 +9,5 @@ from pathlib import Path
 PROGRAM = Path(__file__).resolve().parents[2] / "programs" / f"{sys.argv[1]}.py"
 sys.argv = [str(PROGRAM), os.environ["MESHAX_COORDINATOR_ADDRESS"], os.environ["MESHAX_PROCESS_ID"],
             os.environ["MESHAX_NUM_PROCESSES"], *sys.argv[2:]]
+sys.path.insert(0, str(PROGRAM.parent))  # where they find recoverable_common
 runpy.run_path(str(PROGRAM), run_name="__main__")

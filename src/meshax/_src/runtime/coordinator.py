@@ -10,10 +10,9 @@ Start-up failures end the job only when the job can know they are its own (it kn
 count or id, an id claimed twice, a report that it cannot join (distributed.py), a death before every
 process joined. A control connection refused for a wrong token claims an id (sent in clear) but could come
 from an outsider, so it is only remembered: the "still waiting" lines name it beside the missing process it
-claimed to be (when, from where, why). Once every process still missing was refused so, and neither a
-refusal nor a registration came for REFUSAL_GRACE s, the start-up ends on every process, naming them. A
-bogus claim for a process that then joins within the grace changes nothing, nor does any refusal once every
-process has joined; `meshax launch` stops the job when one of its children exits during start-up.
+claimed to be. Once every process still missing was refused so, and neither a refusal nor a registration
+came for REFUSAL_GRACE s, the start-up ends on every process, naming them (a bogus claim for a process that
+then joins in time changes nothing); `meshax launch` stops the job when a child exits during start-up.
 """
 from __future__ import annotations
 
@@ -317,9 +316,7 @@ class CoordinatorServer:
             token = time.monotonic()
             self._report = {"token": token, "trigger": process_id, "reason": reason, "timeout": timeout,
                             "states": {process_id: state}, "deadline": token + 3.0}
-            for process in self._processes.values():
-                if not process.said_goodbye and process.process_id != process_id:
-                    process.conn.write_message({"event": "report_state", "token": token})
+            self._tell({"event": "report_state", "token": token}, exclude=process_id)
             self._finish_report_if_complete(time.monotonic())
 
     def _record_state(self, process_id: int, token: Any, state: dict[str, Any]) -> None:
@@ -457,10 +454,9 @@ class CoordinatorServer:
         quiet = {p.process_id: now - p.last_seen for p in self._processes.values()
                  if not p.said_goodbye and now - p.last_seen > self.heartbeat_timeout / 2}
         for process_id in [i for i, t in quiet.items() if t > self.heartbeat_timeout and self._membership is not None]:
-            process, process.said_goodbye = self._processes[process_id], True
-            self._lose_recoverably(process, process_id, losses.stopped_answering([], quiet[process_id],
-                                                                                 self.heartbeat_timeout))
-            process.conn.close()
+            why = losses.stopped_answering([], quiet[process_id], self.heartbeat_timeout)
+            self._lose_recoverably(self._processes[process_id], process_id, why)
+            self._processes[process_id].conn.close()
         if quiet and max(quiet.values()) > self.heartbeat_timeout and self._membership is None:
             names = [describe(self._processes[i], i) for i in sorted(quiet)]
             self._fail_locked(losses.stopped_answering(names, max(quiet.values()), self.heartbeat_timeout), None)
@@ -481,11 +477,11 @@ class CoordinatorServer:
             if process is None or process.conn is not conn or process.said_goodbye or self._stopping:
                 return
             process.said_goodbye = True
-            if process_id in self._losses.aborted:  # it ended itself with MPI_Abort: not a death to report
-                return
-            if self._membership is not None and self._started:
+            if self._membership is not None and self._started:  # (MPI_Abort's report may name it first)
                 self._lose_recoverably(process, process_id, "died: its connection to the coordinator closed "
                                                             "without a shutdown")
+                return
+            if process_id in self._losses.aborted:  # it ended itself with MPI_Abort: not a death to report
                 return
             if not self._started:
                 self._registration_waiters = [w for w in self._registration_waiters if w.process_id != process_id]
@@ -493,20 +489,18 @@ class CoordinatorServer:
                     f"{describe(process, process_id)} died during start-up: its connection to the coordinator "
                     "closed before every process had joined.", exclude=process_id)
                 return
-            for other in self._processes.values():  # they stop entering MPI now; the notice comes once gathered
-                if not other.said_goodbye:
-                    other.conn.write_message({"event": "peer_lost", "name": describe(process, process_id)})
+            # they stop entering MPI now; the notice comes once gathered
+            self._tell({"event": "peer_lost", "name": describe(process, process_id)})
             self._losses.add(process_id, time.monotonic())
             self._cond.notify_all()
 
     def _lose_recoverably(self, process: _Process, process_id: int, why: str) -> None:
-        """In a job that survives losses: tell the others that `process_id` is lost and why (their communication
-        with it fails), and go on without it."""
-        name = describe(process, process_id)
-        for other in self._processes.values():
-            if not other.said_goodbye:
-                other.conn.write_message({"event": "peer_lost", "name": name, "process_id": process_id,
-                                          "why": why, "recoverable": True})
+        """A job that survives losses goes on without `process_id` (once), telling the others why."""
+        process.said_goodbye = True
+        if process_id in self._membership.lost:
+            return
+        self._tell({"event": "peer_lost", "name": describe(process, process_id), "process_id": process_id,
+                    "why": why, "recoverable": True})
         self._membership.lose(process_id)
         self._rendezvous.lost(self._membership.lost)
         self._cond.notify_all()
@@ -538,8 +532,7 @@ class CoordinatorServer:
             process = self._processes.get(process_id)
             if self._membership is None or process is None or process_id == 0 or not self._started:
                 self._fail_locked(f"process {process_id} {why}", exclude=process_id)
-            elif not process.said_goodbye:
-                process.said_goodbye = True
+            else:
                 self._lose_recoverably(process, process_id, why)
 
     def fail(self, message: str, exclude: int | None) -> None:
@@ -551,10 +544,14 @@ class CoordinatorServer:
         if self._failure is not None:
             return
         self._failure = message
+        self._tell({"event": "failure", "message": message}, exclude)
+        self._cond.notify_all()
+
+    def _tell(self, message: dict[str, Any], exclude: int | None = None) -> None:
+        """Send `message` to every live process but `exclude`, process 0 (this one) last."""
         for process in sorted(self._processes.values(), key=lambda p: p.process_id == 0):
             if process.process_id != exclude and not process.said_goodbye:
-                process.conn.write_message({"event": "failure", "message": message})
-        self._cond.notify_all()
+                process.conn.write_message(message)
 
     # ---- shutdown ------------------------------------------------------------------------
 

@@ -70,7 +70,12 @@ class Runtime:
             from .comm import ProcessGroup
 
             one_machine = len({self.hosts[rank] for rank in key}) == 1 and None not in self.hosts
-            group = ProcessGroup(progress.patient(communicators.get(key)), key, one_machine)
+            if config.read("jax_enable_recoverability"):  # a member may die while it is made: watch for that
+                comm = recovery.watched(lambda: communicators.get(key), key,
+                                        f"communication among processes {list(key)}")
+            else:
+                comm = communicators.get(key)
+            group = ProcessGroup(progress.patient(comm), key, one_machine)
             groups[key] = group
         return group
 

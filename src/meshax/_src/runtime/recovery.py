@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import secrets
 import threading
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, TypeVar
+
+T = TypeVar("T")
 
 # this process's incarnation: told apart from an earlier process of the same id that died
 INCARNATION = secrets.randbits(62)
@@ -63,3 +65,30 @@ def check(ranks: Iterable[int] | None, what: str, keep: Any = None) -> None:
         _abandoned.append(keep)
     raise JaxRuntimeError(f"{what} was cancelled: {'; '.join(named)}. The processes still live go on "
                           "(jax_enable_recoverability); run the next step within live_devices().")
+
+
+def watched(make: Callable[[], T], ranks: Iterable[int], what: str) -> T:
+    """`make()` (a blocking MPI call among `ranks`: creating a communicator, joining a rejoined process), run in a
+    thread of its own while this one watches for losses: if a process among `ranks` is lost meanwhile, raise
+    JaxRuntimeError and leave the call behind, blocked for good (MPI has no way to cancel it)."""
+    ranks = tuple(ranks)
+    result: list[Any] = []
+
+    def run() -> None:
+        try:
+            result.append((True, make()))
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
+            result.append((False, error))
+
+    worker = threading.Thread(target=run, name=f"meshax-{what}", daemon=True)
+    worker.start()
+    pause = 1e-4
+    while worker.is_alive():
+        worker.join(pause)
+        pause = min(pause * 2, 5e-3)
+        if not result and any_lost():
+            check(ranks, what, worker)
+    ok, value = result[0]
+    if not ok:
+        raise value
+    return value

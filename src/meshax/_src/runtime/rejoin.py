@@ -21,7 +21,24 @@ from .watch import communicating
 
 def reform(rt: Any, live: dict[int, int], fresh: list[int]) -> None:
     """Join the readmitted processes `fresh` (among `live`, process -> incarnation) to the data plane of every
-    live process; each of them calls this with the same arguments."""
+    live process; each of them calls this with the same arguments. The MPI calls block: they run watched for
+    losses (recovery.watched), and the plane changes only once they all returned."""
+    for process in fresh:  # their new incarnations: a loss of one of them now cancels the joining
+        recovery.note_back(process)
+    try:
+        ordered, p2p = recovery.watched(lambda: _merged(rt, live, fresh), sorted(live), f"joining processes {fresh}")
+    except BaseException:
+        for process in fresh:  # still outside the data plane: communication with them stays cancelled
+            recovery.note_lost(process, f"process {process}", "could not be joined to the others' communicators")
+        raise
+    rank_of = {process: rank for rank, process in enumerate(sorted(live))}
+    rt.use_plane(ordered, CommunicatorCache(ordered, rank_of), p2p, rank_of)
+    history.reset()
+
+
+def _merged(rt: Any, live: dict[int, int], fresh: list[int]) -> tuple[Any, Any]:
+    """One communicator of the processes in `live`, ranked by process id, made from the data plane's and the
+    readmitted processes' own worlds, and a duplicate of it for point-to-point exchanges."""
     MPI = mpi_module()
     timeout = config.read("meshax_collective_timeout")
     me = rt.process_id
@@ -42,9 +59,5 @@ def reform(rt: Any, live: dict[int, int], fresh: list[int]) -> None:
                     MPI.Close_port(port)
             members.append(newcomer)
         ordered = base.Split(0, me)
-    rank_of = {process: rank for rank, process in enumerate(sorted(live))}
-    ordered.Set_errhandler(MPI.ERRORS_RETURN)
-    rt.use_plane(ordered, CommunicatorCache(ordered, rank_of), ordered.Dup(), rank_of)
-    history.reset()
-    for process in fresh:
-        recovery.note_back(process)
+        ordered.Set_errhandler(MPI.ERRORS_RETURN)
+        return ordered, ordered.Dup()
