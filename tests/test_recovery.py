@@ -175,3 +175,15 @@ def test_a_process_failing_with_an_uncaught_exception_is_left_behind():
         assert "goes on without process 3" in result.stderr and "failed: uncaught ValueError" in result.stderr
     finals = [final_weights(r.stdout) for r in results[:3]]
     assert len(set(finals)) == 1 and finals[0][0] == STEPS, finals
+
+
+def test_a_process_calling_mpi_abort_ends_alone():
+    """MPI_Abort on a communicator of processes 2 and 3 (MPICH would order process 2 to exit too): only process 3
+    ends, naming why, and the others go on without it."""
+    results = run_independent(TRAINING, 4, 1, str(STEPS), "3", "5", "abort", timeout=90)
+    for result in results[:3]:
+        assert result.returncode == 0, result.stderr
+        assert "goes on without process 3" in result.stderr and "its MPI library aborted it" in result.stderr
+    assert results[3].returncode == 1 and "its MPI library aborted it" in results[3].stderr, results[3].stderr
+    finals = [final_weights(r.stdout) for r in results[:3]]
+    assert len(set(finals)) == 1 and finals[0][0] == STEPS, finals

@@ -2,7 +2,9 @@
 fault-tolerance guide, with jax_enable_recoverability: every step runs within live_devices over the live processes'
 devices; process `victim` SIGKILLs itself at a random moment of step `kill_step` (-1: nobody dies; with `stop` it
 freezes itself with SIGSTOP instead, and the others go on once its heartbeats are missed; with `raise` it fails with
-an uncaught exception before that step). Every survivor prints `FINAL <process> <steps done> <weights>` at the end."""
+an uncaught exception before that step; with `abort` it calls MPI_Abort on an MPI communicator of its own and process
+`victim - 1`, which MPICH by default answers by ending every member). Every survivor prints
+`FINAL <process> <steps done> <weights>` at the end."""
 import signal
 
 import numpy as np
@@ -11,8 +13,12 @@ import meshax as jax
 from meshax.experimental.multihost_utils import live_devices
 from recoverable_common import die_soon, extra, join, kill_step, me, report_failure, steps, train_step, victim
 
-how = {"stop": signal.SIGSTOP, "raise": None}.get(extra[0] if extra else "", signal.SIGKILL)
+how = {"stop": signal.SIGSTOP, "raise": None, "abort": "abort"}.get(extra[0] if extra else "", signal.SIGKILL)
 join()
+if how == "abort" and me in (victim - 1, victim):
+    from mpi4py import MPI
+
+    pair = MPI.COMM_WORLD.Create_group(MPI.COMM_WORLD.Get_group().Incl([victim - 1, victim]))
 weights = np.ones((1,), np.float32)
 step = 0
 while step < steps:
@@ -21,7 +27,7 @@ while step < steps:
     try:
         with live_devices(jax.devices()) as devices:
             if me == victim and step == kill_step:
-                die_soon(how)
+                pair.Abort(5) if how == "abort" else die_soon(how)
             new_weights = train_step(weights, step, devices)
     except Exception as error:  # noqa: BLE001 - the guide's pattern: the step is retried on the live devices
         report_failure(step, error)

@@ -206,7 +206,7 @@ def initialize(
         exits.attach(_runtime.process_id, _runtime.client, _runtime.server)
         exits.report_native_faults()
         if _runtime.world is not None and _runtime.client is not None:
-            native_exit.arm(_runtime.process_id, _runtime.client)
+            native_exit.arm(_runtime.process_id, _runtime.client, bool(config.read("jax_enable_recoverability")))
         atexit.register(shutdown)
         _install_excepthook()
 

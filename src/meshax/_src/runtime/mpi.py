@@ -115,6 +115,28 @@ def _library(MPI: Any) -> ctypes.CDLL:
     return ctypes.CDLL(MPI.__file__)
 
 
+def write_control_variable(name: str, value: int) -> int | None:
+    """Set MPICH's integer control variable `name` (an MPIR_CVAR_*) to `value` in this running MPI, through the
+    MPI tool interface; its previous value, or None where MPI refused."""
+    lib = _library(mpi_module())
+    provided, index, count, handle, old = (ctypes.c_int(0), ctypes.c_int(-1), ctypes.c_int(0), ctypes.c_void_p(),
+                                           ctypes.c_int(0))
+    if lib.MPI_T_init_thread(mpi_module().THREAD_MULTIPLE, ctypes.byref(provided)) != 0:
+        return None
+    try:
+        if (lib.MPI_T_cvar_get_index(name.encode(), ctypes.byref(index)) != 0
+                or lib.MPI_T_cvar_handle_alloc(index, None, ctypes.byref(handle), ctypes.byref(count)) != 0):
+            return None
+        try:
+            ok = count.value == 1 and lib.MPI_T_cvar_read(handle, ctypes.byref(old)) == 0 \
+                and lib.MPI_T_cvar_write(handle, ctypes.byref(ctypes.c_int(value))) == 0
+            return old.value if ok else None
+        finally:
+            lib.MPI_T_cvar_handle_free(ctypes.byref(handle))
+    finally:
+        lib.MPI_T_finalize()
+
+
 class CommunicatorCache:
     """Communicators over subsets of the world's ranks, created once among their members only."""
 

@@ -9,20 +9,31 @@ alive: it waits briefly for the coordinator's notice naming the dead (which ends
 code 70, as for any survivor); failing that, it tells the job that MPI ended this process, and exits 1.
 At a normal end, `disarm` runs the handler early as a no-op through `__cxa_finalize` on that handle,
 which also unregisters it: once Python is finalised, no Python callback may run.
+
+In a job that survives losses, MPICH's own abort must end this process alone. By default, a fatal error on
+a communicator other than MPI_COMM_WORLD (a survivor's transfer to a dead peer, in MPICH's OFI layer) makes
+it send every other member an order to exit and wait for each send (`MPIDIG_am_comm_abort`): the survivors
+would all end, or this one would block for good sending to the dead (measured: 3 of 10 loaded multi-host
+rejoin trials hung so). While armed in such a job, MPICH is told to call abort() instead (its control variable
+MPIR_CVAR_COREDUMP_ON_ABORT, set through the MPI tool interface once MPI runs, unless the user set it), and
+the SIGABRT handler installed with it ends this process with a line that says why, the job told at once.
 """
 from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import time
 from typing import Any
 
-from . import exits, losses, mpi, progress, watch
+from . import exits, losses, mpi, progress, recovery, watch
 from .client import FAILURE_EXIT_CODE, PEER_FAILURE_EXIT_CODE, exit_with_failure
 
 _CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_SIGNAL_HANDLER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int)
+ABORT_VARIABLE = "MPIR_CVAR_COREDUMP_ON_ABORT"
 _state: dict[str, Any] = {"armed": False, "pid": None, "process_id": None, "client": None, "callback": None,
-                          "handle": None}
+                          "handle": None, "on_abort": None, "previous_abort": None, "previous_variable": None}
 
 
 def _glibc() -> Any | None:
@@ -39,8 +50,9 @@ def _glibc() -> Any | None:
     return register, finalize
 
 
-def arm(process_id: int, client: Any) -> bool:
-    """From now on, an exit called from native code reports as described above; whether that could be set up."""
+def arm(process_id: int, client: Any, recoverable: bool = False) -> bool:
+    """From now on, an exit called from native code reports as described above (`recoverable`: and so does an
+    abort); whether that could be set up."""
     if _state["armed"]:
         return True
     functions = _glibc()
@@ -52,7 +64,19 @@ def arm(process_id: int, client: Any) -> bool:
         return False
     _state.update(armed=True, pid=os.getpid(), process_id=process_id, client=client, callback=callback,
                   handle=handle)
+    if recoverable and ABORT_VARIABLE not in os.environ:
+        on_abort = _SIGNAL_HANDLER_TYPE(_on_abort)
+        _state.update(on_abort=on_abort, previous_abort=_set_abort_handler(on_abort),
+                      previous_variable=mpi.write_control_variable(ABORT_VARIABLE, 1))
     return True
+
+
+def _set_abort_handler(handler: Any) -> Any:
+    """Install `handler` (a C function pointer) for SIGABRT through the C library; the one it replaces."""
+    install = ctypes.CDLL(None).signal
+    install.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    install.restype = ctypes.c_void_p
+    return install(signal.SIGABRT, ctypes.cast(handler, ctypes.c_void_p))
 
 
 def disarm() -> None:
@@ -60,6 +84,11 @@ def disarm() -> None:
     if not _state["armed"]:
         return
     _state["armed"] = False
+    if _state["on_abort"] is not None:
+        if _state["previous_variable"] is not None:
+            mpi.write_control_variable(ABORT_VARIABLE, _state["previous_variable"])
+        _set_abort_handler(_state["previous_abort"])
+        _state["on_abort"] = None
     functions = _glibc()
     if functions is not None and _state["pid"] == os.getpid():
         functions[1](ctypes.addressof(_state["handle"]))
@@ -88,3 +117,22 @@ def _on_native_exit(_argument: Any) -> None:
     except Exception:  # noqa: BLE001 - the coordinator may be gone already: ending this process matters more
         pass
     exit_with_failure(f"process {process_id}: {reason}.", FAILURE_EXIT_CODE)
+
+
+def _on_abort(_signal: int) -> None:
+    """MPICH called abort() in a job that survives losses: this process alone ends, and the job is told now (it
+    goes on without this process). Returning lets abort() end the process as by default."""
+    if not _state["armed"] or _state["pid"] != os.getpid():
+        return
+    _state["armed"] = False
+    lost = recovery.lost()
+    reason = "its MPI library aborted it (MPI's message is above)"
+    if lost:
+        reason += " after " + "; ".join(lost.values())
+    mpi.remove_shared_memory()
+    try:
+        exits.tell_the_others(reason)
+    except Exception:  # noqa: BLE001 - the coordinator may be gone already: ending this process matters more
+        pass
+    exit_with_failure(f"process {_state['process_id']}: {reason}.",
+                      PEER_FAILURE_EXIT_CODE if lost else FAILURE_EXIT_CODE)
