@@ -12,7 +12,10 @@ intermediate is deleted after its last reader. Two things are left out where the
 - such a call writes into the buffer of an operand it reads for the last time (NumPy computes each element
   from the operands' elements at that position, so it may overwrite them) when that operand is an array this
   function made with a call of the same kind, of the result's shape and type, and read only by such calls
-  (so no view of it exists).
+  (so no view of it exists);
+- likewise a scatter (an implementation marked `overwrites_operand`) updates its operand in place instead of
+  a copy of it, when that operand is such a fresh array read for the last time, by no call that keeps a view
+  (a slice's gradient summed into others' is a chain of scatter-adds onto one buffer).
 codegen_loops.py writes whole loops (scan, while) the same way, their bodies inlined.
 """
 from __future__ import annotations
@@ -81,6 +84,8 @@ def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", 
     directs = [_direct(step[0], step[1], types, types.get(step[3][0]) if not step[5] else None)
                for step in program.steps]
     only_direct = _read_only_by(program.steps, directs)
+    no_views = _read_only_by(program.steps, [d or getattr(step[0], "overwrites_operand", None)
+                                             for step, d in zip(program.steps, directs)])
     fresh: set[int] = set()  # slots holding a buffer made here with no view of it anywhere
     read = {slot for step in program.steps for slot in step[1]} | set(program.out_slots)
     for step, direct in zip(program.steps, directs):
@@ -97,6 +102,11 @@ def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", 
                                 (call_text if exact else f"typed({call_text}, {source.bind(dtypes[0])})"))
             fresh.add(out)
         else:
+            if getattr(call, "overwrites_operand", False):  # its result is a buffer of its own, or its operand's
+                if ins[0] in released and ins[0] in fresh and ins[0] in no_views and ins[0] not in ins[1:] \
+                        and types.get(ins[0]) == types.get(outs[0]):
+                    params = {**params, "overwrite": True}
+                fresh.add(outs[0])
             arguments = ", ".join([args] * bool(ins) + [f"**{source.bind(params)}"] * bool(params))
             call_text = f"{source.bind(call)}({arguments})"
             if multiple:

@@ -1,13 +1,15 @@
 """Simplification of a jaxpr before it runs: no work whose result nobody reads, nothing computed twice.
 
-Four rewrites, all exact (the simplified program's values are bit for bit the original's, but for the
-transposed product's rounding on some BLAS kernels, below):
+Five rewrites, all exact (the simplified program's values are bit for bit the original's, but for the
+sign of a zero sum and the transposed product's rounding on some BLAS kernels, below):
 - scalar constants are folded: an operation on literals only, with a scalar result, becomes a literal
   (computed once, by the same implementation);
 - identities are dropped: a conversion to the same type, a broadcast or reshape to the same shape,
   x * 1, x / 1, x - 0, x + (-0.0), integer x + 0, -(-x), select(p, x, x), one broadcast of another;
 - common subexpressions: an equation that repeats an earlier one (same primitive, inputs and
   parameters) reuses its outputs;
+- a sum with a scatter-add into zeros becomes a scatter-add onto the other summand (below; equal but for the
+  sign of a zero);
 - a transposed product, transpose(dot_general(a, b)) with the product read nowhere else and the
   transpose swapping its two groups of free dimensions, becomes dot_general(b, a): the result comes
   out in the order it is read in (a weight's gradient is a row-major matrix, as the weight it updates,
@@ -70,6 +72,9 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
         producers.update((v.id, eq) for v in eq.outputs)
     outvars = [current(v) for v in jaxpr.outvars]
     kept = _untransposed_products(kept, outvars)
+    zeros = {eq.outputs[0].id for eq in kept if eq.primitive.name == "broadcast_in_dim" and
+             isinstance(eq.inputs[0], Literal) and not np.any(_literal_value(eq.inputs[0]))}
+    kept = _scatters_onto_sums(kept, outvars, zeros) if zeros else kept
     return Jaxpr(jaxpr.constvars, jaxpr.invars, _without_dead_code(kept, outvars), outvars, jaxpr.consts)
 
 
@@ -77,14 +82,7 @@ def _untransposed_products(equations: list[Equation], outvars: list[Any]) -> lis
     """Each transpose of a product used only by it, swapping the product's free dimensions of its left operand
     with those of its right one, replaced by the product of the swapped operands (the old product is left
     for dead-code elimination)."""
-    uses: dict[int, int] = {}
-    for eq in equations:
-        for x in eq.inputs:
-            if isinstance(x, Var):
-                uses[x.id] = uses.get(x.id, 0) + 1
-    for v in outvars:
-        if isinstance(v, Var):
-            uses[v.id] = uses.get(v.id, 0) + 1
+    uses = _uses(equations, outvars)
     producers = {eq.outputs[0].id: eq for eq in equations if eq.primitive.name == "dot_general"}
     result = []
     for eq in equations:
@@ -94,6 +92,37 @@ def _untransposed_products(equations: list[Equation], outvars: list[Any]) -> lis
             swapped = _swapped_product(product, eq)
             if swapped is not None:
                 eq = swapped
+        result.append(eq)
+    return result
+
+
+def _uses(equations: list[Equation], outvars: list[Any]) -> dict[int, int]:
+    """How many times each variable is read (by the equations, and as an output)."""
+    uses: dict[int, int] = {}
+    for x in [x for eq in equations for x in eq.inputs] + list(outvars):
+        if isinstance(x, Var):
+            uses[x.id] = uses.get(x.id, 0) + 1
+    return uses
+
+
+def _scatters_onto_sums(equations: list[Equation], outvars: list[Any], zeros: set[int]) -> list[Equation]:
+    """Each sum add_any(a, s) of a scatter-add s = scatter(z, y) into zeros `z` (a broadcast zero: `zeros`), s read
+    nowhere else, replaced by the scatter-add of y onto a: the updates land on a directly (a slice's gradient
+    summed into others', as a convolution's input gradient is: one pass over the region, not a zero-filled copy
+    and a sum of two whole arrays). Equal but for the sign of a zero: (-0.0) + 0 is +0.0."""
+    uses = _uses(equations, outvars)
+    producers = {eq.outputs[0].id: eq for eq in equations if eq.primitive.name == "scatter"}
+    result = []
+    for eq in equations:
+        if eq.primitive.name == "add_any" and len(eq.inputs) == 2:
+            for k in (1, 0):
+                s, a = eq.inputs[k], eq.inputs[1 - k]
+                scatter = producers.get(s.id) if isinstance(s, Var) else None
+                if scatter is not None and scatter.params.get("mode") == "add" and uses.get(s.id) == 1 and \
+                        isinstance(scatter.inputs[0], Var) and scatter.inputs[0].id in zeros and \
+                        isinstance(a, Var) and a.aval.shape == s.aval.shape and a.aval.dtype == s.aval.dtype:
+                    eq = Equation(scatter.primitive, [a, *scatter.inputs[1:]], eq.outputs, scatter.params)
+                    break
         result.append(eq)
     return result
 

@@ -293,8 +293,11 @@ def _wrapped(indices: Sequence[Any], index: Sequence[Any], shape: Sequence[int])
 
 
 def _zeros_for(aval: Any, ct: Any) -> Any:
-    """Zeros of type `aval` to scatter the cotangent `ct` into: partial sums too where `ct` is unreduced."""
+    """Zeros of type `aval` to scatter the cotangent `ct` into: partial sums too where `ct` is unreduced. A plain
+    zero is broadcast by the program (a jit program can then see that it is zero: interpreters/simplify.py)."""
     base = zeros(aval)
+    if isinstance(base, np.ndarray):
+        base = P.broadcast_in_dim.bind(np.zeros((), aval.dtype), shape=tuple(aval.shape), broadcast_dimensions=())
     partial = aval_of(ct)
     if partial.unreduced and partial.mesh is not None:
         spec = PartitionSpec.from_entries(aval.explicit, unreduced=partial.unreduced)

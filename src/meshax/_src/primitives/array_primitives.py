@@ -451,20 +451,21 @@ take_along = _define("take_along", _take_along_impl, _take_along_aval, _take_alo
 
 
 def _scatter_impl(x: np.ndarray, y: np.ndarray, *indices: np.ndarray, index: tuple[Any, ...], mode: str,
-                  local_box: Any = None) -> np.ndarray:
+                  local_box: Any = None, overwrite: bool = False) -> np.ndarray:
     """x[index] updated with y, where x is the block `local_box` (global coordinates; the whole array when
     None) of the operand: only the updates that land in the block are applied, at local coordinates.
-    Slices are canonical (start, stop, step) triples read as ranges; indices outside the block are dropped."""
+    Slices are canonical (start, stop, step) triples read as ranges; indices outside the block are dropped.
+    `overwrite`: x is a writable buffer nobody reads afterwards, updated in place and returned (codegen.py)."""
     box = local_box if local_box is not None else tuple((0, n) for n in x.shape)
     if not indices and len(index) == x.ndim and all(
             isinstance(e, (int, np.integer)) or (isinstance(e, slice) and e.step > 0) for e in index):
-        return _scatter_basic(x, y, index, mode, box)
+        return _scatter_basic(x if overwrite else np.array(x, copy=True), y, index, mode, box)
     coordinates, target = _scatter_coordinates(index, indices)
     y = np.broadcast_to(y, target)
     inside = np.ones(target, np.bool_)
     for c, (start, stop) in zip(coordinates, box):
         inside &= (c >= start) & (c < stop)
-    out = np.array(x, copy=True)
+    out = x if overwrite else np.array(x, copy=True)
     updates = y[inside]
     # through a leading axis of size 1, so that a 0-d operand is indexed by arrays too
     where = (np.zeros(len(updates), np.intp),) + tuple(c[inside] - start for c, (start, _) in zip(coordinates, box))
@@ -478,11 +479,12 @@ def _scatter_impl(x: np.ndarray, y: np.ndarray, *indices: np.ndarray, index: tup
 _UPDATES = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}
 
 
-def _scatter_basic(x: np.ndarray, y: np.ndarray, index: tuple[Any, ...], mode: str,
+def _scatter_basic(out: np.ndarray, y: np.ndarray, index: tuple[Any, ...], mode: str,
                    box: Sequence[tuple[int, int]]) -> np.ndarray:
-    """The scatter of an index of slices and integers only (a slice's gradient, x.at[a:b].set): every element
-    of the region is one distinct element of x, so the updates are one basic-indexed assignment or in-place
-    ufunc on the part of the region inside the block `box`, with no coordinate arrays."""
+    """The scatter of an index of slices and integers only (a slice's gradient, x.at[a:b].set) onto `out` (the
+    operand's buffer to update in place): every element of the region is one distinct element, so the updates
+    are one basic-indexed assignment or in-place ufunc on the part of the region inside the block `box`, with
+    no coordinate arrays."""
     target = tuple(len(range(e.start, e.stop, e.step)) for e in index if isinstance(e, slice))
     y = np.broadcast_to(y, target)
     into: list[Any] = []  # the region inside the block, in the block's coordinates
@@ -493,14 +495,13 @@ def _scatter_basic(x: np.ndarray, y: np.ndarray, index: tuple[Any, ...], mode: s
             begin = max(0, -(-(low - first) // step))
             end = min(len(range(first, entry.stop, step)), -(-(high - first) // step))
             if end <= begin:
-                return np.array(x, copy=True)
+                return out
             into.append(slice(first + begin * step - low, first + (end - 1) * step - low + 1, step))
             taken.append(slice(begin, end))
         elif low <= entry < high:
             into.append(int(entry) - low)
         else:
-            return np.array(x, copy=True)
-    out = np.array(x, copy=True)
+            return out
     updates = y[tuple(taken)]
     if mode == "set":
         out[tuple(into)] = updates
@@ -569,6 +570,7 @@ def _scatter_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, 
     return rules.Layout([tuple(out)] + [rules.replicated(a.ndim) for a in avals[1:]], [tuple(out)])
 
 
+_scatter_impl.overwrites_operand = True  # takes overwrite= (interpreters/codegen.py)
 scatter = _define("scatter", _scatter_impl, lambda x, y, *ix, index, mode: x, _scatter_rule, needs_local_box=True)
 
 
