@@ -385,3 +385,34 @@ def test_errors_and_dtypes_modules_as_jax():
     assert ours[1] == theirs[1]
     # meshax's Tracer{Integer,Array}ConversionError also are ConcretizationTypeErrors (JAX's are plain TypeErrors)
     assert [name for _, name in ours[0]] == [name for _, name in theirs[0]]
+
+
+def _windowed_loss(L, img, ker):
+    """A convolution with every window option (strides, padding, input and kernel dilation), squared and summed."""
+    out = L.lax.conv_general_dilated(img, ker, (1, 2), ((1, 2), (0, 1)), lhs_dilation=(1, 2), rhs_dilation=(2, 1),
+                                     dimension_numbers=NHWC)
+    return (out * out).sum()
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_conv_windows_under_grad_jvp_and_vmap_as_jax(jitted):
+    """The input's windows (one copy) and their transpose (the windows summed back) under every transformation."""
+    def case(L, np_):
+        grads = L.grad(lambda i, k: _windowed_loss(L, i, k), argnums=(0, 1))(IMG, KER)
+        tangent = L.jvp(lambda i: _windowed_loss(L, i, KER), (IMG,), (np.ones_like(IMG),))
+        per_image = L.vmap(L.grad(lambda i: _windowed_loss(L, i[None], KER)))(IMG)
+        return grads, tangent, per_image
+
+    check_against_jax(case, jitted, rtol=2e-4, atol=2e-3)
+
+
+@pytest.mark.parametrize("spec", [("b",), (None, "b"), (None, None, "b")], ids=["batch", "rows", "columns"])
+def test_conv_gradients_of_a_split_input_equal_the_whole_ones(spec):
+    """Split along the batch (kept split) or along a spatial dimension (gathered: a window spans it)."""
+    mesh = meshax.make_mesh((2,), ("b",), devices=meshax.devices()[:2])
+    split = meshax.device_put(np.concatenate([IMG, IMG[::-1]]), meshax.sharding.NamedSharding(
+        mesh, meshax.sharding.PartitionSpec(*spec)))
+    grad = meshax.jit(meshax.grad(lambda i, k: _windowed_loss(meshax, i, k), argnums=(0, 1)))
+    whole = jax.grad(lambda i, k: _windowed_loss(jax, i, k), argnums=(0, 1))(np.asarray(split), KER)
+    for ours, theirs in zip(grad(split, KER), whole):
+        np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=2e-4, atol=2e-3)

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..primitives import array_primitives as P
 from ..primitives import random_bits as R
+from ..primitives import windows as W
 from ..core.core import aval_of
 from ..interpreters.ad import (Zero, defjvp, deflinear, defzero, instantiate, is_undefined, jvp_rules, tangent_aval,
                                transpose_rules, zeros)
@@ -307,6 +308,11 @@ def _zeros_for(aval: Any, ct: Any) -> Any:
 
 deflinear(P.static_slice, lambda ct, x, *, index: [P.scatter.bind(
     _zeros_for(x.aval, ct), ct, index=_canonical(index, x.aval.shape), mode="add")])
+
+
+deflinear(W.windows, lambda ct, x, **params: [W.windows_sum.bind(
+    ct, sizes=tuple(x.aval.shape[params["first"]:params["first"] + len(params["window"])]), **params)])
+deflinear(W.windows_sum, lambda ct, y, *, sizes, **params: [W.windows.bind(ct, **params)])
 
 
 def _gather_jvp(primals: list[Any], tangents: list[Any], *, index: tuple) -> tuple[Any, Any]:

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..primitives import array_primitives as P
 from ..primitives import random_bits as R
+from ..primitives import windows as W
 from ..interpreters.ad import add_any_p
 from ..core.core import aval_of, axis_size, pvary_p, reduced_vary_cast_p
 from . import unreduced_casts as U
@@ -169,6 +170,18 @@ def _gather(values: list[Any], dims: list[Any], *, index: tuple) -> tuple[Any, A
     out_dim = 0 if adjacent else len(np.broadcast_shapes(*[aval_of(i).shape for i in values[1:]]))
     return P.gather.bind(x, *values[1:], index=new_index), out_dim
 
+
+def _windows(primitive: Any):
+    """conv_windows and its sum act on every leading index alike: the batch dimension becomes one more."""
+
+    def rule(values: list[Any], dims: list[Any], *, first: int, **params: Any) -> tuple[Any, Any]:
+        return primitive.bind(_front(values, dims), first=first + 1, **params), 0
+
+    return rule
+
+
+batching_rules[W.windows] = _windows(W.windows)
+batching_rules[W.windows_sum] = _windows(W.windows_sum)
 
 for _p, _rule in ((P.reshape, _reshape), (P.transpose, _transpose), (P.broadcast_in_dim, _broadcast_in_dim),
                   (P.static_slice, _static_slice), (P.pad, _pad), (P.concatenate, _concatenate),

@@ -1,6 +1,6 @@
 """Convolutions and windowed reductions (as jax.lax): conv_general_dilated and its variants, reduce_window and
-padtype_to_pads. They are compositions of primitives (padding, strided slices, one dot_general), so jit, grad,
-vmap and partitioning come from those primitives' rules."""
+padtype_to_pads. They are compositions of primitives (padding, the input's windows as one copy, one
+dot_general), so jit, grad, vmap and partitioning come from those primitives' rules."""
 from __future__ import annotations
 
 import itertools
@@ -12,6 +12,7 @@ import numpy as np
 from ..arrays.out_sharding import reshard
 from ..core.core import aval_of
 from ..tree.tree_util import tree_flatten, tree_unflatten
+from ..primitives import windows as W
 from . import lax_ops as L
 from . import slicing as S
 
@@ -176,13 +177,11 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
     if any(pads) or any(d != 1 for d in lhs_dil):
         x = S.pad(x, np.zeros((), aval_of(x).dtype),
                   [(0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in zip(pads, lhs_dil)] + [(0, 0, 0)])
-    slices, out = _windows(x, 1, window, strides, rhs_dil)
-    count = len(slices)
-    # the patches (N, out..., K, G, I): one copy of the input per window position, then one product
-    if count == 1:
-        patches = S.reshape(slices[0], (n,) + out + (1, groups, i))
-    else:
-        patches = S.concatenate([S.reshape(p, (n,) + out + (1, groups, i)) for p in slices], nsp + 1)
+    # the patches (N, out..., K, G, I): each output position's window of the input, one copy, then one product
+    count = math.prod(window)
+    patches = W.windows.bind(x, first=1, window=tuple(window), strides=strides, dilation=rhs_dil)
+    out = aval_of(patches).shape[1:1 + nsp]
+    patches = S.reshape(patches, (n,) + out + (count, groups, i))
     kernel = S.reshape(k, (count, i, groups, o // groups))  # (K, I, G, O/G)
     if groups == 1:
         product = L.dot_general(S.reshape(patches, (n,) + out + (count, i)), S.reshape(kernel, (count, i, o)),
