@@ -137,7 +137,7 @@ def _windows(x: Any, first: int, window: Sequence[int], strides: Sequence[int], 
     shape = aval_of(x).shape
     last = first + len(window)
     spatial = shape[first:last]
-    out = tuple(max((n - _dilated(k, d)) // s + 1, 0) for n, k, s, d in zip(spatial, window, strides, dilation))
+    out = W.out_sizes(spatial, window, strides, dilation)
     slices = []
     for offset in itertools.product(*[range(k) for k in window]):
         starts = (0,) * first + tuple(o * d for o, d in zip(offset, dilation)) + (0,) * (len(shape) - last)

@@ -99,7 +99,7 @@ def _on_native_exit(_argument: Any) -> None:
     if not _state["armed"] or _state["pid"] != os.getpid():  # disarming, or a child forked from this process
         return
     _state["armed"] = False
-    client, process_id = _state["client"], _state["process_id"]
+    client = _state["client"]
     deadline, extended = time.monotonic() + watch.PEER_DEATH_WAIT, False
     while time.monotonic() < deadline:  # the coordinator's notice, if a peer died, ends this process meanwhile
         if progress.halted.is_set() and not extended:  # a peer was lost: its notice follows once all are gathered
@@ -110,13 +110,8 @@ def _on_native_exit(_argument: Any) -> None:
     if lost:
         exit_with_failure(f"{losses.died(lost)} Then this process's MPI library ended it from inside (its "
                           "message is above).", PEER_FAILURE_EXIT_CODE)
-    reason = ("its MPI library ended it from inside (MPI's message is above: an internal assertion or abort), "
-              "while no other process of the job was known to be lost")
-    try:
-        exits.tell_the_others(reason)
-    except Exception:  # noqa: BLE001 - the coordinator may be gone already: ending this process matters more
-        pass
-    exit_with_failure(f"process {process_id}: {reason}.", FAILURE_EXIT_CODE)
+    _end_telling_the_job("its MPI library ended it from inside (MPI's message is above: an internal assertion or "
+                         "abort), while no other process of the job was known to be lost", FAILURE_EXIT_CODE)
 
 
 def _on_abort(_signal: int) -> None:
@@ -130,9 +125,13 @@ def _on_abort(_signal: int) -> None:
     if lost:
         reason += " after " + "; ".join(lost.values())
     mpi.remove_shared_memory()
+    _end_telling_the_job(reason, PEER_FAILURE_EXIT_CODE if lost else FAILURE_EXIT_CODE)
+
+
+def _end_telling_the_job(reason: str, code: int) -> None:
+    """Tell the job why this process ends, then end it with exit code `code`."""
     try:
         exits.tell_the_others(reason)
     except Exception:  # noqa: BLE001 - the coordinator may be gone already: ending this process matters more
         pass
-    exit_with_failure(f"process {_state['process_id']}: {reason}.",
-                      PEER_FAILURE_EXIT_CODE if lost else FAILURE_EXIT_CODE)
+    exit_with_failure(f"process {_state['process_id']}: {reason}.", code)
