@@ -312,6 +312,11 @@ def current_trace() -> Trace:
     return _context.trace if _context.trace is not None else eager_trace()
 
 
+def binding_eagerly() -> bool:
+    """Whether a primitive bound now goes straight to the eager trace: no trace and no axis frame around it."""
+    return _context.trace is None and not _axis_env.frames
+
+
 class set_current_trace:
     """Context manager making `trace` the current trace (restoring the previous one on exit)."""
 

@@ -13,6 +13,8 @@ intermediate is deleted after its last reader. Two things are left out where the
   from the operands' elements at that position, so it may overwrite them) when that operand is an array this
   function made with a call of the same kind, of the result's shape and type, and read only by such calls
   (so no view of it exists);
+- an implementation with a `specialize(params, input types)` giving a call for these types (a product of two
+  matrices: cpu_kernels.py) is that call, with the inputs alone, and its result is of its type;
 - likewise a scatter (an implementation marked `overwrites_operand`) updates its operand in place instead of
   a copy of it, when that operand is such a fresh array read for the last time, by no call that keeps a view
   (a slice's gradient summed into others' is a chain of scatter-adds onto one buffer).
@@ -70,10 +72,11 @@ def _direct(call: Any, ins: Sequence[int], types: dict[int, SlotType], out: Slot
     return function if all(types.get(i) is not None and types[i][1] == out[1] for i in ins) else None
 
 
-def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", prefix: str = "v") -> list[str]:
+def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", prefix: str = "v",
+         inputs_typed: bool = False) -> list[str]:
     """Lines (added to `source`, indented by `indent`) computing `program`'s steps, its consts and args being the
-    local variables `inputs`; returns the expressions of its outputs. Its intermediates are the locals
-    `{prefix}{slot}`."""
+    local variables `inputs` (arrays of their types where `inputs_typed`: see `typed_inputs`); returns the
+    expressions of its outputs. Its intermediates are the locals `{prefix}{slot}`."""
     types: dict[int, SlotType] = program.slot_types
     names: dict[int, str] = dict(zip((*program.const_slots, *program.arg_slots), inputs))
     for slot, value in enumerate(program.template):
@@ -81,6 +84,8 @@ def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", 
             names[slot] = source.bind(value)
     made: set[int] = set()  # slots of the steps' results (locals of this function)
     known = {slot for slot, value in enumerate(program.template) if value is not None}  # arrays of their types
+    if inputs_typed:
+        known.update((*program.const_slots, *program.arg_slots))
     directs = [_direct(step[0], step[1], types, types.get(step[3][0]) if not step[5] else None)
                for step in program.steps]
     only_direct = _read_only_by(program.steps, directs)
@@ -90,6 +95,7 @@ def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", 
     read = {slot for step in program.steps for slot in step[1]} | set(program.out_slots)
     for step, direct in zip(program.steps, directs):
         call, ins, params, outs, dtypes, multiple, released = step
+        special_for = None if multiple else getattr(call, "specialize", None)
         args = ", ".join(names[i] for i in ins)
         for slot in outs:
             names[slot] = f"{prefix}{slot}"
@@ -101,6 +107,8 @@ def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", 
             source.lines.append(f"{indent}{names[out]} = " +
                                 (call_text if exact else f"typed({call_text}, {source.bind(dtypes[0])})"))
             fresh.add(out)
+        elif special_for is not None and (special := special_for(params, [types.get(i) for i in ins])) is not None:
+            source.lines.append(f"{indent}{names[outs[0]]} = {source.bind(special)}({args})")  # of its type
         else:
             if getattr(call, "overwrites_operand", False):  # its result is a buffer of its own, or its operand's
                 if ins[0] in released and ins[0] in fresh and ins[0] in no_views and ins[0] not in ins[1:] \
@@ -123,6 +131,13 @@ def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", 
             source.lines.append(f"{indent}del {', '.join(gone)}")
         fresh.difference_update(released)
     return [names[slot] for slot in program.out_slots]
+
+
+def typed_inputs(source: Source, program: Any, inputs: Sequence[str]) -> None:
+    """Lines making each of `program`'s inputs (the locals `inputs`) an array of its type, as `emit` may then take
+    them (`inputs_typed`): a loop does it once, not in each iteration at each use."""
+    for name, slot in zip(inputs, (*program.const_slots, *program.arg_slots)):
+        source.lines.append(f"{name} = typed({name}, {source.bind(program.slot_types[slot][1])})")
 
 
 def _read_only_by(steps: Sequence[tuple], directs: Sequence[Any]) -> set[int]:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..core.jaxpr import Jaxpr
 from ..profiler import recorder
-from .codegen import WALKED_RUNS, Source, emit
+from .codegen import WALKED_RUNS, Source, emit, typed_inputs
 from .numpy_eval import programs
 
 Loop = Callable[[Sequence[Any]], list[Any]]
@@ -69,6 +69,7 @@ def _scan(body: Any, jaxpr: Jaxpr, num_consts: int, num_carry: int, length: int,
     stacks = [f"y{k}" for k in range(len(ys))]
     if consts + carry + xs:
         source.lines.append(f"{', '.join(consts + carry + xs)}, = args")
+        typed_inputs(source, body, consts + carry + xs)  # the xs' rows then too
     for name, aval in zip(stacks, ys):
         stacked = (length, *(int(d) for d in aval.shape))
         source.lines.append(f"{name} = empty({stacked!r}, {source.bind(np.dtype(aval.dtype))})")
@@ -77,7 +78,7 @@ def _scan(body: Any, jaxpr: Jaxpr, num_consts: int, num_carry: int, length: int,
     for row, x, var in zip(rows, xs, jaxpr.invars[num_consts + num_carry:]):
         # a row of a 1-d x is a NumPy scalar: as an array, as the body's program is given it
         source.lines.append(f"    {row} = {x}[i]" if var.aval.ndim else f"    {row} = asarray({x}[i])")
-    outputs = emit(source, body, consts + carry + rows, indent="    ")
+    outputs = emit(source, body, consts + carry + rows, indent="    ", inputs_typed=True)
     source.lines.extend(f"    {name}[i] = {value}" for name, value in zip(stacks, outputs[num_carry:]))
     _assign(source, carry, outputs[:num_carry])  # after the ys: a y may be a carry's old value
     source.lines.append(f"return [{', '.join(carry + stacks)}]")
@@ -92,11 +93,13 @@ def _while(cond: Any, body: Any, body_jaxpr: Jaxpr, cond_nconsts: int, body_ncon
     carry = [f"c{k}" for k in range(len(body_jaxpr.invars) - body_nconsts)]
     if cond_consts + body_consts + carry:
         source.lines.append(f"{', '.join(cond_consts + body_consts + carry)}, = args")
+        typed_inputs(source, cond, cond_consts + carry)
+        typed_inputs(source, body, body_consts)
     source.lines.append("while True:")
-    (go,) = emit(source, cond, cond_consts + carry, indent="    ", prefix="u")
+    (go,) = emit(source, cond, cond_consts + carry, indent="    ", prefix="u", inputs_typed=True)
     source.lines.append(f"    if not bool({go}):")
     source.lines.append("        break")
-    _assign(source, carry, emit(source, body, body_consts + carry, indent="    "))
+    _assign(source, carry, emit(source, body, body_consts + carry, indent="    ", inputs_typed=True))
     source.lines.append(f"return [{', '.join(carry)}]")
     function = source.function("while_loop", "args")
     function.body_jaxpr = body_jaxpr  # its id is part of the function's key: no other jaxpr may take it

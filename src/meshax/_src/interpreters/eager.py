@@ -21,8 +21,8 @@ from ..core.jaxpr import Jaxpr
 from ..core.dtypes import issubdtype
 from ..arrays.array import Array, read_only
 from ..arrays.collectives import allreduce_devices
-from ..core.core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, check_not_escaped, impl_rules,
-                    set_eager_trace, sharding_rules)
+from ..core.core import (Primitive, ShapedArray, Trace, Tracer, abstract_eval, aval_of, binding_eagerly,
+                         check_not_escaped, eager_trace, impl_rules, set_eager_trace, sharding_rules)
 from ..sharding.mesh import Mesh, retyping
 from ..sharding.explicit_types import explicit_names, target_spec
 from ..arrays.partial_sums import as_plain, as_unreduced
@@ -163,6 +163,13 @@ class HeldReduction:
 
 
 _holding: dict[Primitive, bool] = {}  # the primitive whose next eager call holds its reduction (bind_holding)
+
+
+def plain_eager_call() -> bool:
+    """Whether a primitive bound now is evaluated eagerly as it is: by the plain eager trace (not one checking
+    for NaNs or recording a profile), with no trace or axis frame around it and no reduction held for its caller
+    (`bind_holding`)."""
+    return binding_eagerly() and eager_trace() is _PLAIN and not _holding
 
 
 def bind_holding(primitive: Primitive, *args: Any, **params: Any) -> Any:

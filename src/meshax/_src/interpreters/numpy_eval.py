@@ -195,6 +195,18 @@ def as_arrays(values: Sequence[np.ndarray], avals: Sequence[Any], device: Any,
 def try_primitive(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
     """A call-like primitive (jit, a loop...) run through NumPy when its inputs share one device (on a one-device
     mesh: once the eager path has taught the results' shardings); else None."""
+    call = direct_call(primitive, args, params)
+    if call is None:
+        return None
+    outs = call(args)
+    return outs if primitive.multiple_results else outs[0]
+
+
+def direct_call(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]
+                ) -> Callable[[Sequence[Any]], list[Array]] | None:
+    """How `try_primitive` runs calls like this one (the primitive and parameters, inputs of the same types,
+    shardings and commitment, under the same mesh): a function of the inputs giving the results as Arrays, all the
+    checks done once; None where such calls run otherwise."""
     device = one_device(args)
     programs = _jaxprs(params)
     if device is None or not _takes(primitive, params, alone=False):
@@ -214,6 +226,9 @@ def try_primitive(primitive: Primitive, args: Sequence[Any], params: dict[str, A
         if learned.avals is None:
             learned.avals = abstract_eval(primitive, [aval_of(a) for a in args], params)
         avals, placements = learned.avals, learned.placements
-    values = structured_rules[primitive](run, *[host(a) for a in args], **params)
-    outs = as_arrays(values, avals, device, placements)
-    return outs if primitive.multiple_results else outs[0]
+    rule = structured_rules[primitive]
+
+    def call(inputs: Sequence[Any]) -> list[Array]:
+        return as_arrays(rule(run, *[host(a) for a in inputs], **params), avals, device, placements)
+
+    return call

@@ -98,13 +98,17 @@ for _name, _fn in _PREDICATES.items():
 
 def _integer_pow(x: np.ndarray, *, y: int) -> np.ndarray:
     """x ** y by repeated squaring, each product rounded to x's dtype (as XLA's integer_pow); 1 / x ** -y below 0."""
-    acc, k = np.ones_like(x), abs(y)
+    acc, k = None, abs(y)  # acc: the product so far (None for 1, which no product needs)
     while k:
         if k & 1:
-            acc = acc * x
+            acc = x if acc is None else acc * x
         k >>= 1
         if k:
             x = x * x
+    if acc is None:
+        acc = np.ones_like(x)
+    elif acc is x and abs(y) == 1:
+        acc = np.array(x, copy=True)  # a result of its own
     return np.reciprocal(acc) if y < 0 else acc
 
 

@@ -23,10 +23,10 @@ from ..arrays.formats import shardings_of_formats
 from .stages import Traced
 from ..arrays.array import Array
 from ..core.core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
-from ..interpreters.eager import eager_rules
+from ..interpreters.eager import eager_rules, plain_eager_call
 from ..interpreters import kernel_compiler
 from ..interpreters.eager_programs import run_eagerly
-from ..interpreters.numpy_eval import structured_rules
+from ..interpreters.numpy_eval import direct_call, structured_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
 from ..core.jaxpr import Jaxpr, eval_jaxpr
 from ..sharding.mesh import AxisType, Mesh, current_mesh
@@ -77,6 +77,12 @@ def _call_signature(leaf: Any) -> Any:
     return ("Ref", _signature_of(leaf._value)) if isinstance(leaf, Ref) else _signature_of(leaf)
 
 
+def _direct_kinds(inputs: Sequence[Any]) -> tuple:
+    """What a call's direct function depends on beyond its signature: each Array's commitment, each other
+    input's type."""
+    return tuple([x.committed if type(x) is Array else type(x) for x in inputs])
+
+
 def _signature_of(leaf: Any) -> Any:
     try:
         aval = aval_of(leaf)
@@ -107,6 +113,7 @@ class Jitted:
         self._cache = _cache_of(fun, (_hashable(in_shardings), _hashable(out_shardings), self.static_argnums,
                                       self.static_argnames, self.donate_argnums))
         self._entries: dict[Any, str] = {}  # call signature -> how a call is recorded in the history
+        self._direct: dict[Any, tuple] = {}  # call signature -> (_direct_kinds, mesh in use, numpy_eval.direct_call)
         functools.update_wrapper(self, fun, updated=())  # not fun.__dict__ (a wrapped Jitted's state)
 
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple, dict, tuple, tuple]:
@@ -178,7 +185,7 @@ class Jitted:
         check_committed_devices(leaves, getattr(self.fun, "__name__", "fun"))
         if device_table.process_count() > 1:
             self._note_call(key[0], leaves)
-        outputs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=getattr(self.fun, "__name__", "fun"))
+        outputs = self._bind(key[0], jaxpr, [*consts, *leaves], refs)
         if refs:  # the Refs' final values come last: write them into the caller's Refs
             for ref, value in zip(refs, outputs[len(outputs) - len(refs):]):
                 ref._value = value
@@ -191,6 +198,25 @@ class Jitted:
         if self.out_shardings is not None:
             outputs = _apply_shardings(outputs, self.out_shardings, "out_shardings")
         return outputs
+
+    def _bind(self, signature: tuple, jaxpr: Jaxpr, inputs: list[Any], refs: list[Ref]) -> list[Any]:
+        """jit_p.bind of the program on `inputs`; where the eager trace would run it on one device's NumPy values
+        (numpy_eval.try_primitive), the function doing that for this signature, its checks made once (a tiny
+        optimizer step: xx -> yy us)."""
+        params = {"jaxpr": jaxpr, "name": getattr(self.fun, "__name__", "fun")}
+        if refs or not plain_eager_call():
+            return jit_p.bind(*inputs, **params)
+        found = self._direct.get(signature)
+        kinds = _direct_kinds(inputs)
+        if found is not None and found[0] == kinds and found[1] is current_mesh():
+            return found[2](inputs)
+        call = direct_call(jit_p, inputs, params) if not any(isinstance(x, Tracer) for x in inputs) else None
+        if call is None:
+            return jit_p.bind(*inputs, **params)
+        if len(self._direct) >= TRACES_KEPT:
+            del self._direct[next(iter(self._direct))]
+        self._direct[signature] = (kinds, current_mesh(), call)
+        return call(inputs)
 
     def _note_call(self, signature: tuple, leaves: list[Any]) -> None:
         """Record the call in the history of the processes its arrays span, so that a process that skips a
