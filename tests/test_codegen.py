@@ -79,6 +79,14 @@ PROGRAMS = {
     "fori_loop": (lambda w, x: lax.fori_loop(0, 5, lambda i, v: v * 1.5 + i, w), [(3,), (1,)]),
     "while_loop": (lambda w, x: lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 1.1 + x), (0, w)),
                    [(3,), (3,)]),
+    "products of matrices, transposed or strided": (
+        lambda w, x: (x @ w, x.T @ x, w @ w.T, lax.dot_general(w, x, (((0,), (1,)), ((), ()))), x[:, ::2] @ w[::2],
+                      x.astype(np.float64) @ w.astype(np.float64), x.astype(np.int32) @ (w * 3).astype(np.int32),
+                      lax.dot_general(x, w, (((1,), (0,)), ((), ())), preferred_element_type=np.float64)),
+        [(6, 3), (4, 6)]),
+    "products of matrices inside a scan": (
+        lambda w, x: lax.scan(lambda c, r: (jnp.tanh(r @ w + c @ w.T @ w), r.T @ c), x[0] * 0.5, x),
+        [(3, 3), (5, 2, 3)]),
     "cond inside scan": (lambda w, x: lax.scan(lambda c, r: (lax.cond(r.sum() > 0, lambda: c + r, lambda: c - r),
                                                               c.sum()), w, x), [(3,), (6, 3)]),
 }
@@ -103,7 +111,8 @@ def test_generated_code_gives_the_walked_programs_values(name, monkeypatch):
     _same(args, copies)  # no input was written into
 
 
-@pytest.mark.parametrize("name", ["training step", "scan with several carries, xs and ys", "grad of scan"])
+@pytest.mark.parametrize("name", ["training step", "scan with several carries, xs and ys", "grad of scan",
+                                  "products of matrices, transposed or strided", "products of matrices inside a scan"])
 def test_jit_eager_and_grad_match_jax(name):
     """Under jit (the one-device fast path, generated code) the values are JAX's."""
     import jax
@@ -187,3 +196,16 @@ def test_loops_are_generated_whole():
     finally:
         NumpyProgram.__call__ = original
     assert len(calls) == 1  # the outer program only
+
+
+def test_a_product_of_two_matrices_is_one_specialized_call():
+    """In a generated program a float32 product of two matrices, each maybe transposed, is a call of the operands
+    alone (no parameters, no type check); other products keep the general call."""
+    w, x = _inputs([(6, 3), (4, 6)])
+    closed = meshax.make_jaxpr(lambda w, x: (x @ w, x.T @ x, w @ w.T, x.astype(np.int32) @ w.astype(np.int32)))(w, x)
+    function = numpy_eval.program(closed.jaxpr).generated()
+    special = [name for name, value in function.__globals__.items() if getattr(value, "__name__", "") == "product"]
+    lines = function.source.splitlines()
+    products = [line for line in lines if any(f"= {name}(" in line for name in special)]
+    assert len(products) == 3 and not any("typed" in line or "**" in line for line in products), function.source
+    _same(function(closed.consts, [w, x]), [x @ w, x.T @ x, w @ w.T, x.astype(np.int32) @ w.astype(np.int32)])

