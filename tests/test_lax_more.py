@@ -416,3 +416,35 @@ def test_conv_gradients_of_a_split_input_equal_the_whole_ones(spec):
     whole = jax.grad(lambda i, k: _windowed_loss(jax, i, k), argnums=(0, 1))(np.asarray(split), KER)
     for ours, theirs in zip(grad(split, KER), whole):
         np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=2e-4, atol=2e-3)
+
+
+def _executed_primitives(function, *args):
+    """The primitives of the program a jitted `function` runs (simplified, fused: interpreters/fusion.py)."""
+    from meshax._src.interpreters.fusion import executable
+
+    outer = meshax.make_jaxpr(function)(*args).jaxpr
+    (call,) = [eq for eq in outer.equations if eq.primitive.name == "jit"]
+    return {eq.primitive.name for eq in executable(call.params["jaxpr"]).equations}
+
+
+@pytest.mark.parametrize("options", [dict(window_strides=(1, 1), padding="SAME"),
+                                     dict(window_strides=(2, 1), padding=((1, 2), (0, 1)), rhs_dilation=(1, 2)),
+                                     dict(window_strides=(1, 2), padding=((0, 0), (1, 1)), lhs_dilation=(2, 1))],
+                         ids=["same", "strided-dilated", "input-dilated"])
+def test_a_jitted_convolutions_input_gradient_is_one_windows_product_sum(options):
+    """Under jit a convolution's input gradient (the windows of g @ kernel^T summed back) runs as one
+    conv_windows_product_sum (windows.py, installed in simplify.py), with JAX's values; split along the batch on
+    two devices too (its sharding rule keeps the split)."""
+    def loss(L, img, ker):
+        out = L.lax.conv_general_dilated(img, ker, dimension_numbers=NHWC, **options)
+        return (out * L.numpy.tanh(out)).sum()
+
+    grad = meshax.jit(meshax.grad(lambda i, k: loss(meshax, i, k), argnums=(0, 1)))
+    assert "conv_windows_product_sum" in _executed_primitives(grad, IMG, KER)
+    assert "conv_windows_sum" not in _executed_primitives(grad, IMG, KER)
+    theirs = jax.grad(lambda i, k: loss(jax, i, k), argnums=(0, 1))(IMG, KER)
+    mesh = meshax.make_mesh((2,), ("b",), devices=meshax.devices()[:2])
+    split = meshax.device_put(IMG, meshax.sharding.NamedSharding(mesh, meshax.sharding.PartitionSpec("b")))
+    for inputs in [(IMG, KER), (IMG, KER), (split, KER)]:  # the second run is the generated program
+        for ours, want in zip(grad(*inputs), theirs):
+            np.testing.assert_allclose(np.asarray(ours), np.asarray(want), rtol=2e-4, atol=2e-3)

@@ -1,6 +1,6 @@
 """Simplification of a jaxpr before it runs: no work whose result nobody reads, nothing computed twice.
 
-Five rewrites, all exact (the simplified program's values are bit for bit the original's, but for the
+Six rewrites, all exact (the simplified program's values are bit for bit the original's, but for the
 sign of a zero sum and the transposed product's rounding on some BLAS kernels, below):
 - scalar constants are folded: an operation on literals only, with a scalar result, becomes a literal
   (computed once, by the same implementation);
@@ -10,6 +10,7 @@ sign of a zero sum and the transposed product's rounding on some BLAS kernels, b
   parameters) reuses its outputs;
 - a sum with a scatter-add into zeros becomes a scatter-add onto the other summand (below; equal but for the
   sign of a zero);
+- the rewrites higher layers install (`rewrites`: a convolution's input gradient as one primitive, windows.py);
 - a transposed product, transpose(dot_general(a, b)) with the product read nowhere else and the
   transpose swapping its two groups of free dimensions, becomes dot_general(b, a): the result comes
   out in the order it is read in (a weight's gradient is a row-major matrix, as the weight it updates,
@@ -21,7 +22,7 @@ The printed program (make_jaxpr) is never simplified: this runs on the copy that
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -36,6 +37,12 @@ _FOLDABLE = frozenset({
     "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "select", "convert_element_type", "add_any",
     "floor", "ceil", "round", "pow", "rem", "floor_divide", "integer_pow",
 })
+
+
+# rewrites that higher layers install, by the name of the primitive whose equation they may replace:
+# (equation, the equation computing each variable by id, how often each variable is read) -> its replacement (the
+# same outputs, the same values) or None; what the replacement no longer reads is left for dead-code elimination
+rewrites: dict[str, Callable[[Equation, dict[int, Equation], dict[int, int]], Equation | None]] = {}
 
 
 def pure(eq: Equation) -> bool:
@@ -75,6 +82,8 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
     zeros = {eq.outputs[0].id for eq in kept if eq.primitive.name == "broadcast_in_dim" and
              isinstance(eq.inputs[0], Literal) and not np.any(_literal_value(eq.inputs[0]))}
     kept = _scatters_onto_sums(kept, outvars, zeros) if zeros else kept
+    if any(eq.primitive.name in rewrites for eq in kept):
+        kept = _installed_rewrites(kept, outvars)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, _without_dead_code(kept, outvars), outvars, jaxpr.consts)
 
 
@@ -124,6 +133,17 @@ def _scatters_onto_sums(equations: list[Equation], outvars: list[Any], zeros: se
                     eq = Equation(scatter.primitive, [a, *scatter.inputs[1:]], eq.outputs, scatter.params)
                     break
         result.append(eq)
+    return result
+
+
+def _installed_rewrites(equations: list[Equation], outvars: list[Any]) -> list[Equation]:
+    """Each equation that a rewrite of `rewrites` replaces, replaced."""
+    uses = _uses(equations, outvars)
+    producers = {v.id: eq for eq in equations for v in eq.outputs}
+    result = []
+    for eq in equations:
+        rewrite = rewrites.get(eq.primitive.name)
+        result.append((rewrite(eq, producers, uses) or eq) if rewrite is not None else eq)
     return result
 
 
