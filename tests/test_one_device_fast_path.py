@@ -155,3 +155,33 @@ def test_a_direct_call_is_not_taken_under_transformations():
     np.testing.assert_array_equal(np.asarray(meshax.jit(lambda a: jitted(a) * 2)(x)), (x * 3 + 1) * 2)
     closed = meshax.make_jaxpr(lambda a: jitted(a) * 2)(x)
     assert any(eq.primitive.name == "jit" for eq in closed.jaxpr.equations)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_scans_first_call_runs_its_later_iterations_as_numpy(reverse, monkeypatch):
+    """On a one-device mesh the first call of a jitted scan runs eagerly, but only its first iteration equation by
+    equation (lax/loop_steps.py): the others run as the body's NumPy program; results, gradients included, are what
+    expanding every iteration gives (values, types, shardings)."""
+    from meshax._src.lax import control_flow
+
+    def program(x, w):
+        def body(carry, row):
+            carry = jnp.tanh(carry @ w + row)
+            return carry, (carry.sum(), row * 2)
+        return lax.scan(body, jnp.zeros(w.shape[1], x.dtype), x, reverse=reverse)
+
+    def step(x, w):
+        return program(x, w), meshax.grad(lambda w: program(x, w)[0].sum())(w)
+
+    rng = np.random.default_rng(3)
+    x = on_mesh(rng.standard_normal((6, 3)).astype(np.float32), P())
+    w = on_mesh(rng.standard_normal((3, 3)).astype(np.float32), P())
+    runs = counted(monkeypatch, numpy_eval, "run")
+    first = describe(meshax.jit(step)(x, w))
+    # two scans (forward, gradient) of 6 iterations: the first (or, while a carry's sharding settles, second)
+    # iteration of each is eager
+    assert len(runs) >= 2 * 4, "the later iterations did not run as NumPy programs"
+    with monkeypatch.context() as patched:
+        patched.setattr(control_flow, "plain_eager_call", lambda: False)
+        expanded = describe(meshax.jit(step)(x, w))
+    assert first == expanded

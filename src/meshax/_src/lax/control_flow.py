@@ -20,6 +20,7 @@ from ..sharding.explicit_rules import format_spec
 from ..core.core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_own_vma, vma_rules
 from ..interpreters.ad import Zero, instantiate, jvp_flat, jvp_rules, tangent_aval
 from ..interpreters.codegen_loops import scan_function, while_function
+from ..interpreters.eager import plain_eager_call
 from ..interpreters.numpy_eval import structured_rules
 from ..interpreters.shard_map import device_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, trace_to_jaxpr
@@ -27,6 +28,7 @@ from ..core.jaxpr import Jaxpr, eval_jaxpr
 from ..tree.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ..core.dtypes import issubdtype
 from ..numpy import promotion as U
+from . import loop_steps
 
 
 def _traced(fun: Callable[..., Any], avals: Sequence[Any], in_tree: Any) -> tuple[Jaxpr, list[Any], Any]:
@@ -86,8 +88,10 @@ def _scan_expand(*args: Any, jaxpr: Jaxpr, num_consts: int, num_carry: int, leng
     consts, carry, xs = list(args[:num_consts]), list(args[num_consts:num_consts + num_carry]), \
         list(args[num_consts + num_carry:])
     steps: list[list[Any]] = []
+    as_calls = plain_eager_call() and not any(isinstance(a, Tracer) for a in args)  # loop_steps.py
     for i in (range(length - 1, -1, -1) if reverse else range(length)):
-        out = eval_jaxpr(jaxpr, (), consts + carry + [_index(x, i) for x in xs])
+        out = loop_steps.step(jaxpr, consts + carry, xs, i) if as_calls else \
+            eval_jaxpr(jaxpr, (), consts + carry + [_index(x, i) for x in xs])
         carry, ys = out[:num_carry], out[num_carry:]
         steps.append(ys)
     if reverse:
