@@ -67,6 +67,10 @@ PROGRAMS = {
     "unused results": (lambda w, x: jnp.linalg.qr(w)[0] + lax.sort((x, -x), num_keys=1)[1][0], [(3, 3), (4,)]),
     "dtype conversions": (lambda w, x: ((w * 3).astype(np.int32) // 2 + 7, x.astype(np.int8) * 2,
                                         (w > 0).astype(np.float16) + 1, w.astype(np.float64) * 3), [(5, 3), (3,)]),
+    "comparisons, predicates, integer and complex arithmetic": (
+        lambda w, x: (w > x[0], jnp.isnan(w / w), (w * 3).astype(np.int32) % 4, (w * 5).astype(np.int32) // 3,
+                      jnp.abs((w + 1j * w).astype(np.complex64)), w == w, jnp.floor(w), jnp.sign(w), w <= x,
+                      jnp.logical_not(w > 0) & (x > 0)), [(4, 3), (3,)]),
     "equations without inputs": (lambda w, x: (lax.iota(np.int32, 4) + 1, lax.broadcasted_iota(np.float32, (2, 3), 1)
                                                * w[0]), [(2,), (1,)]),
     "scalars": (lambda w, x: (w.sum() * 2.0 + 1.0, x[0] * x[1] - 3.0), [(3,), (2,)]),

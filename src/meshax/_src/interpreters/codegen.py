@@ -6,7 +6,8 @@ made here does the same calls in the same order on the same values, written out:
 its implementation (bound as a global, its parameters too), its inputs and result are local variables, and an
 intermediate is deleted after its last reader. Two things are left out where they cannot change a value:
 - an elementwise NumPy function whose operands all have the result's type (`impl.into`, the contract
-  cpu_executor.run_unfused writes through) is called directly, and its result is not checked for its type
+  cpu_executor.run_unfused writes through), or the ufunc an implementation is (`impl.ufunc`) where NumPy gives
+  the result's type for the operands' types (a comparison), is called directly, and its result is not checked for its type
   (NumPy gives it that type, as an array where it has dimensions), once its operands are known to be arrays
   of their types (results of earlier steps, literals);
 - such a call writes into the buffer of an operand it reads for the last time (NumPy computes each element
@@ -22,6 +23,7 @@ codegen_loops.py writes whole loops (scan, while) the same way, their bodies inl
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -65,11 +67,25 @@ class Source:
 
 def _direct(call: Any, ins: Sequence[int], types: dict[int, SlotType], out: SlotType) -> Any:
     """The NumPy function a step may call directly (see the module's docstring), or None."""
-    function = getattr(call, "into", None)
+    into = getattr(call, "into", None)
+    function = into or getattr(call, "ufunc", None)
     if function is None or out is None or not out[0] or not isinstance(function, np.ufunc) or \
-            function.nin != len(ins) or function.nout != 1:
+            function.nin != len(ins) or function.nout != 1 or any(types.get(i) is None for i in ins):
         return None
-    return function if all(types.get(i) is not None and types[i][1] == out[1] for i in ins) else None
+    dtypes = tuple(types[i][1] for i in ins)
+    if into is not None and all(dtype == out[1] for dtype in dtypes):
+        return function
+    return function if _result_type(function, dtypes) == out[1] else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _result_type(function: np.ufunc, dtypes: tuple[np.dtype, ...]) -> np.dtype | None:
+    """The type of `function`'s result on arrays of `dtypes` (None where it takes no such arrays)."""
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(function(*[np.zeros(1, dtype) for dtype in dtypes])).dtype
+    except (TypeError, ValueError):
+        return None
 
 
 def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", prefix: str = "v",
@@ -157,6 +173,7 @@ def program_function(program: Any) -> Callable[[Sequence[Any], Sequence[Any]], l
     for names, sequence in ((consts, "consts"), (args, "args")):
         if names:
             source.lines.append(f"{', '.join(names)}{',' if len(names) == 1 else ''} = {sequence}")
-    outputs = emit(source, program, consts + args)
+    # its callers give arrays of the slots' types (numpy_eval.host, the results of other programs' steps)
+    outputs = emit(source, program, consts + args, inputs_typed=True)
     source.lines.append(f"return [{', '.join(outputs)}]")
     return source.function("program", "consts, args")

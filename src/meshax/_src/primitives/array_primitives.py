@@ -48,6 +48,8 @@ def _plain(function: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
 
     if function in _SAME_TYPE_UFUNCS:  # whose out= an executor may give (cpu_executor.py)
         impl.into = function
+    if isinstance(function, np.ufunc):  # what it calls (a generated program may call it directly: codegen.py)
+        impl.ufunc = function
     return impl
 
 
