@@ -175,10 +175,10 @@ def stop_server() -> None:
 
 def device_memory_profile(backend: str | None = None) -> bytes:
     """The live Arrays' buffers on this process's devices, as a gzip'd pprof protocol buffer."""
-    from meshax._src.arrays.array import live
+    from meshax._src.arrays.array import live_arrays
 
     buffers = []
-    for array in list(live.values()):
+    for array in live_arrays():
         owner = f"Array {array.dtype}{list(array.shape)}"
         seen: set[int] = set()
         for device, buffer in array.local_buffers().items():

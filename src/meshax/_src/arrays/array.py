@@ -6,6 +6,7 @@ array (fully addressable, or replicated onto this process).
 """
 from __future__ import annotations
 
+import gc
 import math
 import weakref
 from dataclasses import dataclass
@@ -45,7 +46,11 @@ def read_only(buffer: np.ndarray) -> np.ndarray:
     return buffer
 
 
-live: "weakref.WeakValueDictionary[int, Array]" = weakref.WeakValueDictionary()  # every Array alive, for live_arrays
+def live_arrays() -> list["Array"]:
+    """Every Array alive and not deleted in this process, found among the objects the garbage collector tracks (no
+    registry to keep up at each Array's making: a tiny jitted step makes dozens)."""
+    return [obj for obj in gc.get_objects()
+            if isinstance(obj, Array) and hasattr(obj, "_buffers") and not obj.is_deleted()]
 
 
 class _DeletedBuffers:
@@ -75,7 +80,7 @@ class Array:
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, sharding: Sharding,
                  buffers: dict[Device, np.ndarray], weak_type: bool = False, committed: bool = True) -> None:
-        self._shape = tuple(int(n) for n in shape)
+        self._shape = tuple(map(int, shape))
         self._dtype = np.dtype(dtype)
         self._sharding = sharding
         self._buffers = buffers
@@ -86,7 +91,6 @@ class Array:
         self._value: np.ndarray | None = None
         self._aval: Any = None  # the type, once asked (every operation on the Array asks)
         self._views: list[weakref.ref] | None = None  # shard Arrays sharing these buffers (deleted with it)
-        live[id(self)] = self
 
     # ---- metadata -----------------------------------------------------------------------
 
@@ -154,7 +158,6 @@ class Array:
             return
         self._buffers = _DeletedBuffers(f"Array has been deleted with shape={self._type_text()}.")
         self._value = None
-        live.pop(id(self), None)
         for ref in self._views or ():
             view = ref()
             if view is not None:

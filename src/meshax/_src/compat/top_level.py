@@ -16,7 +16,7 @@ import numpy as np
 
 from ..runtime import devices as device_table
 from ..transforms.autodiff import vjp
-from ..arrays.array import Array, live
+from ..arrays.array import Array, live_arrays as _live_arrays
 from ..config import config
 from ..core.core import Tracer, aval_of
 from ..interpreters.staging import compile_time_eval, consts_as_inputs, trace_to_jaxpr
@@ -43,7 +43,7 @@ def ensure_compile_time_eval() -> Iterator[None]:
 
 def live_arrays(platform: str | None = None) -> list[Array]:
     """The Arrays that exist (are referenced) in this process."""
-    return list(live.values())
+    return _live_arrays()
 
 
 def linear_transpose(fun: Callable[..., Any], *primals: Any, reduce_axes: Any = ()) -> Callable[..., Any]:

@@ -168,10 +168,20 @@ def _is_namedtuple_type(t: type) -> bool:
 
 
 def _kind_for_type(t: type) -> _NodeKind | None:
-    kind = _registry.get(t)
-    if kind is None and _is_namedtuple_type(t):
-        return _NAMEDTUPLE
-    return kind
+    try:
+        return _kinds_seen[t]
+    except KeyError:
+        kind = _registry.get(t)
+        if kind is None and _is_namedtuple_type(t):
+            kind = _NAMEDTUPLE
+        if len(_kinds_seen) >= 4096:  # types made on the fly (a namedtuple per call) must not pile up
+            _kinds_seen.clear()
+        _kinds_seen[t] = kind
+        return kind
+
+
+# each type asked about -> its kind (None: a leaf), forgotten whenever a type is registered
+_kinds_seen: dict[type, _NodeKind | None] = {}
 
 
 def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,
@@ -185,6 +195,7 @@ def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func:
         raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
     _registry[nodetype] = _NodeKind(nodetype, flatten_func, unflatten_func,
                                     flatten_with_keys_func)
+    _kinds_seen.clear()
 
 
 def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable,
