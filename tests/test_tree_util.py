@@ -549,3 +549,22 @@ def test_hypothesis_structure_equality_and_mismatch(a, b):
             mtu.tree_map(lambda x, y: (id(x), id(y)), a, b)
     else:
         assert_same_tree(mtu.tree_map(lambda x, y: (id(x), id(y)), a, b), jout)
+
+
+def test_flattened_structures_are_shared_and_keep_their_keys_types():
+    """Flattening the same structure twice gives the same PyTreeDef (meshax shares them); dict keys that are equal
+    but of other types (1, 1.0, True) and namedtuples of other types with the same fields stay apart, as in JAX."""
+    import jax
+
+    A = collections.namedtuple("A", "x y")
+    B = collections.namedtuple("B", "x y")
+    trees = [{1: "a"}, {1.0: "a"}, {True: "a"}, A(1, 2), B(1, 2), ({"w": 1, "b": 2}, [3, (4,)])]
+    for tree in trees:
+        leaves, structure = mtu.tree_flatten(tree)
+        assert mtu.tree_flatten(tree)[1] is structure
+        rebuilt = mtu.tree_unflatten(structure, leaves)
+        assert type(rebuilt) is type(tree) and rebuilt == tree
+        if isinstance(tree, dict):
+            assert [type(k) for k in rebuilt] == [type(k) for k in tree]
+        assert str(structure) == str(jax.tree_util.tree_flatten(tree)[1])
+    assert mtu.tree_flatten(A(1, 2))[1] != mtu.tree_flatten(B(1, 2))[1]

@@ -229,10 +229,10 @@ def _flatten(x, is_leaf, leaves: list) -> PyTreeDef:
         return _LEAF
     t = type(x)
     if t is tuple or t is list:
-        return PyTreeDef(t, None, tuple([_flatten(c, is_leaf, leaves) for c in x]))
+        return _node(t, None, tuple([_flatten(c, is_leaf, leaves) for c in x]))
     if t is dict:
         keys = _sorted_keys(x)
-        return PyTreeDef(dict, keys, tuple([_flatten(x[k], is_leaf, leaves) for k in keys]))
+        return _node(dict, keys, tuple([_flatten(x[k], is_leaf, leaves) for k in keys]))
     if x is None:
         return _NONE
     kind = _kind_for_type(t)
@@ -240,7 +240,27 @@ def _flatten(x, is_leaf, leaves: list) -> PyTreeDef:
         leaves.append(x)
         return _LEAF
     children, aux = kind.flatten(x)
-    return PyTreeDef(t, aux, tuple([_flatten(c, is_leaf, leaves) for c in children]))
+    made = _node if kind is _NAMEDTUPLE else PyTreeDef  # a namedtuple's aux is its type
+    return made(t, aux, tuple([_flatten(c, is_leaf, leaves) for c in children]))
+
+
+def _node(t: type, aux: Any, children: tuple) -> PyTreeDef:
+    """The one PyTreeDef of a tuple, list, dict (aux: its keys) or namedtuple (aux: its type) node with these
+    children: flattening the same structure again gives the same object, whose hash is kept and whose equality
+    is identity (a jitted call's cache key hashes and compares its arguments' structure on every call)."""
+    key = (t, aux, children, tuple(map(type, aux)) if t is dict else None)  # keys 1 and 1.0 are equal, not alike
+    try:
+        found = _interned.get(key)
+    except TypeError:  # an unhashable dict key
+        return PyTreeDef(t, aux, children)
+    if found is None:
+        if len(_interned) >= 8192:
+            _interned.clear()
+        found = _interned[key] = PyTreeDef(t, aux, children)
+    return found
+
+
+_interned: dict[tuple, PyTreeDef] = {}
 
 
 def _keyed_children(kind: _NodeKind, x):
