@@ -245,6 +245,8 @@ def test_small_names_as_jax():
     before = len(meshax.live_arrays())
     kept = mnp.ones(3)
     assert len(meshax.live_arrays()) == before + 1 and any(a is kept for a in meshax.live_arrays())
+    kept.delete()  # a deleted Array is not live (as in JAX)
+    assert len(meshax.live_arrays()) == before and not any(a is kept for a in meshax.live_arrays())
     assert "numpy" in meshax.print_environment_info(return_string=True)
     with meshax.enable_x64():
         assert mnp.ones(2, dtype=np.float64).dtype == np.float64
