@@ -49,8 +49,7 @@ def _plain(function: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
 
     if function in _SAME_TYPE_UFUNCS:  # whose out= an executor may give (cpu_executor.py)
         impl.into = function
-    if isinstance(function, np.ufunc):  # what it calls (a generated program may call it directly: codegen.py)
-        impl.ufunc = function
+    impl.ufunc = function if isinstance(function, np.ufunc) else None  # what codegen.py may call directly
     return impl
 
 
@@ -108,10 +107,8 @@ def _integer_pow(x: np.ndarray, *, y: int) -> np.ndarray:
         k >>= 1
         if k:
             x = x * x
-    if acc is None:
-        acc = np.ones_like(x)
-    elif acc is x and abs(y) == 1:
-        acc = np.array(x, copy=True)  # a result of its own
+    if acc is None or (acc is x and y > 0):  # y == 0, or y == 1: a result of its own
+        acc = np.ones_like(x) if acc is None else x.copy()
     return np.reciprocal(acc) if y < 0 else acc
 
 
@@ -295,16 +292,11 @@ def _broadcast_in_dim_impl(x: np.ndarray, *, shape: tuple[int, ...], broadcast_d
     expanded = [1] * len(target)
     for i, dim in enumerate(broadcast_dimensions):
         expanded[dim] = x.shape[i]
-    if math.prod(target) > _BROADCAST_COPY_MAX:
-        return np.broadcast_to(x.reshape(expanded), target)  # a view: no memory
+    if math.prod(target) > 4096:  # a view, no memory (smaller ones are copies, quicker to make: 1 against 3 us)
+        return np.broadcast_to(x.reshape(expanded), target)
     out = np.empty(target, x.dtype)
     np.copyto(out, x.reshape(expanded))
     return out
-
-
-# a broadcast to at most this many elements is a copy: np.broadcast_to's view costs more to make (~3 us, against
-# ~1 us to fill 4096 float32 elements)
-_BROADCAST_COPY_MAX = 4096
 
 
 broadcast_in_dim = _define(
