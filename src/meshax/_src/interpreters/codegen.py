@@ -4,12 +4,12 @@ Walking a program's steps costs a few hundred nanoseconds per NumPy call (readin
 argument lists, the result's type check), about what a NumPy call on a small array costs itself. The function
 made here does the same calls in the same order on the same values, written out: each step is one line calling
 its implementation (bound as a global, its parameters too), its inputs and result are local variables, and an
-intermediate is deleted after its last reader. Two things are left out where they cannot change a value:
+intermediate is deleted after its last reader. Some work is left out where it cannot change a value:
 - an elementwise NumPy function whose operands all have the result's type (`impl.into`, the contract
   cpu_executor.run_unfused writes through), or the ufunc an implementation is (`impl.ufunc`) where NumPy gives
-  the result's type for the operands' types (a comparison), is called directly, and its result is not checked for its type
-  (NumPy gives it that type, as an array where it has dimensions), once its operands are known to be arrays
-  of their types (results of earlier steps, literals);
+  the result's type for the operands' types (a comparison), is called directly, and its result is not checked
+  for its type (NumPy gives it that type, as an array where it has dimensions), once its operands are known to
+  be arrays of their types (the program's inputs, which its callers give so, results of earlier steps, literals);
 - such a call writes into the buffer of an operand it reads for the last time (NumPy computes each element
   from the operands' elements at that position, so it may overwrite them) when that operand is an array this
   function made with a call of the same kind, of the result's shape and type, and read only by such calls
