@@ -55,7 +55,7 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
         wide = np.promote_types(lhs.dtype, preferred_element_type)
         product = dot_general(lhs.astype(wide), rhs.astype(wide), dimension_numbers=dimension_numbers)
         return product.astype(preferred_element_type)
-    if dimension_numbers == _MATRIX_PRODUCT and lhs.ndim == 2 == rhs.ndim and lhs.dtype is rhs.dtype and \
+    if dimension_numbers == MATRIX_PRODUCT and lhs.ndim == 2 == rhs.ndim and lhs.dtype is rhs.dtype and \
             lhs.dtype in _BLAS_TYPES and device_pool.call_parts() < 2:
         return _matrix_product(lhs, rhs)
     try:
@@ -85,7 +85,7 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
     return out.reshape(out_shape)
 
 
-_MATRIX_PRODUCT = (((1,), (0,)), ((), ()))  # a 2-D lhs's columns against a 2-D rhs's rows: x @ W
+MATRIX_PRODUCT = (((1,), (0,)), ((), ()))  # a 2-D lhs's columns against a 2-D rhs's rows: x @ W
 
 
 def _matrices_product_for(params: dict[str, Any], in_types: list[Any]) -> Any:
