@@ -13,6 +13,7 @@ import numpy as np
 
 from ..primitives import array_primitives as P
 from ..primitives import random_bits as R
+from ..primitives import slice_sums  # noqa: F401 - installs its rewrite of the scatter-adds made here
 from ..primitives import windows as W
 from ..core.core import aval_of
 from ..interpreters.ad import (Zero, defjvp, deflinear, defzero, instantiate, is_undefined, jvp_rules, tangent_aval,
