@@ -213,3 +213,29 @@ def test_a_product_of_two_matrices_is_one_specialized_call():
     products = [line for line in lines if any(f"= {name}(" in line for name in special)]
     assert len(products) == 3 and not any("typed" in line or "**" in line for line in products), function.source
     _same(function(closed.consts, [w, x]), [x @ w, x.T @ x, w @ w.T, x.astype(np.int32) @ w.astype(np.int32)])
+
+
+def test_a_scans_ys_computed_by_numpy_calls_are_written_into_their_rows(monkeypatch):
+    """A y computed by a direct NumPy call is written straight into its row of the stacked result; a y that is also
+    the carry (or another y) is copied there after the step, so no result is a view of another. Bit for bit the
+    walked loop's values."""
+    def f(w, x):
+        def body(c, row):
+            a = row * 2.0
+            c = c * 0.5 + a
+            return c, (a - 1.0, c, a * a, c)
+        return lax.scan(body, w, x)
+
+    w, x = _inputs([(3,), (6, 3)])
+    closed = meshax.make_jaxpr(f)(w, x)
+    loops = []
+    original = control_flow.scan_function
+    monkeypatch.setattr(control_flow, "scan_function",
+                        lambda *a, **k: (lambda made: (loops.append(made), made)[1])(original(*a, **k)))
+    numpy_eval.run(closed.jaxpr, closed.consts, [w, x])
+    got = numpy_eval.run(closed.jaxpr, closed.consts, [w, x])
+    source = next(loop for loop in loops if loop is not None).source
+    assert source.count("out=y") == 2 and "y1[i] = " in source and "y3[i] = " in source, source
+    _walked(monkeypatch)
+    _same(got, numpy_eval.run(closed.jaxpr, closed.consts, [w, x]))
+    assert not any(np.shares_memory(a, b) for k, a in enumerate(got) for b in got[k + 1:])

@@ -14,6 +14,8 @@ intermediate is deleted after its last reader. Some work is left out where it ca
   from the operands' elements at that position, so it may overwrite them) when that operand is an array this
   function made with a call of the same kind, of the result's shape and type, and read only by such calls
   (so no view of it exists);
+- such a call whose result is a scan's y (and no other output) writes it straight into its row of the stacked
+  result (`stores`), not into a buffer copied there afterwards;
 - an implementation with a `specialize(params, input types)` giving a call for these types (a product of two
   matrices: cpu_kernels.py) is that call, with the inputs alone, and its result is of its type;
 - likewise a scatter (an implementation marked `overwrites_operand`) updates its operand in place instead of
@@ -89,10 +91,13 @@ def _result_type(function: np.ufunc, dtypes: tuple[np.dtype, ...]) -> np.dtype |
 
 
 def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", prefix: str = "v",
-         inputs_typed: bool = False) -> list[str]:
+         inputs_typed: bool = False, stores: dict[int, str] | None = None) -> list[str | None]:
     """Lines (added to `source`, indented by `indent`) computing `program`'s steps, its consts and args being the
     local variables `inputs` (arrays of their types where `inputs_typed`: see `typed_inputs`); returns the
-    expressions of its outputs. Its intermediates are the locals `{prefix}{slot}`."""
+    expressions of its outputs. Its intermediates are the locals `{prefix}{slot}`. `stores` names, for output
+    slots that are one output only, an array of the result's shape and type to leave the value in (a scan's row
+    of a stacked y): a direct call computing one writes it there (its expression is then None, nothing is left
+    for the caller to store)."""
     types: dict[int, SlotType] = program.slot_types
     names: dict[int, str] = dict(zip((*program.const_slots, *program.arg_slots), inputs))
     for slot, value in enumerate(program.template):
@@ -108,6 +113,7 @@ def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", 
     no_views = _read_only_by(program.steps, [d or getattr(step[0], "overwrites_operand", None)
                                              for step, d in zip(program.steps, directs)])
     fresh: set[int] = set()  # slots holding a buffer made here with no view of it anywhere
+    stored: set[int] = set()  # output slots written into their destination in `stores`
     read = {slot for step in program.steps for slot in step[1]} | set(program.out_slots)
     for step, direct in zip(program.steps, directs):
         call, ins, params, outs, dtypes, multiple, released = step
@@ -115,7 +121,10 @@ def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", 
         args = ", ".join(names[i] for i in ins)
         for slot in outs:
             names[slot] = f"{prefix}{slot}"
-        if direct is not None:
+        if direct is not None and stores and outs[0] in stores:  # a view of the destination: never overwritten
+            source.lines.append(f"{indent}{names[outs[0]]} = {source.bind(direct)}({args}, out={stores[outs[0]]})")
+            stored.add(outs[0])
+        elif direct is not None:
             out = outs[0]
             into = next((i for i in released if i in fresh and i in only_direct and types[i] == types[out]), None)
             call_text = f"{source.bind(direct)}({args}{', out=' + names[into] if into is not None else ''})"
@@ -146,7 +155,7 @@ def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", 
         if gone:
             source.lines.append(f"{indent}del {', '.join(gone)}")
         fresh.difference_update(released)
-    return [names[slot] for slot in program.out_slots]
+    return [None if slot in stored else names[slot] for slot in program.out_slots]
 
 
 def typed_inputs(source: Source, program: Any, inputs: Sequence[str]) -> None:

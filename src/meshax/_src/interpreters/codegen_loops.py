@@ -3,8 +3,9 @@ inlined (codegen.py), made once per loop.
 
 Running a loop's body through its program once per iteration costs, besides the body's NumPy calls, the call
 itself and the lists of its inputs and outputs (a scan of tanh(c @ w + x) over 1000 rows of (4, 16): 37 -> 24 ms
-written out, its gradient 112 -> 71 ms, on 2 busy cores). Here the loop is one function: the carries are local variables, a scan's rows of the xs
-are sliced and its ys written into the stacked results made before the loop, in the same order and with the same
+written out, its gradient 112 -> 71 ms, on 2 busy cores). Here the loop is one function: the carries are local
+variables, a scan's rows of the xs are sliced and its ys written into the stacked results made before the loop
+(by the NumPy call computing one, where it can: codegen.emit's `stores`), in the same order and with the same
 values as running the body's program once per iteration (control_flow.py's rules, which call `scan_function` and
 `while_function` and fall back on that where they give None: a loop's first run, a profiler trace being
 recorded, an evaluator without programs, a body with constants of its own).
@@ -78,8 +79,12 @@ def _scan(body: Any, jaxpr: Jaxpr, num_consts: int, num_carry: int, length: int,
     for row, x, var in zip(rows, xs, jaxpr.invars[num_consts + num_carry:]):
         # a row of a 1-d x is a NumPy scalar: as an array, as the body's program is given it
         source.lines.append(f"    {row} = {x}[i]" if var.aval.ndim else f"    {row} = asarray({x}[i])")
-    outputs = emit(source, body, consts + carry + rows, indent="    ", inputs_typed=True)
-    source.lines.extend(f"    {name}[i] = {value}" for name, value in zip(stacks, outputs[num_carry:]))
+    outs = body.out_slots
+    once = [slot for slot in outs[num_carry:] if outs.count(slot) == 1]  # a y that is no carry nor another y
+    stores = {slot: f"{name}[i]" for slot, name in zip(outs[num_carry:], stacks) if slot in once}
+    outputs = emit(source, body, consts + carry + rows, indent="    ", inputs_typed=True, stores=stores)
+    source.lines.extend(f"    {name}[i] = {value}" for name, value in zip(stacks, outputs[num_carry:])
+                        if value is not None)
     _assign(source, carry, outputs[:num_carry])  # after the ys: a y may be a carry's old value
     source.lines.append(f"return [{', '.join(carry + stacks)}]")
     return source.function("scan", "args")

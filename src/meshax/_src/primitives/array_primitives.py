@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import cpu_kernels, float32_math
+from . import indexing_kernels as K
 from ..sharding import placement_rules as rules
 from ..sharding.explicit_rules import gather_sources
 from ..arrays.placement import device_put, sharding_constraint
@@ -359,13 +360,7 @@ def _pad_aval(x: ShapedArray, *, pad_width: tuple[tuple[int, int], ...], mode: s
     return ShapedArray(tuple(n + a + b for n, (a, b) in zip(x.shape, pad_width)), x.dtype, x.weak_type)
 
 
-def _pad_impl(x: np.ndarray, *, pad_width: Any, mode: str, axes: tuple[int, ...], constant_values: Any = 0) -> np.ndarray:
-    if mode == "constant":
-        return np.pad(x, pad_width, mode=mode, constant_values=constant_values)
-    return np.pad(x, pad_width, mode=mode)
-
-
-pad = _whole_dims_op("pad", _pad_impl, _pad_aval, "axes")
+pad = _whole_dims_op("pad", K.pad, _pad_aval, "axes")
 
 
 def _sort_impl(x: np.ndarray, *, axis: int, descending: bool = False) -> np.ndarray:
@@ -403,21 +398,6 @@ def _gather_aval(x: ShapedArray, *indices: ShapedArray, index: tuple[Any, ...]) 
                        x.dtype, x.weak_type)
 
 
-def _gather_impl(x: np.ndarray, *indices: np.ndarray, index: tuple[Any, ...]) -> np.ndarray:
-    """x[index] where `index` has one entry per dimension and "array" marks an integer/bool array index."""
-    arrays = iter(indices)
-    filled = tuple(_clip_index(next(arrays), x.shape[d]) if e == "array" else e for d, e in enumerate(index))
-    return x[filled]
-
-
-def _clip_index(i: np.ndarray, size: int) -> np.ndarray:
-    """JAX clamps out-of-range gather indices instead of raising."""
-    if i.dtype == np.bool_:
-        return i
-    i = np.where(i < 0, i + size, i)
-    return np.clip(i, 0, max(size - 1, 0))
-
-
 def _gather_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, index: tuple[Any, ...],
                  **_: Any) -> rules.Layout:
     """Dimensions taken whole by a slice keep their split; the index arrays are whole on each device, and so
@@ -432,7 +412,7 @@ def _gather_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, i
     return rules.Layout([tuple(spec)] + [rules.replicated(a.ndim) for a in arrays], [out], result_specs=result)
 
 
-gather = _define("gather", _gather_impl, lambda x, *ix, index: _gather_aval(x, *ix, index=index), _gather_rule)
+gather = _define("gather", K.gather, lambda x, *ix, index: _gather_aval(x, *ix, index=index), _gather_rule)
 
 
 def _take_along_aval(x: ShapedArray, idx: ShapedArray, *, axis: int) -> ShapedArray:
@@ -453,107 +433,7 @@ def _take_along_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], 
     return layout
 
 
-def _take_along_impl(x: np.ndarray, idx: np.ndarray, *, axis: int) -> np.ndarray:
-    return np.take_along_axis(x, _clip_index(idx, x.shape[axis]), axis)
-
-
-take_along = _define("take_along", _take_along_impl, _take_along_aval, _take_along_rule)
-
-
-def _scatter_impl(x: np.ndarray, y: np.ndarray, *indices: np.ndarray, index: tuple[Any, ...], mode: str,
-                  local_box: Any = None, overwrite: bool = False) -> np.ndarray:
-    """x[index] updated with y, where x is the block `local_box` (global coordinates; the whole array when
-    None) of the operand: only the updates that land in the block are applied, at local coordinates.
-    Slices are canonical (start, stop, step) triples read as ranges; indices outside the block are dropped.
-    `overwrite`: x is a writable buffer nobody reads afterwards, updated in place and returned (codegen.py)."""
-    box = local_box if local_box is not None else tuple((0, n) for n in x.shape)
-    if not indices and len(index) == x.ndim and all(
-            isinstance(e, (int, np.integer)) or (isinstance(e, slice) and e.step > 0) for e in index):
-        return _scatter_basic(x if overwrite else np.array(x, copy=True), y, index, mode, box)
-    coordinates, target = _scatter_coordinates(index, indices)
-    y = np.broadcast_to(y, target)
-    inside = np.ones(target, np.bool_)
-    for c, (start, stop) in zip(coordinates, box):
-        inside &= (c >= start) & (c < stop)
-    out = x if overwrite else np.array(x, copy=True)
-    updates = y[inside]
-    # through a leading axis of size 1, so that a 0-d operand is indexed by arrays too
-    where = (np.zeros(len(updates), np.intp),) + tuple(c[inside] - start for c, (start, _) in zip(coordinates, box))
-    if mode == "set":
-        out[np.newaxis][where] = updates
-    else:
-        _UPDATES[mode].at(out[np.newaxis], where, updates)
-    return out
-
-
-_UPDATES = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}
-
-
-def _scatter_basic(out: np.ndarray, y: np.ndarray, index: tuple[Any, ...], mode: str,
-                   box: Sequence[tuple[int, int]]) -> np.ndarray:
-    """The scatter of an index of slices and integers only (a slice's gradient, x.at[a:b].set) onto `out` (the
-    operand's buffer to update in place): every element of the region is one distinct element, so the updates
-    are one basic-indexed assignment or in-place ufunc on the part of the region inside the block `box`, with
-    no coordinate arrays."""
-    target = tuple(len(range(e.start, e.stop, e.step)) for e in index if isinstance(e, slice))
-    y = np.broadcast_to(y, target)
-    into: list[Any] = []  # the region inside the block, in the block's coordinates
-    taken: list[Any] = []  # the updates that land there
-    for entry, (low, high) in zip(index, box):
-        if isinstance(entry, slice):
-            first, step = entry.start, entry.step
-            begin = max(0, -(-(low - first) // step))
-            end = min(len(range(first, entry.stop, step)), -(-(high - first) // step))
-            if end <= begin:
-                return out
-            into.append(slice(first + begin * step - low, first + (end - 1) * step - low + 1, step))
-            taken.append(slice(begin, end))
-        elif low <= entry < high:
-            into.append(int(entry) - low)
-        else:
-            return out
-    updates = y[tuple(taken)]
-    if mode == "set":
-        out[tuple(into)] = updates
-    else:
-        region = out[tuple(into)]
-        if isinstance(region, np.ndarray):
-            _UPDATES[mode](region, updates, out=region)
-        else:  # one element
-            out[tuple(into)] = _UPDATES[mode](region, updates)
-    return out
-
-
-def _scatter_coordinates(index: tuple[Any, ...], indices: Sequence[np.ndarray]
-                         ) -> tuple[list[np.ndarray], tuple[int, ...]]:
-    """For every element of the indexed region (of the shape x[index] has), its global coordinate along each
-    dimension of x; and that shape. Indexing a small stand-in array with the same kinds of entries keeps
-    NumPy's placement of array-indexed dimensions."""
-    values: list[np.ndarray] = []  # per dimension of x: the coordinates its entry selects
-    stand_in: list[Any] = []  # the entry, rewritten to index `values`
-    arrays = iter(indices)
-    for entry in index:
-        if entry is None:
-            stand_in.append(None)
-        elif isinstance(entry, slice):
-            values.append(np.arange(entry.start, entry.stop, entry.step))
-            stand_in.append(slice(None))
-        elif isinstance(entry, str):  # "array"
-            array = next(arrays)
-            for dim_index in (np.nonzero(array) if array.dtype == np.bool_ else (array,)):
-                low = int(dim_index.min()) if dim_index.size else 0
-                values.append(np.arange(low, int(dim_index.max()) + 1 if dim_index.size else 1))
-                stand_in.append(dim_index - low)
-        else:
-            values.append(np.array([entry]))
-            stand_in.append(0)
-    shape = tuple(len(v) for v in values)
-    coordinates = []
-    for d, v in enumerate(values):
-        grid = np.broadcast_to(v.reshape([-1 if i == d else 1 for i in range(len(values))]), shape)
-        coordinates.append(np.asarray(grid[tuple(stand_in)]))
-    target = coordinates[0].shape if coordinates else ()
-    return coordinates, target
+take_along = _define("take_along", K.take_along, _take_along_aval, _take_along_rule)
 
 
 def _scatter_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, index: tuple[Any, ...],
@@ -580,8 +460,7 @@ def _scatter_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, 
     return rules.Layout([tuple(out)] + [rules.replicated(a.ndim) for a in avals[1:]], [tuple(out)])
 
 
-_scatter_impl.overwrites_operand = True  # takes overwrite= (interpreters/codegen.py)
-scatter = _define("scatter", _scatter_impl, lambda x, y, *ix, index, mode: x, _scatter_rule, needs_local_box=True)
+scatter = _define("scatter", K.scatter, lambda x, y, *ix, index, mode: x, _scatter_rule, needs_local_box=True)
 
 
 def _iota_impl(*, shape: tuple[int, ...], dtype: np.dtype, dimension: int, local_shapes: Any) -> np.ndarray:

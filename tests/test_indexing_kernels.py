@@ -1,0 +1,88 @@
+"""The indexing primitives' short paths (primitives/indexing_kernels.py): a constant pad, indices already in range,
+a scatter indexed by an array in every dimension. Each against JAX eagerly, under jit and in shard_map, with
+indices in range and out of it (negative, past the end: gathers clamp, scatters drop), every scatter mode, and
+over a mesh where each device holds a block of the operand."""
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+import meshax
+from differential import MODES, check_modes
+from meshax._src.primitives import indexing_kernels as K
+
+ROWS = np.arange(6)[:, None]
+IN_RANGE = np.array([[0], [3], [4], [1], [3], [0]])
+OUT_OF_RANGE = np.array([[0], [-1], [7], [6], [-6], [2]])
+PAST_THE_END = np.array([[0], [6], [2], [5], [6], [1]])  # none negative, some one past the last
+
+
+@pytest.mark.parametrize("value", [0.0, np.nan, -2.5])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_constant_pad_is_np_pad(value, dtype):
+    x = (np.arange(12).reshape(3, 4) % 3).astype(dtype)
+    if dtype is np.int32 and np.isnan(value):
+        with pytest.raises(ValueError):
+            np.pad(x, ((1, 0), (0, 2)), constant_values=value)
+        with pytest.raises(ValueError):
+            K.pad(x, pad_width=((1, 0), (0, 2)), mode="constant", axes=(0, 1), constant_values=value)
+        return
+    for widths in (((1, 0), (0, 2)), ((0, 0), (0, 1)), ((0, 0), (0, 0))):
+        ours = K.pad(x, pad_width=widths, mode="constant", axes=(0, 1), constant_values=value)
+        theirs = np.pad(x, widths, constant_values=value)
+        assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs, equal_nan=dtype is np.float32)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_padded_take_along_axis_and_its_gradient(mode):
+    """A cross-entropy: take_along_axis (JAX pads a NaN column and selects clamped indices), and its gradient (a
+    scatter-add indexed by arrays in both dimensions)."""
+    logits = np.linspace(-3, 3, 60, dtype=np.float32).reshape(6, 10)
+
+    def case(L, logits, labels):
+        def loss(z):
+            return -L.numpy.mean(L.numpy.take_along_axis(L.nn.log_softmax(z), labels, axis=-1))
+        return loss(logits), L.grad(loss)(logits)
+
+    check_modes(case, logits, IN_RANGE.astype(np.int32), modes=(mode,))
+
+
+@pytest.mark.parametrize("update", ["add", "set", "min", "max", "multiply"])
+@pytest.mark.parametrize("indices", ["in_range", "out_of_range"])
+@pytest.mark.parametrize("mode", MODES)
+def test_scatter_indexed_by_arrays_in_every_dimension(update, indices, mode):
+    columns = (IN_RANGE if indices == "in_range" else OUT_OF_RANGE).astype(np.int32)
+    x = np.linspace(-2, 2, 36, dtype=np.float32).reshape(6, 6)
+    y = np.linspace(1, 3, 6, dtype=np.float32).reshape(6, 1)
+
+    def case(L, x, y, rows, columns):
+        at = x.at[rows, columns]
+        return getattr(at, update)(y, mode="drop")
+
+    check_modes(case, x, y, ROWS.astype(np.int32), columns, modes=(mode,))
+
+
+@pytest.mark.parametrize("indices", ["in_range", "out_of_range"])
+def test_scatter_indexed_by_arrays_over_a_mesh(indices):
+    """The operand split over devices by rows and by columns: each device applies the updates that land in its block
+    (in its own coordinates), the rest are dropped."""
+    columns = (IN_RANGE if indices == "in_range" else OUT_OF_RANGE).astype(np.int32)
+    x = np.linspace(-2, 2, 48, dtype=np.float32).reshape(6, 8)
+    y = np.arange(1, 7, dtype=np.float32).reshape(6, 1)
+    expected = jax.jit(lambda x: x.at[ROWS, columns].add(y, mode="drop"))(x)
+    mesh = meshax.sharding.Mesh(np.array(meshax.devices()[:4]).reshape(2, 2), ("a", "b"))
+    for spec in (("a", "b"), ("b", None), (None, "a")):
+        placed = meshax.device_put(x, meshax.sharding.NamedSharding(mesh, meshax.sharding.PartitionSpec(*spec)))
+        ours = meshax.jit(lambda x: x.at[ROWS, columns].add(y, mode="drop"))(placed)
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(expected))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_gather_with_indices_in_and_out_of_range(mode):
+    x = np.linspace(-2, 2, 36, dtype=np.float32).reshape(6, 6)
+    check_modes(lambda L, x, c: (x[ROWS, c], L.numpy.take_along_axis(x, c, axis=1, mode="clip")),
+                x, OUT_OF_RANGE.astype(np.int32), modes=(mode,))
+    for columns in (IN_RANGE, PAST_THE_END):
+        check_modes(lambda L, x, c: (x[ROWS, c], L.numpy.take_along_axis(x, c, axis=1, mode="clip")),
+                    x, columns.astype(np.int32), modes=(mode,))
