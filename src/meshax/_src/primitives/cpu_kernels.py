@@ -96,8 +96,8 @@ def _matrices_product_for(params: dict[str, Any], in_types: list[Any]) -> Any:
     """For a generated program (codegen.py): a call `(lhs, rhs)` computing dot_general with `params` on two
     matrices of one BLAS type (`in_types`: their (shape, dtype)), whose result is an array of that type; None
     for other products. Each operand is one matrix or its transposed view (x @ W, x.T @ g, g @ W.T, a.T @ b.T),
-    so the call is np.matmul on them, with the threads of _matrix_product (the general path inside a batch of
-    run_each, whose calls may split)."""
+    so the call is np.matmul on them, with the threads _matrix_product would give (its size known in advance; the
+    general path inside a batch of run_each, whose calls may split)."""
     (lc, rc), (lb, rb) = params["dimension_numbers"]
     preferred = params.get("preferred_element_type")
     if None in in_types or lb or rb or len(lc) != 1 or len(rc) != 1:
@@ -107,13 +107,17 @@ def _matrices_product_for(params: dict[str, Any], in_types: list[Any]) -> Any:
             (preferred is not None and np.dtype(preferred) != dtype):
         return None
     left_transposed, right_transposed = tuple(lc) == (0,), tuple(rc) == (1,)
+    rows = left_shape[1] if left_transposed else left_shape[0]
+    multiply_adds = rows * right_shape[0 if right_transposed else 1] * left_shape[lc[0]]
+    threaded = multiply_adds >= _BLAS_MAY_THREAD_FROM
 
     def product(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         if device_pool.in_batch():
             return dot_general(lhs, rhs, **params)
-        left = lhs.T if left_transposed else lhs
-        right = rhs.T if right_transposed else rhs
-        return _matrix_product(left, right)
+        if threaded:
+            device_pool.product_blas(multiply_adds, rows)
+        left, right = lhs.T if left_transposed else lhs, rhs.T if right_transposed else rhs
+        return np.matmul(_blas_ready(left), _blas_ready(right))
 
     return product
 
@@ -158,7 +162,7 @@ _BLAS_TYPES = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64, np.
 def _blas_ready(matrices: np.ndarray) -> np.ndarray:
     """`matrices` as BLAS can take them (unit stride along rows or columns; np.matmul would otherwise use its
     slow loop): the view itself when it is, else a contiguous copy."""
-    if matrices.dtype not in _BLAS_TYPES or matrices.size == 0:
+    if matrices.flags.forc or matrices.dtype not in _BLAS_TYPES or matrices.size == 0:  # the first: most often
         return matrices
     item = matrices.itemsize
     (rows, cols), (row_stride, col_stride) = matrices.shape[-2:], matrices.strides[-2:]
