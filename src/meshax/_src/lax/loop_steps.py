@@ -5,8 +5,11 @@ Bound equation by equation, an iteration of a GRU's gradient is some 40 eager op
 a sharding rule and placements (the first training step: 16,000 of them, most of its 0.9 s). Bound as one
 `loop_step` call, an iteration goes where a jitted call goes (numpy_eval.try_primitive): on one device, the first
 iteration runs eagerly and teaches its results' shardings, and the next ones, whose inputs have the same types
-and shardings, run as the body's NumPy program. The values are the same: the same implementations on the same
-inputs. Only the plain eager trace binds it (control_flow.py); elsewhere the iterations are expanded as before.
+and shardings, run as the body's NumPy program; over several devices, each iteration runs as a jitted call does
+in the eager trace (eager_programs.run_eagerly): the body's executable program, its elementwise chains fused (a
+GPT's layers under scan on 8 devices: 0.9-1.0 -> 0.64-0.74 s a training step). The values are the same: the same
+implementations on the same inputs. Only the plain eager trace binds it (control_flow.py); elsewhere the
+iterations are expanded as before.
 """
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ import numpy as np
 
 from ..core.core import Primitive, abstract_eval_rules, keeps_own_vma, vma_rules
 from ..core.jaxpr import Jaxpr, eval_jaxpr
+from ..interpreters.eager import eager_rules
+from ..interpreters.eager_programs import run_eagerly
 from ..interpreters.numpy_eval import structured_rules
 from ..interpreters.staging import inline_rules
 from ..primitives import array_primitives as P
@@ -39,6 +44,13 @@ def _expanded(*args: Any, jaxpr: Jaxpr, rows: int) -> list[Any]:
     return eval_jaxpr(jaxpr, (), leading + [P.static_slice.bind(x, index=(i,)) for x in xs])
 
 
+def _eagerly(*args: Any, jaxpr: Jaxpr, rows: int) -> list[Any]:
+    """An iteration in the eager trace (inputs over a mesh): the body's executable program, its elementwise chains
+    fused (eager_programs.run_eagerly, as a jitted call runs there), on the rows."""
+    leading, xs, i = _split(args, rows)
+    return run_eagerly(jaxpr, leading + [P.static_slice.bind(x, index=(i,)) for x in xs])
+
+
 def _on_numpy(run: Any, *args: Any, jaxpr: Jaxpr, rows: int) -> list[Any]:
     leading, xs, i = _split(args, rows)
     return run(jaxpr, (), leading + [np.asarray(x[i]) for x in xs])
@@ -47,4 +59,5 @@ def _on_numpy(run: Any, *args: Any, jaxpr: Jaxpr, rows: int) -> list[Any]:
 abstract_eval_rules[loop_step_p] = lambda *avals, jaxpr, rows: [v.aval for v in jaxpr.outvars]
 vma_rules[loop_step_p] = keeps_own_vma
 inline_rules[loop_step_p] = _expanded
+eager_rules[loop_step_p] = _eagerly
 structured_rules[loop_step_p] = _on_numpy
