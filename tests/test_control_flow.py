@@ -156,3 +156,30 @@ def test_a_scan_over_a_mesh_runs_its_body_fused(reverse, monkeypatch):
     theirs = program(jax, jax.numpy)(w, x)
     for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=1e-5)
+
+
+def test_a_while_loop_over_a_mesh_runs_its_body_fused(monkeypatch):
+    """A jitted while loop whose carry is split over several devices runs eagerly, its condition and body each
+    their executable program (elementwise chains fused, as a jitted call's), with JAX's values."""
+    import jax
+
+    from meshax._src.interpreters import fusion
+
+    def program(lib, np_):
+        def run(x):
+            def body(c):
+                i, v = c
+                return i + 1, np_.tanh(v * 0.5 + 1.0) * 2.0 - v * 0.25
+            return lib.lax.while_loop(lambda c: c[0] < 6, body, (0, x))
+        return lib.jit(run)
+
+    x = np.linspace(-2, 2, 32, dtype=np.float32).reshape(8, 4)
+    mesh = meshax.sharding.Mesh(np.array(meshax.devices()[:4]), ("d",))
+    fused = []
+    original = fusion.fused_p.bind
+    monkeypatch.setattr(fusion.fused_p, "bind", lambda *a, **k: (fused.append(1), original(*a, **k))[1])
+    ours = program(meshax, jnp)(meshax.device_put(x, meshax.sharding.NamedSharding(mesh, P("d"))))
+    assert len(fused) >= 6, "the body's elementwise chain did not run fused"
+    theirs = program(jax, jax.numpy)(x)
+    assert int(ours[0]) == int(theirs[0]) == 6
+    np.testing.assert_allclose(np.asarray(ours[1]), np.asarray(theirs[1]), rtol=2e-6, atol=1e-6)

@@ -21,6 +21,7 @@ from ..core.core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_o
 from ..interpreters.ad import Zero, instantiate, jvp_flat, jvp_rules, tangent_aval
 from ..interpreters.codegen_loops import scan_function, while_function
 from ..interpreters.eager import plain_eager_call
+from ..interpreters.eager_programs import run_eagerly
 from ..interpreters.numpy_eval import structured_rules
 from ..interpreters.shard_map import device_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, partial_eval_rules, trace_to_jaxpr
@@ -210,8 +211,13 @@ def _while_expand(*args: Any, cond_jaxpr: Jaxpr, body_jaxpr: Jaxpr, cond_nconsts
                   ) -> list[Any]:
     cond_consts, body_consts = list(args[:cond_nconsts]), list(args[cond_nconsts:cond_nconsts + body_nconsts])
     carry = list(args[cond_nconsts + body_nconsts:])
-    while bool(eval_jaxpr(cond_jaxpr, (), cond_consts + carry)[0]):
-        carry = eval_jaxpr(body_jaxpr, (), body_consts + carry)
+    fused = plain_eager_call() and not any(isinstance(a, Tracer) for a in args)  # eagerly over a mesh: as jit's
+
+    def evaluate(jaxpr: Jaxpr, values: list[Any]) -> list[Any]:
+        return run_eagerly(jaxpr, values) if fused else eval_jaxpr(jaxpr, (), values)
+
+    while bool(evaluate(cond_jaxpr, cond_consts + carry)[0]):
+        carry = evaluate(body_jaxpr, body_consts + carry)
     return carry
 
 
