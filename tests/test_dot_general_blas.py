@@ -63,3 +63,48 @@ def test_dot_general_inside_shard_map_on_each_device():
     got = np.asarray(step(x, w))
     want = np.concatenate([xs.T @ (xs @ w) for xs in np.split(x, n)])
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_a_large_batch_of_small_products_splits_among_the_threads_free_now(threads, dtype, monkeypatch):
+    """Attention's batched products (many small matrices) run as pieces of the batch side by side, one per thread
+    the machine gives now, each matrix's bits what one np.matmul gives; with one thread free, one call. Eagerly,
+    under jit and in shard_map, against JAX."""
+    from meshax._src.primitives import cpu_kernels
+    from meshax._src.runtime import compute_pool
+
+    monkeypatch.setattr(compute_pool, "available_threads", lambda: threads)
+    monkeypatch.setattr(cpu_kernels, "SPLIT_BATCH_FROM", 1 << 12)
+    batches = []
+    original = compute_pool.run_each
+
+    def run_each(calls, **options):
+        if calls and getattr(calls[0], "func", None) is np.matmul:  # the pieces of one product
+            batches.append(len(calls))
+        return original(calls, **options)
+
+    monkeypatch.setattr(compute_pool, "run_each", run_each)
+    rng = np.random.default_rng(1)
+    scores = rng.standard_normal((4, 3, 16, 16)).astype(dtype)
+    if dtype is np.complex64:
+        scores = scores + 1j * rng.standard_normal(scores.shape).astype(np.float32)
+    values = rng.standard_normal((4, 16, 3, 8)).astype(dtype)
+    numbers = (((3,), (1,)), ((0, 1), (0, 2)))
+    exact = np.matmul(scores.reshape(12, 16, 16), values.transpose(0, 2, 1, 3).reshape(12, 16, 8)).reshape(4, 3, 16, 8)
+    want = np.asarray(jax.lax.dot_general(scores, values, numbers, precision="highest"))
+    mesh = meshax.sharding.Mesh(np.array(meshax.devices()[:2]), ("d",))
+    P = meshax.sharding.PartitionSpec
+
+    def product(a, b):
+        return lax.dot_general(a, b, numbers)
+
+    runs = {"eager": product, "jit": meshax.jit(product),
+            "shard_map": meshax.jit(meshax.shard_map(product, mesh=mesh, in_specs=(P("d"), P("d")), out_specs=P("d")))}
+    for name, run in runs.items():
+        batches.clear()
+        got = np.asarray(run(scores, values))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        if name != "shard_map":  # on one device: split (or not) as the threads free now say, the same bits
+            assert got.tobytes() == exact.tobytes()
+            assert batches == ([threads] if threads > 1 else []), (name, batches)
