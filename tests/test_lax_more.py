@@ -450,3 +450,38 @@ def test_a_jitted_convolutions_input_gradient_is_one_windows_product_sum(options
     for inputs in [(IMG, KER), (IMG, KER), (split, KER)]:  # the second run is the generated program
         for ours, want in zip(grad(*inputs), theirs):
             np.testing.assert_allclose(np.asarray(ours), np.asarray(want), rtol=2e-4, atol=2e-3)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_convolution_kernels_spread_over_free_threads_give_the_same_bits(threads, monkeypatch):
+    """The windows' copy, their sum and the input gradient's product sum (windows.py) run their blocks of images on
+    the threads free now: bit for bit what one thread gives, and a jitted convolution's gradients are JAX's."""
+    from meshax._src.primitives import windows as W
+    from meshax._src.runtime import compute_pool
+
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(9, 8, 7, 4)).astype(np.float32)
+    g = rng.normal(size=(9, 6, 5, 6)).astype(np.float32)
+    kernel = rng.normal(size=(9, 4, 6)).astype(np.float32)
+    params = dict(first=1, window=(3, 3), strides=(1, 1), dilation=(1, 1))
+    y = rng.normal(size=(9, 6, 5, 9, 4)).astype(np.float32)
+
+    def kernels():
+        return (W._windows_impl(x, **params), W._windows_sum_impl(y, sizes=(8, 7), **params),
+                W._product_sum_impl(g, kernel, sizes=(8, 7), **params))
+
+    monkeypatch.setattr(W, "SUM_BLOCK_BYTES", 2 * 8 * 7 * 4 * 4)  # blocks of 2 images
+    monkeypatch.setattr(compute_pool, "available_threads", lambda: 1)
+    alone = kernels()
+    spread = []
+    original = compute_pool.run_each
+    monkeypatch.setattr(compute_pool, "run_each",
+                        lambda calls, **options: (spread.append(len(calls)), original(calls, **options))[1])
+    monkeypatch.setattr(compute_pool, "available_threads", lambda: threads)
+    for ours, want in zip(kernels(), alone):
+        assert ours.tobytes() == want.tobytes()
+    assert spread == [threads] * 3, spread
+    grad = meshax.jit(meshax.grad(lambda i, k: _windowed_loss(meshax, i, k), argnums=(0, 1)))
+    theirs = jax.grad(lambda i, k: _windowed_loss(jax, i, k), argnums=(0, 1))(x, KER)
+    for ours, want in zip(grad(x, KER), theirs):
+        np.testing.assert_allclose(np.asarray(ours), np.asarray(want), rtol=2e-4, atol=2e-3)
