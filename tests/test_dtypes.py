@@ -396,3 +396,25 @@ def test_iinfo_finfo():
     assert dtypes.iinfo(int).bits == jnp.iinfo(int).bits
     assert dtypes.finfo(float).bits == jnp.finfo(float).bits
     assert dtypes.iinfo(np.zeros(2, np.int8)).max == 127
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.float32, np.int32, np.uint8, np.bool_, np.complex128])
+def test_a_jitted_calls_numpy_constants_keep_jaxs_types_call_after_call(dtype, x64):
+    """NumPy arrays a jitted function closes over (its constants) or is given: on every call (the first traces, the
+    later ones take the one-device fast path) they reach the program in JAX's type for them under the x64
+    setting."""
+    import meshax
+
+    constant = (np.arange(6).reshape(2, 3) % 3).astype(dtype)
+
+    def f(lib):
+        return lib.jit(lambda x: (x * 2 + constant, constant, x))
+
+    x = (np.arange(6).reshape(2, 3) % 2).astype(dtype)
+    theirs = f(jax)(x)
+    ours_jitted = f(meshax)
+    for _ in range(3):
+        ours = ours_jitted(x)
+        for a, b in zip(ours, theirs):
+            assert np.asarray(a).dtype == np.asarray(b).dtype, (np.asarray(a).dtype, np.asarray(b).dtype)
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -157,7 +157,14 @@ def host(value: Any) -> np.ndarray:
     if isinstance(value, Array):
         (buffer,) = value.local_buffers().values()
         return buffer
+    if type(value) is np.ndarray and value.dtype in _OWN_TYPES:  # a program's constant, most often
+        return value
     return np.asarray(value, dtype=aval_of(value).dtype)
+
+
+# the dtypes that a NumPy array keeps as its JAX type whatever jax_enable_x64 says
+_OWN_TYPES = frozenset(map(np.dtype, ("bool", "int8", "int16", "int32", "uint8", "uint16", "uint32", "float16",
+                                      "float32", "complex64")))
 
 
 def program(jaxpr: Jaxpr) -> NumpyProgram:
