@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..runtime import compute_pool as device_pool
+from ..runtime import cpu_budget
 
 
 def select(pred: Any, on_true: Any, on_false: Any, out: np.ndarray | None = None) -> np.ndarray:
@@ -75,7 +76,8 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
     b = left_shape[:-2]
     parts = device_pool.call_parts()
     if b and b[0] > 1 and parts < 2 and multiply_adds * b[0] >= SPLIT_BATCH_FROM and left.dtype in _BLAS_TYPES and \
-            not device_pool.in_batch() and (threads := device_pool.available_threads()) > 1:
+            multiply_adds < 2 * cpu_budget.PRODUCT_PER_THREAD and not device_pool.in_batch() and \
+            (threads := device_pool.available_threads()) > 1:
         return _matrices_side_by_side(left, right, min(threads, b[0]), multiply_adds, m).reshape(out_shape)
     if parts < 2 or left.dtype not in _BLAS_TYPES or max(m, n) < 64 * parts:
         product = np.matmul(left, right)
@@ -92,9 +94,10 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
     return out.reshape(out_shape)
 
 
-# a batch of products of at least this many multiply-adds in all (on one device, outside a batch of run_each) is
-# split among the threads the machine gives now, one BLAS thread each: OpenBLAS runs a batch one matrix at a
-# time, and matrices this small on one thread (attention's 128 x [128x128 @ 128x32]: 1.77 ms on one thread,
+# a batch of products of at least this many multiply-adds in all (on one device, outside a batch of run_each), of
+# matrices the thread policy gives one BLAS thread (cpu_budget.product_threads), is split among the threads the
+# machine gives now, one BLAS thread each: OpenBLAS runs a batch one matrix at a time, and matrices this small on
+# one thread (attention's 128 x [128x128 @ 128x32]: 1.77 ms on one thread,
 # 0.71 ms in two halves side by side, 2 quiet cores)
 SPLIT_BATCH_FROM = 1 << 21
 
