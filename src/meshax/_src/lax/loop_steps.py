@@ -39,16 +39,20 @@ def _split(args: Sequence[Any], rows: int) -> tuple[list[Any], list[Any], int]:
     return values[:cut], values[cut:], int(index)
 
 
-def _expanded(*args: Any, jaxpr: Jaxpr, rows: int) -> list[Any]:
+def _body_inputs(args: Sequence[Any], rows: int) -> list[Any]:
+    """The body's inputs for the iteration: the leading values, then row i of each of the xs."""
     leading, xs, i = _split(args, rows)
-    return eval_jaxpr(jaxpr, (), leading + [P.static_slice.bind(x, index=(i,)) for x in xs])
+    return leading + [P.static_slice.bind(x, index=(i,)) for x in xs]
+
+
+def _expanded(*args: Any, jaxpr: Jaxpr, rows: int) -> list[Any]:
+    return eval_jaxpr(jaxpr, (), _body_inputs(args, rows))
 
 
 def _eagerly(*args: Any, jaxpr: Jaxpr, rows: int) -> list[Any]:
     """An iteration in the eager trace (inputs over a mesh): the body's executable program, its elementwise chains
-    fused (eager_programs.run_eagerly, as a jitted call runs there), on the rows."""
-    leading, xs, i = _split(args, rows)
-    return run_eagerly(jaxpr, leading + [P.static_slice.bind(x, index=(i,)) for x in xs])
+    fused (eager_programs.run_eagerly, as a jitted call runs there)."""
+    return run_eagerly(jaxpr, _body_inputs(args, rows))
 
 
 def _on_numpy(run: Any, *args: Any, jaxpr: Jaxpr, rows: int) -> list[Any]:

@@ -8,8 +8,8 @@ shifted slices on a 2-core host: 11 against 33 ms for a 3x3 window of 64x34x34x3
 window position's values back to where they came from, the transpose a gradient needs; where what it sums is a
 product with a kernel (a convolution's input gradient), a program runs both as one `windows_product_sum`, which
 adds each window position's product to its region without making the whole product (simplify.py's rewrites).
-Each of them works on blocks of leading indices (images) that it runs side by side on the threads the machine
-gives now (a CNN's training step on 2 quiet cores: 80-88 -> 60-67 ms; on a busy machine one thread, as before).
+Each of them works on blocks of leading indices (images) that it spreads over the threads the machine gives now
+(compute_pool.spread; a CNN's training step on 2 quiet cores: 80-88 -> 60-67 ms; on a busy machine one thread).
 """
 from __future__ import annotations
 
@@ -49,9 +49,10 @@ def _windows_impl(x: np.ndarray, *, first: int, window: tuple[int, ...], strides
         tuple(t * d for t, d in zip(spatial, dilation)) + x.strides[last:], writeable=False)
     copy = np.empty(view.shape, x.dtype)
     if first and x.shape[0] > 1:  # the leading indices' windows copied side by side
-        step = -(-x.shape[0] // max(1, _free_threads()))
-        _side_by_side([lambda lo=lo: np.copyto(copy[lo:lo + step], view[lo:lo + step])
-                       for lo in range(0, x.shape[0], step)])
+        threads = device_pool.call_threads()
+        step = -(-x.shape[0] // threads)
+        device_pool.spread([lambda lo=lo: np.copyto(copy[lo:lo + step], view[lo:lo + step])
+                            for lo in range(0, x.shape[0], step)], threads)
     else:
         np.copyto(copy, view)
     return copy.reshape(x.shape[:first] + out + (math.prod(window),) + x.shape[last:])
@@ -75,7 +76,8 @@ def _windows_sum_impl(y: np.ndarray, *, first: int, window: tuple[int, ...], str
             region = part[where]
             np.add(region, values[(slice(None),) * (first + len(window)) + (k,)], out=region)
 
-    _side_by_side([functools.partial(add, part, values) for part, values in _blocks(total, y, first)])
+    device_pool.spread([functools.partial(add, part, values) for part, values in _blocks(total, y, first)],
+                       device_pool.call_threads())
     return total
 
 
@@ -96,24 +98,9 @@ def _product_sum_impl(g: np.ndarray, kernel: np.ndarray, *, first: int, window: 
             product = cpu_kernels.dot_general(matrix, kernel[k].T, dimension_numbers=cpu_kernels.MATRIX_PRODUCT)
             np.add(region, product.reshape(region.shape), out=region)
 
-    _side_by_side([functools.partial(add, part, rows) for part, rows in _blocks(total, g, first)])
+    device_pool.spread([functools.partial(add, part, rows) for part, rows in _blocks(total, g, first)],
+                       device_pool.call_threads(), blas=True)
     return total
-
-
-def _free_threads() -> int:
-    """The threads this kernel may spread over: those the machine gives now, one inside a batch of run_each."""
-    return 1 if device_pool.in_batch() else device_pool.available_threads()
-
-
-def _side_by_side(pieces: list[Any]) -> None:
-    """Run independent pieces (each writing its own part of a result) on the threads free now, one BLAS thread
-    each; in order where one is free."""
-    threads = min(_free_threads(), len(pieces))
-    if threads < 2:
-        for piece in pieces:
-            piece()
-        return
-    device_pool.run_each([lambda mine=pieces[i::threads]: [piece() for piece in mine] for i in range(threads)])
 
 
 def _blocks(total: np.ndarray, values: np.ndarray, first: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:

@@ -203,16 +203,16 @@ def run_parts(pieces: Sequence[Callable[[], Any]]) -> None:
             future.result()
 
 
-def spread(calls: Sequence[Callable[[], Any]], threads: int) -> None:
-    """Run the independent, BLAS-free `calls` (the pieces of one kernel) on at most `threads` threads: the
-    pool's within the controller's share, or, inside a batch of `run_each`, this call's part of it
-    (`run_parts`)."""
+def spread(calls: Sequence[Callable[[], Any]], threads: int, *, blas: bool = False) -> None:
+    """Run the independent `calls` (the pieces of one kernel, BLAS-free unless `blas`) on at most `threads` threads:
+    the pool's within the controller's share (with `blas`, BLAS one thread per call meanwhile), or, inside a batch
+    of `run_each`, this call's part of it (`run_parts`)."""
     parts = max(1, min(threads, len(calls), call_parts() if in_batch() else threads))
     groups = [lambda mine=calls[i::parts]: [call() for call in mine] for i in range(parts)]
     if in_batch():
         run_parts(groups)
     else:
-        run_each(groups, blas=False)
+        run_each(groups, blas=blas)
 
 
 def blas_controller() -> Any:
