@@ -86,3 +86,26 @@ def test_gather_with_indices_in_and_out_of_range(mode):
     for columns in (IN_RANGE, PAST_THE_END):
         check_modes(lambda L, x, c: (x[ROWS, c], L.numpy.take_along_axis(x, c, axis=1, mode="clip")),
                     x, columns.astype(np.int32), modes=(mode,))
+
+
+@pytest.mark.parametrize("shape, index_shape, axis", [
+    ((4, 5), (4, 3), 1), ((4, 5), (1, 3), 1), ((4, 5), (2, 5), 0), ((3, 4, 5), (3, 1, 2), 2),
+    ((3, 4, 5), (3, 2, 5), 1), ((6,), (3,), 0), ((4, 5), (4, 3), -1), ((3, 4, 5), (2, 1, 5), 0)])
+def test_take_along_is_np_take_along_axis_of_clamped_indices(shape, index_shape, axis):
+    """take_along's one fancy index (its other axes' ranges made once per shape) against NumPy's, indices
+    broadcasting along the other axes, negative and past the end (clamped, as JAX's gathers are)."""
+    rng = np.random.default_rng(sum(shape) + axis)
+    x = rng.standard_normal(shape).astype(np.float32)
+    n = shape[axis]
+    for _ in range(2):  # the second time through the remembered ranges
+        idx = rng.integers(-n - 2, n + 2, index_shape).astype(np.int32)
+        clamped = np.clip(np.where(idx < 0, idx + n, idx), 0, n - 1)
+        ours, theirs = K.take_along(x, idx, axis=axis), np.take_along_axis(x, clamped, axis)
+        assert ours.shape == theirs.shape and np.array_equal(ours, theirs)
+
+
+def test_take_along_with_an_index_that_does_not_broadcast_raises_as_numpy_does():
+    with pytest.raises(IndexError):
+        np.take_along_axis(np.zeros((4, 5)), np.zeros((3, 2), np.intp), 1)
+    with pytest.raises(IndexError):
+        K.take_along(np.zeros((4, 5)), np.zeros((3, 2), np.intp), axis=1)
