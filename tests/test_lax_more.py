@@ -463,7 +463,7 @@ def test_convolution_kernels_spread_over_free_threads_give_the_same_bits(threads
     x = rng.normal(size=(9, 8, 7, 4)).astype(np.float32)
     g = rng.normal(size=(9, 6, 5, 6)).astype(np.float32)
     kernel = rng.normal(size=(9, 4, 6)).astype(np.float32)
-    params = dict(first=1, window=(3, 3), strides=(1, 1), dilation=(1, 1))
+    params = dict(first=1, window=(3, 3), strides=(1, 1), dilation=(1, 1), pads=((0, 0), (0, 0)))
     y = rng.normal(size=(9, 6, 5, 9, 4)).astype(np.float32)
 
     def kernels():
@@ -485,3 +485,35 @@ def test_convolution_kernels_spread_over_free_threads_give_the_same_bits(threads
     theirs = jax.grad(lambda i, k: _windowed_loss(jax, i, k), argnums=(0, 1))(x, KER)
     for ours, want in zip(grad(x, KER), theirs):
         np.testing.assert_allclose(np.asarray(ours), np.asarray(want), rtol=2e-4, atol=2e-3)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("pads, strides, dilation", [
+    (((1, 1), (1, 1)), (1, 1), (1, 1)), (((0, 2), (1, 0)), (1, 1), (1, 1)), (((2, 1), (1, 2)), (2, 1), (1, 2)),
+    (((3, 3), (0, 0)), (1, 2), (2, 1))])
+def test_padded_windows_and_their_sums_are_those_of_the_padded_input(pads, strides, dilation, threads, monkeypatch):
+    """Zeros padded around the input inside the windows' copy (a few images at a time), and the sums cropped to the
+    unpadded input inside the windows' sum and product sum: bit for bit the windows of np.pad's copy, and the
+    interior of the padded input's sums, in blocks of images over 1 or 2 threads."""
+    from meshax._src.primitives import windows as W
+    from meshax._src.runtime import compute_pool
+
+    monkeypatch.setattr(W, "SUM_BLOCK_BYTES", 3 * 10 * 9 * 4 * 4)  # blocks of a few padded images
+    monkeypatch.setattr(compute_pool, "available_threads", lambda: threads)
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(7, 6, 5, 4)).astype(np.float32)
+    base = dict(first=1, window=(3, 2), strides=strides, dilation=dilation)
+    unpadded = ((0, 0), (0, 0))
+    wide = np.pad(x, ((0, 0),) + pads + ((0, 0),))
+    want = W._windows_impl(wide, pads=unpadded, **base)
+    ours = W._windows_impl(x, pads=pads, **base)
+    assert ours.shape == want.shape and ours.tobytes() == want.tobytes()
+    y = rng.normal(size=want.shape).astype(np.float32)
+    g = rng.normal(size=want.shape[:3] + (5,)).astype(np.float32)
+    kernel = rng.normal(size=(6, 4, 5)).astype(np.float32)
+    inside = (slice(None),) + tuple(slice(lo, lo + n) for (lo, _), n in zip(pads, x.shape[1:3]))
+    for summed, whole in ((W._windows_sum_impl(y, sizes=x.shape[1:3], pads=pads, **base),
+                           W._windows_sum_impl(y, sizes=wide.shape[1:3], pads=unpadded, **base)),
+                          (W._product_sum_impl(g, kernel, sizes=x.shape[1:3], pads=pads, **base),
+                           W._product_sum_impl(g, kernel, sizes=wide.shape[1:3], pads=unpadded, **base))):
+        assert summed.shape == x.shape and summed.tobytes() == np.ascontiguousarray(whole[inside]).tobytes()

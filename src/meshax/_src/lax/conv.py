@@ -174,12 +174,15 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
     window = aval_of(k).shape[:nsp]
     in_shape = [_dilated(m, d) for m, d in zip(aval_of(x).shape[1:-1], lhs_dil)]
     pads = _pads(padding, in_shape, [_dilated(w, d) for w, d in zip(window, rhs_dil)], strides)
-    if any(pads) or any(d != 1 for d in lhs_dil):
+    # zeros around x are the windows' copy's to make (in the cache), unless x is dilated or cropped
+    in_copy = all(d == 1 for d in lhs_dil) and all(lo >= 0 and hi >= 0 for lo, hi in pads)
+    inner = tuple((lo, hi) for lo, hi in pads) if in_copy else ((0, 0),) * nsp
+    if not in_copy and any(lo or hi for lo, hi in pads) or any(d != 1 for d in lhs_dil):
         x = S.pad(x, np.zeros((), aval_of(x).dtype),
                   [(0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in zip(pads, lhs_dil)] + [(0, 0, 0)])
     # the patches (N, out..., K, G, I): each output position's window of the input, one copy, then one product
     count = math.prod(window)
-    patches = W.windows.bind(x, first=1, window=tuple(window), strides=strides, dilation=rhs_dil)
+    patches = W.windows.bind(x, first=1, window=tuple(window), strides=strides, dilation=rhs_dil, pads=inner)
     out = aval_of(patches).shape[1:1 + nsp]
     patches = S.reshape(patches, (n,) + out + (count, groups, i))
     kernel = S.reshape(k, (count, i, groups, o // groups))  # (K, I, G, O/G)

@@ -8,6 +8,8 @@ shifted slices on a 2-core host: 11 against 33 ms for a 3x3 window of 64x34x34x3
 window position's values back to where they came from, the transpose a gradient needs; where what it sums is a
 product with a kernel (a convolution's input gradient), a program runs both as one `windows_product_sum`, which
 adds each window position's product to its region without making the whole product (simplify.py's rewrites).
+Both give the unpadded input's gradient, each block's padded sums cropped as they are made (a slice of the whole
+would leave a strided view that the next elementwise pass reads 7 times slower: 3.5 against 0.5 ms).
 Each of them works on blocks of leading indices (images) that it spreads over the threads the machine gives now
 (compute_pool.spread; a CNN's training step on 2 quiet cores: 80-88 -> 60-67 ms; on a busy machine one thread).
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -39,36 +41,76 @@ def out_sizes(sizes: Sequence[int], window: Sequence[int], strides: Sequence[int
 
 
 def _windows_impl(x: np.ndarray, *, first: int, window: tuple[int, ...], strides: tuple[int, ...],
-                  dilation: tuple[int, ...]) -> np.ndarray:
+                  dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> np.ndarray:
     last = first + len(window)
-    out = out_sizes(x.shape[first:last], window, strides, dilation)
-    spatial = x.strides[first:last]
-    view = np.lib.stride_tricks.as_strided(
-        x, x.shape[:first] + out + tuple(window) + x.shape[last:],
-        x.strides[:first] + tuple(t * s for t, s in zip(spatial, strides)) +
-        tuple(t * d for t, d in zip(spatial, dilation)) + x.strides[last:], writeable=False)
-    copy = np.empty(view.shape, x.dtype)
-    if first and x.shape[0] > 1:  # the leading indices' windows copied side by side
-        threads = device_pool.call_threads()
-        step = -(-x.shape[0] // threads)
-        device_pool.spread([lambda lo=lo: np.copyto(copy[lo:lo + step], view[lo:lo + step])
-                            for lo in range(0, x.shape[0], step)], threads)
-    else:
-        np.copyto(copy, view)
+    sizes = padded_sizes(x.shape[first:last], pads)
+    out = out_sizes(sizes, window, strides, dilation)
+    copy = np.empty(x.shape[:first] + out + tuple(window) + x.shape[last:], x.dtype)
+
+    def fill(part: slice) -> None:
+        source = x[part]
+        if any(lo or hi for lo, hi in pads):  # the block's input padded, in the cache, its windows copied from it
+            source = _padded(source, first, pads)
+        np.copyto(copy[part], _strided_windows(source, first, window, strides, dilation, out))
+
+    device_pool.spread([functools.partial(fill, part) for part in _parts(x, first)], device_pool.call_threads())
     return copy.reshape(x.shape[:first] + out + (math.prod(window),) + x.shape[last:])
 
 
-def _windows_aval(x: ShapedArray, *, first: int, window: tuple[int, ...], strides: tuple[int, ...],
-                  dilation: tuple[int, ...]) -> ShapedArray:
+def padded_sizes(sizes: Sequence[int], pads: Sequence[tuple[int, int]]) -> tuple[int, ...]:
+    return tuple(n + lo + hi for n, (lo, hi) in zip(sizes, pads))
+
+
+def _strided_windows(x: np.ndarray, first: int, window: tuple[int, ...], strides: tuple[int, ...],
+                     dilation: tuple[int, ...], out: tuple[int, ...]) -> np.ndarray:
+    """The windows of `x` as a read-only strided view (leading..., out..., window..., rest...)."""
     last = first + len(window)
-    out = out_sizes(x.shape[first:last], window, strides, dilation)
+    spatial = x.strides[first:last]
+    return np.lib.stride_tricks.as_strided(
+        x, x.shape[:first] + out + tuple(window) + x.shape[last:],
+        x.strides[:first] + tuple(t * s for t, s in zip(spatial, strides)) +
+        tuple(t * d for t, d in zip(spatial, dilation)) + x.strides[last:], writeable=False)
+
+
+def _padded(x: np.ndarray, first: int, pads: Sequence[tuple[int, int]]) -> np.ndarray:
+    """`x` with zeros around its window dimensions (`pads`' (low, high) each), made as one copy."""
+    sizes = padded_sizes(x.shape[first:first + len(pads)], pads)
+    out = np.empty(x.shape[:first] + sizes + x.shape[first + len(pads):], x.dtype)
+    lead = (slice(None),) * first
+    for d, (lo, hi) in enumerate(pads):
+        before = (slice(None),) * d
+        out[lead + before + (slice(0, lo),)] = 0
+        out[lead + before + (slice(lo + x.shape[first + d], None),)] = 0
+    out[_interior(x.shape, first, pads)] = x
+    return out
+
+
+def _interior(shape: Sequence[int], first: int, pads: Sequence[tuple[int, int]]) -> tuple[slice, ...]:
+    """Where an array of `shape` lies in itself padded by `pads`."""
+    return (slice(None),) * first + tuple(slice(lo, lo + shape[first + d]) for d, (lo, _) in enumerate(pads))
+
+
+def _parts(x: np.ndarray, first: int) -> list[slice]:
+    """Blocks of leading indices of `x` small enough to stay in the cache padded, at least one per thread the machine
+    gives (the whole array where there are no leading dimensions)."""
+    if not first or x.shape[0] < 2:
+        return [slice(None)]
+    per_index = max(x[:1].nbytes, 1)
+    step = max(1, min(-(-x.shape[0] // device_pool.call_threads()), SUM_BLOCK_BYTES // per_index))
+    return [slice(start, start + step) for start in range(0, x.shape[0], step)]
+
+
+def _windows_aval(x: ShapedArray, *, first: int, window: tuple[int, ...], strides: tuple[int, ...],
+                  dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> ShapedArray:
+    last = first + len(window)
+    out = out_sizes(padded_sizes(x.shape[first:last], pads), window, strides, dilation)
     return ShapedArray(x.shape[:first] + out + (math.prod(window),) + x.shape[last:], x.dtype, x.weak_type)
 
 
 def _windows_sum_impl(y: np.ndarray, *, first: int, window: tuple[int, ...], strides: tuple[int, ...],
-                      dilation: tuple[int, ...], sizes: tuple[int, ...]) -> np.ndarray:
-    lead, out = y.shape[:first], y.shape[first:first + len(window)]
-    total = np.zeros(lead + tuple(sizes) + y.shape[first + len(window) + 1:], y.dtype)
+                      dilation: tuple[int, ...], sizes: tuple[int, ...], pads: tuple[tuple[int, int], ...]
+                      ) -> np.ndarray:
+    out = y.shape[first:first + len(window)]
     regions = _regions(first, window, strides, dilation, out)
 
     def add(part: np.ndarray, values: np.ndarray) -> None:
@@ -76,19 +118,18 @@ def _windows_sum_impl(y: np.ndarray, *, first: int, window: tuple[int, ...], str
             region = part[where]
             np.add(region, values[(slice(None),) * (first + len(window)) + (k,)], out=region)
 
-    device_pool.spread([functools.partial(add, part, values) for part, values in _blocks(total, y, first)],
-                       device_pool.call_threads())
-    return total
+    return _summed(y.shape[:first] + tuple(sizes) + y.shape[first + len(window) + 1:], y.dtype, y, first, pads, add,
+                   blas=False)
 
 
 def _product_sum_impl(g: np.ndarray, kernel: np.ndarray, *, first: int, window: tuple[int, ...],
-                      strides: tuple[int, ...], dilation: tuple[int, ...], sizes: tuple[int, ...]) -> np.ndarray:
+                      strides: tuple[int, ...], dilation: tuple[int, ...], sizes: tuple[int, ...],
+                      pads: tuple[tuple[int, int], ...]) -> np.ndarray:
     """windows_sum(g @ kernel^T) for g (leading..., out..., O) and kernel (K, C, O), without the (leading..., out...,
     K, C) product: each window position's product (one BLAS call per block of leading indices) is added to its
     region at once, the positions in the order windows_sum adds them (a 3x3 window of 64x32x32x32, 2 cores: 15 ms
     against 40 for the product and its sum)."""
-    lead, out, channels = g.shape[:first], g.shape[first:g.ndim - 1], kernel.shape[1]
-    total = np.zeros(lead + tuple(sizes) + (channels,), np.result_type(g, kernel))
+    out = g.shape[first:g.ndim - 1]
     regions = _regions(first, window, strides, dilation, out)
 
     def add(part: np.ndarray, rows: np.ndarray) -> None:
@@ -98,20 +139,40 @@ def _product_sum_impl(g: np.ndarray, kernel: np.ndarray, *, first: int, window: 
             product = cpu_kernels.dot_general(matrix, kernel[k].T, dimension_numbers=cpu_kernels.MATRIX_PRODUCT)
             np.add(region, product.reshape(region.shape), out=region)
 
-    device_pool.spread([functools.partial(add, part, rows) for part, rows in _blocks(total, g, first)],
-                       device_pool.call_threads(), blas=True)
+    return _summed(g.shape[:first] + tuple(sizes) + (kernel.shape[1],), np.result_type(g, kernel), g, first, pads,
+                   add, blas=True)
+
+
+def _summed(shape: tuple[int, ...], dtype: Any, values: np.ndarray, first: int, pads: Sequence[tuple[int, int]],
+            add: Any, blas: bool) -> np.ndarray:
+    """The total of `shape` (the unpadded input's) that `add(part, values_part)` sums window by window into zeros
+    of the padded input's shape, a few leading indices at a time (so that a block's sums stay in the cache while
+    each window position adds to them) spread over the threads the machine gives; each block's padded sums cropped."""
+    if not any(lo or hi for lo, hi in pads):
+        total = np.zeros(shape, dtype)
+        calls = [functools.partial(add, total[part], values[part]) for part in _sum_blocks(total, first)]
+    else:
+        total = np.empty(shape, dtype)
+        padded = padded_sizes(shape[first:first + len(pads)], pads)
+        inside = _interior(shape, first, pads)
+
+        def add_cropped(part: slice) -> None:
+            block = total[part]
+            sums = np.zeros(block.shape[:first] + padded + block.shape[first + len(pads):], dtype)
+            add(sums, values[part])
+            block[...] = sums[inside]
+
+        calls = [functools.partial(add_cropped, part) for part in _sum_blocks(total, first)]
+    device_pool.spread(calls, device_pool.call_threads(), blas=blas)
     return total
 
 
-def _blocks(total: np.ndarray, values: np.ndarray, first: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """`total` and `values` a few leading indices at a time (whole where there are no leading dimensions), so that
-    a block's sums stay in the cache while each window position adds to them."""
+def _sum_blocks(total: np.ndarray, first: int) -> list[slice]:
+    """Blocks of leading indices of `total` of about SUM_BLOCK_BYTES (the whole where there are none)."""
     if not first:
-        yield total, values
-        return
+        return [slice(None)]
     step = max(1, SUM_BLOCK_BYTES // max(total[:1].nbytes, 1))
-    for start in range(0, total.shape[0], step):
-        yield total[start:start + step], values[start:start + step]
+    return [slice(start, start + step) for start in range(0, total.shape[0], step)]
 
 
 def _regions(first: int, window: Sequence[int], strides: Sequence[int], dilation: Sequence[int],

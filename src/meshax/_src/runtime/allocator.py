@@ -7,7 +7,10 @@ first written: an elementwise add over 8 MiB took 2.3 ms instead of 1.0 ms insid
 devices' calls run side by side in one process queued on the process's memory-map lock (a data
 parallel step on 2 devices: 130-175 ms, 120 ms with the memory kept). As XLA keeps its buffers, meshax
 asks glibc, on the first computation, to serve arrays of up to `MMAP_THRESHOLD` from the heap and to
-keep up to `TRIM_THRESHOLD` of freed memory. Not done where the user set glibc's malloc variables, where
+keep up to `TRIM_THRESHOLD` of freed memory. Arrays larger than 32 MiB (a convolution's windows: 75 MiB for
+3x3x32 over 64x32x32 images) are mapped afresh by every call under glibc's defaults, which costs more than
+copying them on a virtual machine (7 ms of page faults for those 75 MiB, the copy itself 5 ms); glibc 2.35 and
+later accept a threshold above 32 MiB, older ones refuse it and get 32 MiB. Not done where the user set glibc's malloc variables, where
 MESHAX_KEEP_FREED_MEMORY=0, or where the C library is not glibc.
 """
 from __future__ import annotations
@@ -17,8 +20,9 @@ import os
 import platform
 
 DISABLE_VARIABLE = "MESHAX_KEEP_FREED_MEMORY"
-MMAP_THRESHOLD = 32 << 20  # glibc's largest allowed value on 64-bit hosts
 TRIM_THRESHOLD = 256 << 20
+MMAP_THRESHOLD = TRIM_THRESHOLD  # arrays larger than what is kept free are mapped for themselves
+OLD_GLIBC_MMAP_THRESHOLD = 32 << 20  # the largest value glibc before 2.35 allows on 64-bit hosts
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameter numbers (malloc.h)
 _USER_SETTINGS = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_")
 
@@ -41,10 +45,11 @@ def _apply() -> str:
         return "the C library's defaults (not glibc)"
     try:
         libc = ctypes.CDLL("libc.so.6")
-        applied = (libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and
-                   libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1)
+        threshold = next((t for t in (MMAP_THRESHOLD, OLD_GLIBC_MMAP_THRESHOLD)
+                          if libc.mallopt(_M_MMAP_THRESHOLD, t) == 1), None)
+        applied = threshold is not None and libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
     except (OSError, AttributeError):
         applied = False
     if not applied:
         return "glibc's defaults (mallopt refused)"
-    return f"freed memory kept (arrays up to {MMAP_THRESHOLD >> 20} MiB from the heap, up to {TRIM_THRESHOLD >> 20} MiB kept)"
+    return f"freed memory kept (arrays up to {threshold >> 20} MiB from the heap, up to {TRIM_THRESHOLD >> 20} MiB kept)"
