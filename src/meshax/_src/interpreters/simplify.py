@@ -10,7 +10,8 @@ sign of a zero sum and the transposed product's rounding on some BLAS kernels, b
   parameters) reuses its outputs;
 - a sum with a scatter-add into zeros becomes a scatter-add onto the other summand (below; equal but for the
   sign of a zero);
-- the rewrites higher layers install (`rewrites`: a convolution's input gradient as one primitive, windows.py);
+- the rewrites higher layers install (`rewrites`: a convolution's input gradient as one primitive, windows.py; a
+  loop's running sums of per-step products as one product after it, lax/scan_hoist.py);
 - a transposed product, transpose(dot_general(a, b)) with the product read nowhere else and the
   transpose swapping its two groups of free dimensions, becomes dot_general(b, a): the result comes
   out in the order it is read in (a weight's gradient is a row-major matrix, as the weight it updates,
@@ -41,8 +42,8 @@ _FOLDABLE = frozenset({
 
 # rewrites that higher layers install, by the name of the primitive whose equation they may replace:
 # (equation, the equation computing each variable by id, how often each variable is read) -> its replacement (the
-# same outputs, the same values) or None; what the replacement no longer reads is left for dead-code elimination
-rewrites: dict[str, Callable[[Equation, dict[int, Equation], dict[int, int]], Equation | None]] = {}
+# same outputs, the same values: one equation, or a list of equations in order) or None; what the replacement no longer reads is left for dead-code elimination
+rewrites: dict[str, Callable[[Equation, dict[int, Equation], dict[int, int]], Equation | list[Equation] | None]] = {}
 
 
 def pure(eq: Equation) -> bool:
@@ -140,10 +141,16 @@ def _installed_rewrites(equations: list[Equation], outvars: list[Any]) -> list[E
     """Each equation that a rewrite of `rewrites` replaces, replaced."""
     uses = _uses(equations, outvars)
     producers = {v.id: eq for eq in equations for v in eq.outputs}
-    result = []
+    result: list[Equation] = []
     for eq in equations:
         rewrite = rewrites.get(eq.primitive.name)
-        result.append((rewrite(eq, producers, uses) or eq) if rewrite is not None else eq)
+        replacement = rewrite(eq, producers, uses) if rewrite is not None else None
+        if replacement is None:
+            result.append(eq)
+        elif isinstance(replacement, Equation):
+            result.append(replacement)
+        else:  # several equations giving its outputs
+            result.extend(replacement)
     return result
 
 

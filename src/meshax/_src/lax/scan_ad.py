@@ -19,6 +19,7 @@ from ..interpreters.ad import (Zero, add_tangents, backward_pass, instantiate, i
 from ..interpreters.staging import PartialEvalTrace, consts_as_inputs, partial_eval_rules, trace_to_jaxpr
 from ..core.jaxpr import Jaxpr, eval_jaxpr
 from .control_flow import _row, _stacked, scan_p
+from . import scan_hoist  # noqa: F401  (installs the hoisting of the transpose's running sums)
 from ..core.dtypes import issubdtype
 
 

@@ -1,0 +1,117 @@
+"""A loop's sums of per-step products taken out of the loop: one large product over all the steps after it.
+
+The transpose of a scan (scan_ad.py) carries, for each loop-invariant input (a weight), the running sum of its
+cotangent: `acc += x_t^T @ g_t` each step, x_t a row of the inputs the loop walks and g_t a value the step
+computes (a GRU's weight gradients: four small products and two row sums per step, each a BLAS or NumPy call of a
+few microseconds on 32 rows). When a carry is such a running sum and nothing else in the body reads it, the body
+instead hands out its factors as stacked outputs (those that are not rows of the loop's inputs already) and the
+sum is one dot_general (or reduce_sum) over the steps' axis as well, added to the carry's start once after the
+loop: the same terms, summed in another order (float rounding as any reassociation), as XLA's own loop fusion
+may sum them. Only dot_generals without batch dimensions and reduce_sums without kept dimensions are taken, whose
+factors are computed in the body or are rows of the walked inputs (not constants, not other carries).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.jaxpr import Equation, Jaxpr, Var
+from ..interpreters import simplify
+from ..primitives import array_primitives as P
+from .control_flow import _stacked, scan_p
+
+_ACCUMULATE = frozenset({"add", "add_any"})
+
+
+def _hoisted(eq: Equation, producers: dict[int, Equation], uses: dict[int, int]) -> list[Equation] | None:
+    """`eq` (a scan) without its carries that only accumulate per-step products, and those products' sums as
+    equations after it; None where no carry is one."""
+    params = eq.params
+    body: Jaxpr = params["jaxpr"]
+    if body.constvars:
+        return None
+    body = simplify.simplify(body)
+    consts, carries = params["num_consts"], params["num_carry"]
+    carry_in = body.invars[consts:consts + carries]
+    rows = {v.id: position for position, v in enumerate(body.invars[consts + carries:])}
+    made = {v.id: e for e in body.equations for v in e.outputs}
+    reads: dict[int, int] = {}
+    for e in body.equations:
+        for x in e.inputs:
+            if isinstance(x, Var):
+                reads[x.id] = reads.get(x.id, 0) + 1
+    for x in body.outvars:
+        if isinstance(x, Var):
+            reads[x.id] = reads.get(x.id, 0) + 1
+    found = {}  # carry index -> (its accumulating add, the summed product or reduction)
+    for k, acc in enumerate(carry_in):
+        term = _accumulated_term(acc, body.outvars[k], made, reads, rows, body.invars[:consts + carries])
+        if term is not None:
+            found[k] = term
+    if not found:
+        return None
+    return _rewritten(eq, body, found, rows)
+
+
+def _accumulated_term(acc: Var, result: Any, made: dict[int, Equation], reads: dict[int, int],
+                      rows: dict[int, int], fixed: list[Var]) -> tuple[Equation, Equation] | None:
+    """(add, term) where the carry `acc` comes out as `result` = acc + term, term a product or sum of values
+    that change each step, and neither acc, result nor term is read by anything else."""
+    add = made.get(result.id) if isinstance(result, Var) else None
+    if add is None or add.primitive.name not in _ACCUMULATE or reads.get(acc.id) != 1 or reads.get(result.id) != 1:
+        return None
+    others = [x for x in add.inputs if x is not acc]
+    if len(others) != 1 or len(add.inputs) != 2 or not isinstance(others[0], Var) or reads.get(others[0].id) != 1:
+        return None
+    term = made.get(others[0].id)
+    if term is None or term.outputs[0].aval.dtype != acc.aval.dtype or term.outputs[0].aval.shape != acc.aval.shape:
+        return None
+    fixed_ids = {v.id for v in fixed}
+    if not all(isinstance(x, Var) and x.id not in fixed_ids for x in term.inputs):
+        return None
+    if term.primitive is P.dot_general:
+        (_, _), (lb, rb) = term.params["dimension_numbers"]
+        return (add, term) if not lb and not rb and term.params.get("out_sharding") is None else None
+    if term.primitive is P.REDUCE["sum"] and not term.params.get("keepdims", False):
+        return add, term
+    return None
+
+
+def _rewritten(eq: Equation, body: Jaxpr, found: dict[int, tuple[Equation, Equation]],
+               rows: dict[int, int]) -> list[Equation]:
+    params = eq.params
+    consts, carries, length = params["num_consts"], params["num_carry"], params["length"]
+    dropped = {id(e) for pair in found.values() for e in pair}
+    kept = [k for k in range(carries) if k not in found]
+    stacked_outputs: dict[int, Var] = {}  # body value id -> the outer variable of its stacked steps
+    new_ys: list[Var] = []
+    for _, term in found.values():
+        for x in term.inputs:
+            if x.id not in rows and x.id not in stacked_outputs:
+                new_ys.append(x)
+                stacked_outputs[x.id] = Var(_stacked(x.aval, length))
+    new_body = Jaxpr([], body.invars[:consts] + [body.invars[consts + k] for k in kept] + body.invars[consts + carries:],
+                     [e for e in body.equations if id(e) not in dropped],
+                     [body.outvars[k] for k in kept] + body.outvars[carries:] + new_ys)
+    xs = eq.inputs[consts + carries:]
+    loop = Equation(scan_p, eq.inputs[:consts] + [eq.inputs[consts + k] for k in kept] + xs,
+                    [eq.outputs[k] for k in kept] + eq.outputs[carries:] + [stacked_outputs[v.id] for v in new_ys],
+                    dict(params, jaxpr=new_body, num_carry=len(kept)))
+    after = []
+    for k, (add, term) in found.items():
+        operands = [xs[rows[x.id]] if x.id in rows else stacked_outputs[x.id] for x in term.inputs]
+        total = Var(term.outputs[0].aval)
+        after.append(Equation(term.primitive, operands, [total], _over_steps(term)))
+        after.append(Equation(add.primitive, [eq.inputs[consts + k], total], [eq.outputs[k]], add.params))
+    return [loop] + after
+
+
+def _over_steps(term: Equation) -> dict[str, Any]:
+    """`term`'s parameters for its operands stacked along a new leading axis of steps, summed over it too."""
+    if term.primitive is P.dot_general:
+        (lc, rc), batch = term.params["dimension_numbers"]
+        return dict(term.params, dimension_numbers=(((0,) + tuple(d + 1 for d in lc), (0,) + tuple(d + 1 for d in rc)),
+                                                    batch))
+    return dict(term.params, axes=(0,) + tuple(d + 1 for d in term.params["axes"]))
+
+
+simplify.rewrites["scan"] = _hoisted

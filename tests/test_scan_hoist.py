@@ -1,0 +1,106 @@
+"""A loop's running sums of per-step products taken out of it (lax/scan_hoist.py): the weight gradients of a
+recurrent network under jit, and scans written with such sums by hand, forward and reverse, eagerly, under jit and
+over a mesh, against JAX; and the loops it must leave alone."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import meshax
+import meshax.numpy as jnp
+from meshax._src.interpreters.fusion import executable
+
+RNG = np.random.default_rng(5)
+XS = RNG.standard_normal((7, 4, 3)).astype(np.float32)  # steps, rows, inputs
+W = {"wx": RNG.standard_normal((3, 6)).astype(np.float32) * 0.5,
+     "wh": RNG.standard_normal((6, 6)).astype(np.float32) * 0.5, "b": np.zeros(6, np.float32)}
+
+
+def _rnn_loss(lib, np_, params, xs):
+    def cell(h, x):
+        h = np_.tanh(x @ params["wx"] + h @ params["wh"] + params["b"])
+        return h, h
+    h, hs = lib.lax.scan(cell, np_.zeros((xs.shape[1], 6), np.float32), xs)
+    return np_.sum(hs ** 2) + np_.sum(h)
+
+
+def _sums(lib, np_, reverse):
+    """A scan that sums x_t^T @ f(x_t) and the rows of f(x_t) in two carries, and carries a third value along."""
+    def body(carry, x):
+        outer, rows, h = carry
+        f = np_.sin(x) * 2.0 + h[0]
+        return (outer + x.T @ f, rows + np_.sum(f, axis=0), h * 0.5 + 1.0), f[:, 0]
+    return lambda xs, start: lib.lax.scan(body, (start, np_.zeros(3, np.float32), np_.ones((1, 3), np.float32)), xs,
+                                          reverse=reverse)
+
+
+def _scans(function, *args):
+    """The scan equations of the program a jitted `function` runs."""
+    (call,) = [eq for eq in meshax.make_jaxpr(function)(*args).jaxpr.equations if eq.primitive.name == "jit"]
+    return [eq for eq in executable(call.params["jaxpr"]).equations if eq.primitive.name == "scan"]
+
+
+def _close(ours, theirs):
+    for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-5)
+
+
+def test_an_rnns_weight_gradients_are_summed_after_its_backward_loop():
+    grad = meshax.jit(meshax.grad(lambda p, xs: _rnn_loss(meshax, jnp, p, xs)))
+    theirs = jax.grad(lambda p, xs: _rnn_loss(jax, jjnp, p, xs))(W, XS)
+    _close(grad(W, XS), theirs)
+    backward = [eq for eq in _scans(grad, W, XS) if eq.params["reverse"]]
+    assert len(backward) == 1 and backward[0].params["num_carry"] == 1  # only the hidden state's cotangent
+    traced = [eq for eq in meshax.make_jaxpr(grad)(W, XS).jaxpr.equations[0].params["jaxpr"].equations
+              if eq.primitive.name == "scan" and eq.params["reverse"]]
+    assert traced[0].params["num_carry"] == 4  # the printed program keeps JAX's loop
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("jitted", [False, True])
+def test_hand_written_running_sums_are_jaxs(reverse, jitted):
+    start = RNG.standard_normal((3, 3)).astype(np.float32)
+    ours = _sums(meshax, jnp, reverse)
+    _close((meshax.jit(ours) if jitted else ours)(XS, start), _sums(jax, jjnp, reverse)(XS, start))
+    if jitted:
+        (loop,) = _scans(meshax.jit(ours), XS, start)
+        assert loop.params["num_carry"] == 1  # the two sums left the loop, the third carry stayed
+
+
+def test_an_empty_loop_leaves_the_sums_at_their_start():
+    start = RNG.standard_normal((3, 3)).astype(np.float32)
+    empty = XS[:0]
+    _close(meshax.jit(_sums(meshax, jnp, False))(empty, start), _sums(jax, jjnp, False)(empty, start))
+
+
+def test_a_mesh_split_loop_sums_across_devices():
+    mesh = meshax.sharding.Mesh(np.array(meshax.devices()[:4]), ("d",))
+    rows = meshax.sharding.NamedSharding(mesh, meshax.sharding.PartitionSpec(None, "d"))
+    whole = meshax.sharding.NamedSharding(mesh, meshax.sharding.PartitionSpec())
+    xs = RNG.standard_normal((5, 8, 3)).astype(np.float32)
+    grad = meshax.jit(meshax.grad(lambda p, xs: _rnn_loss(meshax, jnp, p, xs)))
+    ours = grad(meshax.device_put(W, whole), meshax.device_put(xs, rows))
+    _close(ours, jax.grad(lambda p, xs: _rnn_loss(jax, jjnp, p, xs))(W, xs))
+
+
+def test_sums_read_inside_the_loop_or_of_constants_stay_in_it():
+    """A carry the body also reads otherwise, or a sum of products with a loop constant (no per-step factor to
+    stack), or a product with batch dimensions: the loop keeps them."""
+    weight = RNG.standard_normal((3, 3)).astype(np.float32)
+
+    def program(lib, np_):
+        def body(carry, x):
+            read, constant, batched = carry
+            read = read + x.T @ np_.tanh(x @ read)
+            constant = constant + weight @ np_.cos(constant)
+            batched = batched + lib.lax.dot_general(x[None], x[None], (((1,), (1,)), ((0,), (0,))))
+            return (read, constant, batched), x[0]
+        return lambda xs: lib.lax.scan(body, (np_.eye(3, dtype=np.float32), np_.zeros((3, 3), np.float32),
+                                              np_.zeros((1, 3, 3), np.float32)), xs)
+
+    ours = meshax.jit(program(meshax, jnp))
+    _close(ours(XS), program(jax, jjnp)(XS))
+    (loop,) = _scans(ours, XS)
+    assert loop.params["num_carry"] == 3
