@@ -26,6 +26,9 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 MODELS = ("gpt", "gpt_scan", "gru", "cnn", "tiny", "mlp")
 STYLES = {"gpt": ("dp", "tp")}  # models with more than the data-parallel style
+# models whose step is well under a millisecond: each timed sample is this many steps in a row (their mean), as a
+# single step's time is mostly the barrier's and the timer's jitter and the first steps' cold caches
+REPEAT = {"tiny": 25}
 
 
 class Model(NamedTuple):

@@ -10,7 +10,8 @@ processes joins with jax.distributed.initialize(address, N, i) (--address) or, f
 jax.distributed.initialize() and the launcher's MESHAX_* variables (--auto-init). Mesh: every device,
 axis 'data' (models.py). W warm-up steps (the first one = trace + compile + run, recorded apart), then
 S timed steps, each after a barrier (multihost_utils.sync_global_devices) and timed on every process
-until the new parameters and the loss are ready. Under meshax, after the warm-up the worker waits
+until the new parameters and the loss are ready. A model in models.REPEAT (a step well under a millisecond)
+runs each warm-up and timed step but the first as that many steps in a row, recording their mean. Under meshax, after the warm-up the worker waits
 until the kernels meshax compiles in the background are ready, as JAX's are after its first step.
 
 --floor-steps (model `mlp` under meshax only): the NumPy floor of the same step (train_floor.py, this
@@ -140,11 +141,15 @@ def main() -> int:
     params, opt_state = model.params, model.opt_state
     for step in range(args.warmup + args.steps):
         barrier()
+        repeat = 1 if step == 0 else models.REPEAT.get(args.model, 1)
+        losses = []
         start = time.perf_counter()
-        params, opt_state, loss = model.step(params, opt_state, model.batch)
-        jax.block_until_ready((params, loss))
-        record["warmup_times" if step < args.warmup else "times"].append(time.perf_counter() - start)
-        record["losses"].append(float(loss))
+        for _ in range(repeat):
+            params, opt_state, loss = model.step(params, opt_state, model.batch)
+            jax.block_until_ready((params, loss))
+            losses.append(loss)
+        record["warmup_times" if step < args.warmup else "times"].append((time.perf_counter() - start) / repeat)
+        record["losses"].extend(float(x) for x in losses)
         if step == args.warmup - 1:
             settle()
         if floor is not None and step >= args.warmup - 1 and len(record["floor_times"]) < args.floor_steps:

@@ -10,7 +10,7 @@ import gc
 import math
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -44,6 +44,26 @@ def read_only(buffer: np.ndarray) -> np.ndarray:
         buffer = buffer.view()
         buffer.flags.writeable = False
     return buffer
+
+
+def array_template(shape: Sequence[int], dtype: Any, sharding: Sharding, weak_type: bool, committed: bool
+                   ) -> dict[str, Any]:
+    """An Array's fields but its buffers, as Array() makes them and `from_template` copies them (the outputs of one
+    jitted signature share theirs). Uncommitted arrays (made by meshax.numpy without a device) count as host data:
+    every process has its own copy, so placing one on a sharding slices it locally, as JAX does with the default
+    device. `_value` is the assembled value once read, `_aval` the type once asked (every operation on the Array
+    asks), `_views` the shard Arrays sharing these buffers (deleted with it)."""
+    return {"_shape": tuple(map(int, shape)), "_dtype": np.dtype(dtype), "_sharding": sharding, "weak_type": weak_type,
+            "committed": committed, "_value": None, "_aval": None, "_views": None}
+
+
+def from_template(template: dict[str, Any], buffers: dict[Device, np.ndarray]) -> "Array":
+    """Array(...) of a template's metadata, already normalized (a jitted call's outputs: 0.9 -> 0.45 us each)."""
+    array = object.__new__(Array)
+    fields = array.__dict__
+    fields.update(template)
+    fields["_buffers"] = buffers
+    return array
 
 
 def live_arrays() -> list["Array"]:
@@ -80,17 +100,8 @@ class Array:
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, sharding: Sharding,
                  buffers: dict[Device, np.ndarray], weak_type: bool = False, committed: bool = True) -> None:
-        self._shape = tuple(map(int, shape))
-        self._dtype = np.dtype(dtype)
-        self._sharding = sharding
+        self.__dict__.update(array_template(shape, dtype, sharding, weak_type, committed))
         self._buffers = buffers
-        self.weak_type = weak_type
-        # Uncommitted arrays (made by meshax.numpy without a device) count as host data: every process has its
-        # own copy, so placing one on a sharding slices it locally, as JAX does with the default device.
-        self.committed = committed
-        self._value: np.ndarray | None = None
-        self._aval: Any = None  # the type, once asked (every operation on the Array asks)
-        self._views: list[weakref.ref] | None = None  # shard Arrays sharing these buffers (deleted with it)
 
     # ---- metadata -----------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..arrays.array import Array, read_only
+from ..arrays.array import Array, array_template, from_template, read_only
 from ..runtime import devices as device_table
 from ..core.core import Primitive, abstract_eval, aval_of, impl_rules
 from ..core.jaxpr import Jaxpr
@@ -192,11 +192,16 @@ _with_alone_rules = collections.ChainMap(alone_rules, structured_rules)
 programs: dict[Callable[..., list[Any]], Callable[[Jaxpr], NumpyProgram]] = {run: program, run_alone: program_alone}
 
 
-def as_arrays(values: Sequence[np.ndarray], avals: Sequence[Any], device: Any,
-              placements: Sequence[tuple[Any, bool]]) -> list[Array]:
-    """The results as Arrays on `device`, each with its (sharding, committed)."""
-    return [Array(a.shape, a.dtype, sharding, {device: read_only(np.asarray(v, a.dtype))}, a.weak_type, committed)
-            for v, a, (sharding, committed) in zip(values, avals, placements)]
+def as_arrays(values: Sequence[np.ndarray], templates: Sequence[tuple[dict[str, Any], np.dtype]],
+              device: Any) -> list[Array]:
+    """The results as read-only Arrays on `device`, each of its (array_template, dtype) (`_templates`)."""
+    return [from_template(template, {device: read_only(np.asarray(value, dtype))})
+            for value, (template, dtype) in zip(values, templates)]
+
+
+def _templates(avals: Sequence[Any], placements: Sequence[tuple[Any, bool]]) -> list[tuple[dict[str, Any], np.dtype]]:
+    return [(array_template(a.shape, a.dtype, sharding, a.weak_type, committed), np.dtype(a.dtype))
+            for a, (sharding, committed) in zip(avals, placements)]
 
 
 def try_primitive(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
@@ -234,8 +239,9 @@ def direct_call(primitive: Primitive, args: Sequence[Any], params: dict[str, Any
             learned.avals = abstract_eval(primitive, [aval_of(a) for a in args], params)
         avals, placements = learned.avals, learned.placements
     rule = structured_rules[primitive]
+    templates = _templates(avals, placements)
 
     def call(inputs: Sequence[Any]) -> list[Array]:
-        return as_arrays(rule(run, *[host(a) for a in inputs], **params), avals, device, placements)
+        return as_arrays(rule(run, *[host(a) for a in inputs], **params), templates, device)
 
     return call

@@ -187,10 +187,16 @@ class Sharding:
         return self._device_list == other._device_list and self._boxes(shape) == other._boxes(shape)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.key == self.key
+        return other is self or (type(other) is type(self) and other.key == self.key)
 
-    def __hash__(self) -> int:
-        return hash(self.key)
+    def __hash__(self) -> int:  # kept: a jitted call's cache key hashes every argument's sharding
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = self.__dict__["_hash"] = hash(self.key)
+        return found
+
+    def __getstate__(self) -> dict[str, Any]:  # the kept hash is this process's (string hashes are salted)
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
 
 def _mesh_in_use_for(abstract: AbstractMesh) -> Mesh:
