@@ -86,21 +86,41 @@ def test_a_mesh_split_loop_sums_across_devices():
 
 
 def test_sums_read_inside_the_loop_or_of_constants_stay_in_it():
-    """A carry the body also reads otherwise, or a sum of products with a loop constant (no per-step factor to
-    stack), or a product with batch dimensions: the loop keeps them."""
+    """A carry the body also reads otherwise, a sum of products with a loop constant or a value computed from
+    constants only (nothing per step to stack), or a product with batch dimensions: the loop keeps them."""
     weight = RNG.standard_normal((3, 3)).astype(np.float32)
 
     def program(lib, np_):
         def body(carry, x):
-            read, constant, batched = carry
+            read, constant, invariant, batched = carry
             read = read + x.T @ np_.tanh(x @ read)
-            constant = constant + weight @ np_.cos(constant)
+            constant = constant + weight @ np_.cos(x.T @ x)
+            invariant = invariant + (weight * 2.0) @ np_.cos(x.T @ x)
             batched = batched + lib.lax.dot_general(x[None], x[None], (((1,), (1,)), ((0,), (0,))))
-            return (read, constant, batched), x[0]
+            return (read, constant, invariant, batched), x[0]
         return lambda xs: lib.lax.scan(body, (np_.eye(3, dtype=np.float32), np_.zeros((3, 3), np.float32),
-                                              np_.zeros((1, 3, 3), np.float32)), xs)
+                                              np_.zeros((3, 3), np.float32), np_.zeros((1, 3, 3), np.float32)), xs)
 
     ours = meshax.jit(program(meshax, jnp))
     _close(ours(XS), program(jax, jjnp)(XS))
     (loop,) = _scans(ours, XS)
-    assert loop.params["num_carry"] == 3
+    assert loop.params["num_carry"] == 4
+
+
+def test_factors_much_larger_than_the_walked_inputs_stay_in_the_loop(monkeypatch):
+    """Stacking a factor ten times the size of the rows the loop walks would take that much more memory: past
+    the allowance, the sum stays in the loop (and with the allowance, it leaves it)."""
+    from meshax._src.lax import scan_hoist
+
+    def program(lib, np_):
+        def body(acc, x):
+            return acc + x.T @ np_.tile(np_.sin(x), (1, 10)), x[0]
+        return lambda xs: lib.lax.scan(body, np_.zeros((3, 30), np.float32), xs)
+
+    theirs = program(jax, jjnp)(XS)
+    for allowance, carries in ((0, 1), (1 << 20, 0)):
+        monkeypatch.setattr(scan_hoist, "EXTRA_STACKED_BYTES", allowance)
+        ours = meshax.jit(program(meshax, jnp))
+        _close(ours(XS), theirs)
+        (loop,) = _scans(ours, XS)
+        assert loop.params["num_carry"] == carries

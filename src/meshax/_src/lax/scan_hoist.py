@@ -8,11 +8,16 @@ instead hands out its factors as stacked outputs (those that are not rows of the
 sum is one dot_general (or reduce_sum) over the steps' axis as well, added to the carry's start once after the
 loop: the same terms, summed in another order (float rounding as any reassociation), as XLA's own loop fusion
 may sum them. Only dot_generals without batch dimensions and reduce_sums without kept dimensions are taken, whose
-factors are computed in the body or are rows of the walked inputs (not constants, not other carries).
+factors change from step to step (computed from the rows or carries in the body, or rows of the walked inputs; not
+constants, not carries themselves), and only where the stacked factors take at most 64 MiB more memory than the
+inputs the loop walks.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 from ..core.jaxpr import Equation, Jaxpr, Var
 from ..interpreters import simplify
@@ -42,20 +47,41 @@ def _hoisted(eq: Equation, producers: dict[int, Equation], uses: dict[int, int])
     for x in body.outvars:
         if isinstance(x, Var):
             reads[x.id] = reads.get(x.id, 0) + 1
+    varying = _varying(body, consts)
     found = {}  # carry index -> (its accumulating add, the summed product or reduction)
     for k, acc in enumerate(carry_in):
-        term = _accumulated_term(acc, body.outvars[k], made, reads, rows, body.invars[:consts + carries])
-        if term is not None:
+        term = _accumulated_term(acc, body.outvars[k], made, reads, body.invars[:consts + carries])
+        if term is not None and all(x.id in varying for x in term[1].inputs):
             found[k] = term
-    if not found:
+    stacked = {x.id: x.aval for _, term in found.values() for x in term.inputs if x.id not in rows}
+    walked = sum(_bytes(x.aval) for x in eq.inputs[consts + carries:])
+    if not found or params["length"] * sum(map(_bytes, stacked.values())) > walked + EXTRA_STACKED_BYTES:
         return None
     return _rewritten(eq, body, found, rows)
 
 
+# the steps' factors may take this much memory beyond what the loop's walked inputs take (a loop's gradient
+# walks its residuals, of the same sizes as the factors)
+EXTRA_STACKED_BYTES = 64 << 20
+
+
+def _bytes(aval: Any) -> int:
+    return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
+
+
+def _varying(body: Jaxpr, consts: int) -> set[int]:
+    """The body's values that change from step to step: the carries, the rows, and what is computed from them."""
+    varying = {v.id for v in body.invars[consts:]}
+    for e in body.equations:
+        if any(isinstance(x, Var) and x.id in varying for x in e.inputs):
+            varying.update(v.id for v in e.outputs)
+    return varying
+
+
 def _accumulated_term(acc: Var, result: Any, made: dict[int, Equation], reads: dict[int, int],
-                      rows: dict[int, int], fixed: list[Var]) -> tuple[Equation, Equation] | None:
+                      fixed: list[Var]) -> tuple[Equation, Equation] | None:
     """(add, term) where the carry `acc` comes out as `result` = acc + term, term a product or sum of values
-    that change each step, and neither acc, result nor term is read by anything else."""
+    other than the loop's constants and carries, and neither acc, result nor term is read by anything else."""
     add = made.get(result.id) if isinstance(result, Var) else None
     if add is None or add.primitive.name not in _ACCUMULATE or reads.get(acc.id) != 1 or reads.get(result.id) != 1:
         return None
