@@ -580,3 +580,14 @@ def test_reading_values_and_conversions():
     assert [4, 5, 6][meshax.device_put(np.int32(1))] == 5
     assert bool(meshax.device_put(True)) is True
     assert x.block_until_ready() is x
+
+
+def test_a_sharding_keeps_its_hash_but_does_not_pickle_it():
+    """A sharding's hash is kept (a jitted call hashes every argument's), and left out of its pickled state: string
+    hashes differ between processes."""
+    mesh = Mesh(np.array(meshax.devices()[:2]), ("a",))
+    sharding = NamedSharding(mesh, PartitionSpec("a"))
+    assert hash(sharding) == hash(sharding) == hash(NamedSharding(mesh, PartitionSpec("a")))
+    assert "_hash" in sharding.__dict__ and "_hash" not in sharding.__getstate__()
+    again = pickle.loads(pickle.dumps(sharding))
+    assert again == sharding and hash(again) == hash(sharding) and {again: 1}[sharding] == 1
