@@ -7,14 +7,7 @@
 # Each part has its own time limit, so that a slow one leaves the others their time.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out=$(realpath -m "${OUT:-device-out}")
-mkdir -p "$out"
-exec > >(tee "$out/log.txt") 2>&1
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src
-echo "host: $(nproc) cores, $(python3 --version)"
-python3 -c "import numpy, numba, mpi4py, jax, meshax; print('numpy', numpy.__version__, 'numba', numba.__version__, 'mpi4py', mpi4py.__version__, 'jax', jax.__version__, 'meshax', meshax.__version__)"
+source benchmarks/device/setup.sh
 python3 -m meshax info | head -30
 timeout 260 python3 benchmarks/bench_train.py --output "$out/train16" --budget 250
 timeout 90 python3 benchmarks/bench_train.py --model tiny --steps 20 --output "$out/train16_tiny" --budget 80

@@ -43,21 +43,20 @@ def out_sizes(sizes: Sequence[int], window: Sequence[int], strides: Sequence[int
 def _windows_impl(x: np.ndarray, *, first: int, window: tuple[int, ...], strides: tuple[int, ...],
                   dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> np.ndarray:
     last = first + len(window)
-    sizes = padded_sizes(x.shape[first:last], pads)
-    out = out_sizes(sizes, window, strides, dilation)
+    out = out_sizes(_padded_sizes(x.shape[first:last], pads), window, strides, dilation)
     copy = np.empty(x.shape[:first] + out + tuple(window) + x.shape[last:], x.dtype)
+    padded = any(lo or hi for lo, hi in pads)
 
     def fill(part: slice) -> None:
-        source = x[part]
-        if any(lo or hi for lo, hi in pads):  # the block's input padded, in the cache, its windows copied from it
-            source = _padded(source, first, pads)
+        source = _padded(x[part], first, pads) if padded else x[part]  # a block padded in the cache
         np.copyto(copy[part], _strided_windows(source, first, window, strides, dilation, out))
 
-    device_pool.spread([functools.partial(fill, part) for part in _parts(x, first)], device_pool.call_threads())
+    device_pool.spread([functools.partial(fill, part) for part in _blocks(x, first)], device_pool.call_threads())
     return copy.reshape(x.shape[:first] + out + (math.prod(window),) + x.shape[last:])
 
 
-def padded_sizes(sizes: Sequence[int], pads: Sequence[tuple[int, int]]) -> tuple[int, ...]:
+def _padded_sizes(sizes: Sequence[int], pads: Sequence[tuple[int, int]]) -> tuple[int, ...]:
+    """The window dimensions' sizes once padded by `pads`."""
     return tuple(n + lo + hi for n, (lo, hi) in zip(sizes, pads))
 
 
@@ -74,7 +73,7 @@ def _strided_windows(x: np.ndarray, first: int, window: tuple[int, ...], strides
 
 def _padded(x: np.ndarray, first: int, pads: Sequence[tuple[int, int]]) -> np.ndarray:
     """`x` with zeros around its window dimensions (`pads`' (low, high) each), made as one copy."""
-    sizes = padded_sizes(x.shape[first:first + len(pads)], pads)
+    sizes = _padded_sizes(x.shape[first:first + len(pads)], pads)
     out = np.empty(x.shape[:first] + sizes + x.shape[first + len(pads):], x.dtype)
     lead = (slice(None),) * first
     for d, (lo, hi) in enumerate(pads):
@@ -90,20 +89,19 @@ def _interior(shape: Sequence[int], first: int, pads: Sequence[tuple[int, int]])
     return (slice(None),) * first + tuple(slice(lo, lo + shape[first + d]) for d, (lo, _) in enumerate(pads))
 
 
-def _parts(x: np.ndarray, first: int) -> list[slice]:
-    """Blocks of leading indices of `x` small enough to stay in the cache padded, at least one per thread the machine
-    gives (the whole array where there are no leading dimensions)."""
+def _blocks(x: np.ndarray, first: int) -> list[slice]:
+    """Blocks of leading indices of `x` of at most SUM_BLOCK_BYTES (so that a block, padded or summed into, stays in
+    the cache), at least one per thread the machine gives; the whole array where there are no leading dimensions."""
     if not first or x.shape[0] < 2:
         return [slice(None)]
-    per_index = max(x[:1].nbytes, 1)
-    step = max(1, min(-(-x.shape[0] // device_pool.call_threads()), SUM_BLOCK_BYTES // per_index))
+    step = max(1, min(-(-x.shape[0] // device_pool.call_threads()), SUM_BLOCK_BYTES // max(x[:1].nbytes, 1)))
     return [slice(start, start + step) for start in range(0, x.shape[0], step)]
 
 
 def _windows_aval(x: ShapedArray, *, first: int, window: tuple[int, ...], strides: tuple[int, ...],
                   dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> ShapedArray:
     last = first + len(window)
-    out = out_sizes(padded_sizes(x.shape[first:last], pads), window, strides, dilation)
+    out = out_sizes(_padded_sizes(x.shape[first:last], pads), window, strides, dilation)
     return ShapedArray(x.shape[:first] + out + (math.prod(window),) + x.shape[last:], x.dtype, x.weak_type)
 
 
@@ -150,10 +148,10 @@ def _summed(shape: tuple[int, ...], dtype: Any, values: np.ndarray, first: int, 
     each window position adds to them) spread over the threads the machine gives; each block's padded sums cropped."""
     if not any(lo or hi for lo, hi in pads):
         total = np.zeros(shape, dtype)
-        calls = [functools.partial(add, total[part], values[part]) for part in _sum_blocks(total, first)]
+        calls = [functools.partial(add, total[part], values[part]) for part in _blocks(total, first)]
     else:
         total = np.empty(shape, dtype)
-        padded = padded_sizes(shape[first:first + len(pads)], pads)
+        padded = _padded_sizes(shape[first:first + len(pads)], pads)
         inside = _interior(shape, first, pads)
 
         def add_cropped(part: slice) -> None:
@@ -162,17 +160,9 @@ def _summed(shape: tuple[int, ...], dtype: Any, values: np.ndarray, first: int, 
             add(sums, values[part])
             block[...] = sums[inside]
 
-        calls = [functools.partial(add_cropped, part) for part in _sum_blocks(total, first)]
+        calls = [functools.partial(add_cropped, part) for part in _blocks(total, first)]
     device_pool.spread(calls, device_pool.call_threads(), blas=blas)
     return total
-
-
-def _sum_blocks(total: np.ndarray, first: int) -> list[slice]:
-    """Blocks of leading indices of `total` of about SUM_BLOCK_BYTES (the whole where there are none)."""
-    if not first:
-        return [slice(None)]
-    step = max(1, SUM_BLOCK_BYTES // max(total[:1].nbytes, 1))
-    return [slice(start, start + step) for start in range(0, total.shape[0], step)]
 
 
 def _regions(first: int, window: Sequence[int], strides: Sequence[int], dilation: Sequence[int],
