@@ -92,7 +92,7 @@ def _untransposed_products(equations: list[Equation], outvars: list[Any]) -> lis
     """Each transpose of a product used only by it, swapping the product's free dimensions of its left operand
     with those of its right one, replaced by the product of the swapped operands (the old product is left
     for dead-code elimination)."""
-    uses = _uses(equations, outvars)
+    uses = read_counts(equations, outvars)
     producers = {eq.outputs[0].id: eq for eq in equations if eq.primitive.name == "dot_general"}
     result = []
     for eq in equations:
@@ -106,7 +106,7 @@ def _untransposed_products(equations: list[Equation], outvars: list[Any]) -> lis
     return result
 
 
-def _uses(equations: list[Equation], outvars: list[Any]) -> dict[int, int]:
+def read_counts(equations: list[Equation], outvars: list[Any]) -> dict[int, int]:
     """How many times each variable is read (by the equations, and as an output)."""
     uses: dict[int, int] = {}
     for x in [x for eq in equations for x in eq.inputs] + list(outvars):
@@ -120,7 +120,7 @@ def _scatters_onto_sums(equations: list[Equation], outvars: list[Any], zeros: se
     nowhere else, replaced by the scatter-add of y onto a: the updates land on a directly (a slice's gradient
     summed into others', as a convolution's input gradient is: one pass over the region, not a zero-filled copy
     and a sum of two whole arrays). Equal but for the sign of a zero: (-0.0) + 0 is +0.0."""
-    uses = _uses(equations, outvars)
+    uses = read_counts(equations, outvars)
     producers = {eq.outputs[0].id: eq for eq in equations if eq.primitive.name == "scatter"}
     result = []
     for eq in equations:
@@ -139,7 +139,7 @@ def _scatters_onto_sums(equations: list[Equation], outvars: list[Any], zeros: se
 
 def _installed_rewrites(equations: list[Equation], outvars: list[Any]) -> list[Equation]:
     """Each equation that a rewrite of `rewrites` replaces, replaced."""
-    uses = _uses(equations, outvars)
+    uses = read_counts(equations, outvars)
     producers = {v.id: eq for eq in equations for v in eq.outputs}
     result: list[Equation] = []
     for eq in equations:

@@ -39,19 +39,12 @@ def _hoisted(eq: Equation, producers: dict[int, Equation], uses: dict[int, int])
     carry_in = body.invars[consts:consts + carries]
     rows = {v.id: position for position, v in enumerate(body.invars[consts + carries:])}
     made = {v.id: e for e in body.equations for v in e.outputs}
-    reads: dict[int, int] = {}
-    for e in body.equations:
-        for x in e.inputs:
-            if isinstance(x, Var):
-                reads[x.id] = reads.get(x.id, 0) + 1
-    for x in body.outvars:
-        if isinstance(x, Var):
-            reads[x.id] = reads.get(x.id, 0) + 1
-    varying = _varying(body, consts)
+    reads = simplify.read_counts(body.equations, body.outvars)
+    varying, carry_ids = _varying(body, consts), {v.id for v in carry_in}
     found = {}  # carry index -> (its accumulating add, the summed product or reduction)
     for k, acc in enumerate(carry_in):
-        term = _accumulated_term(acc, body.outvars[k], made, reads, body.invars[:consts + carries])
-        if term is not None and all(x.id in varying for x in term[1].inputs):
+        term = _accumulated_term(acc, body.outvars[k], made, reads, varying - carry_ids)
+        if term is not None:
             found[k] = term
     stacked = {x.id: x.aval for _, term in found.values() for x in term.inputs if x.id not in rows}
     walked = sum(_bytes(x.aval) for x in eq.inputs[consts + carries:])
@@ -79,9 +72,10 @@ def _varying(body: Jaxpr, consts: int) -> set[int]:
 
 
 def _accumulated_term(acc: Var, result: Any, made: dict[int, Equation], reads: dict[int, int],
-                      fixed: list[Var]) -> tuple[Equation, Equation] | None:
-    """(add, term) where the carry `acc` comes out as `result` = acc + term, term a product or sum of values
-    other than the loop's constants and carries, and neither acc, result nor term is read by anything else."""
+                      stackable: set[int]) -> tuple[Equation, Equation] | None:
+    """(add, term) where the carry `acc` comes out as `result` = acc + term, term a product or sum of values in
+    `stackable` (those that change per step, but the carries themselves), and neither acc, result nor term is read
+    by anything else."""
     add = made.get(result.id) if isinstance(result, Var) else None
     if add is None or add.primitive.name not in _ACCUMULATE or reads.get(acc.id) != 1 or reads.get(result.id) != 1:
         return None
@@ -91,8 +85,7 @@ def _accumulated_term(acc: Var, result: Any, made: dict[int, Equation], reads: d
     term = made.get(others[0].id)
     if term is None or term.outputs[0].aval.dtype != acc.aval.dtype or term.outputs[0].aval.shape != acc.aval.shape:
         return None
-    fixed_ids = {v.id for v in fixed}
-    if not all(isinstance(x, Var) and x.id not in fixed_ids for x in term.inputs):
+    if not all(isinstance(x, Var) and x.id in stackable for x in term.inputs):
         return None
     if term.primitive is P.dot_general:
         (_, _), (lb, rb) = term.params["dimension_numbers"]
@@ -104,6 +97,7 @@ def _accumulated_term(acc: Var, result: Any, made: dict[int, Equation], reads: d
 
 def _rewritten(eq: Equation, body: Jaxpr, found: dict[int, tuple[Equation, Equation]],
                rows: dict[int, int]) -> list[Equation]:
+    """The scan without the `found` carries, handing out their terms' factors stacked, and their sums after it."""
     params = eq.params
     consts, carries, length = params["num_consts"], params["num_carry"], params["length"]
     dropped = {id(e) for pair in found.values() for e in pair}
