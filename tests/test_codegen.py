@@ -7,7 +7,7 @@ import pytest
 import meshax
 import meshax.numpy as jnp
 from meshax import lax
-from meshax._src.interpreters import numpy_eval
+from meshax._src.interpreters import numpy_eval, numpy_program
 from meshax._src.interpreters.numpy_program import NumpyProgram
 from meshax._src.lax import control_flow
 
@@ -141,8 +141,10 @@ def _as_jax(function):
     return type(function)(function.__code__, globals_, function.__name__, function.__defaults__, function.__closure__)
 
 
-def test_an_elementwise_chain_writes_into_its_dying_intermediates():
-    """x * 2 + 1, then * 3: the add and the multiply write into the buffer of the product they consume."""
+def test_an_elementwise_chain_writes_into_its_dying_intermediates(monkeypatch):
+    """x * 2 + 1, then * 3 (as NumPy calls, not a compiled loop): the add and the multiply write into the buffer of
+    the product they consume."""
+    monkeypatch.setattr(numpy_program, "SMALL_LOOP_MIN_OPERATIONS", 10 ** 9)
     closed = meshax.make_jaxpr(lambda x: ((x * 2.0 + 1.0) * 3.0,))(np.ones((4, 4), np.float32))
     source = numpy_eval.program(closed.jaxpr).generated().source
     assert source.count(", out=") == 2, source

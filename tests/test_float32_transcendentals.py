@@ -47,7 +47,7 @@ def _inputs(domain: str) -> np.ndarray:
     edges = _neighbours([0.875, 1.0, np.pi / 2, np.pi, 1e-3], 300)
     dense = np.linspace(-12, 12, 4001, dtype=np.float32)
     x = np.concatenate([magnitudes.astype(np.float32), bits, SPECIAL, edges, dense])
-    x = x[(np.abs(x) >= TINY) | (x == 0) | ~np.isfinite(x)]  # XLA reads subnormal inputs as 0; meshax does not
+    x = x[(np.abs(x) >= TINY) | (x == 0) | ~np.isfinite(x)]  # subnormal inputs read as 0 (XLA, meshax)
     if domain == "unit":
         x = np.concatenate([x[np.abs(x) <= 1], _neighbours([1.0, -1.0, 0.5], 300)])
     elif domain == "positive":

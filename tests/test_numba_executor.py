@@ -230,3 +230,55 @@ def test_an_adam_update_is_one_compiled_cluster_with_numpys_bits(monkeypatch):
     fused, expected, count = fused_and_reference(adam, p, g, m, v)
     assert count == 1 and runs
     assert_bitwise_equal(fused, expected)
+
+
+# ---- small clusters inside programs: their loops called directly (numba_executor.SmallClusterCall) ----
+
+def _small_calls(function, *args):
+    """The SmallClusterCall steps of the program `jit(function)` runs on `args`."""
+    from meshax._src.interpreters import numpy_eval
+    from meshax._src.interpreters.numba_executor import SmallClusterCall
+
+    closed = meshax.make_jaxpr(function)(*args)
+    program = numpy_eval.program(closed.jaxpr)
+    return closed, program, [step[0] for step in program.steps if isinstance(step[0], SmallClusterCall)]
+
+
+def adam_like(p, m, v, g, bias, lr):
+    """Three elementwise chains of a few operations each (scalars, a broadcast row, a select)."""
+    m = 0.9 * m + 0.1 * g
+    v = 0.999 * v + 0.001 * g * g
+    p = p - lr * m / (jnp_sqrt(v) + 1e-8) + jnp_where(p > 0, bias, 0.0)
+    return p, m, v
+
+
+jnp_sqrt, jnp_where = mnp.sqrt, mnp.where
+
+
+def test_small_clusters_run_as_their_loops_with_numpys_bits():
+    """Each chain of a small program is one compiled loop once asked for (on its ASK_ON_CALL-th call; compiled
+    at once here), its values NumPy's bit for bit (subnormals apart: both flush here); before that, and for an
+    input that is not C-ordered, the NumPy calls, with the same values."""
+    rng = np.random.default_rng(3)
+    p, m, v, g = (edges((64, 48), seed) for seed in range(4))
+    v = np.abs(v)
+    bias, lr = rng.standard_normal(48).astype(np.float32), np.float32(1e-3)
+    closed, program, calls = _small_calls(adam_like, p, m, v, g, bias, lr)
+    assert len(calls) >= 3, calls
+    inputs = [p, m, v, g, bias, lr]
+    reference = program.interpret(closed.consts, inputs)  # first runs: the NumPy calls
+    for _ in range(calls[0].ASK_ON_CALL):
+        program.interpret(closed.consts, inputs)
+    assert all(call._entry is not None for call in calls)  # compiled, called through its entry point
+    for got, want in zip(program.generated()(closed.consts, inputs), reference):
+        assert_bitwise_equal(got, want)
+    transposed = [np.asfortranarray(x) for x in inputs[:4]] + inputs[4:]  # not C-ordered: the NumPy calls
+    for got, want in zip(program.generated()(closed.consts, transposed), reference):
+        assert_bitwise_equal(np.ascontiguousarray(got), want)
+    for got, want in zip(meshax.jit(adam_like)(p, m, v, g, bias, lr), reference):
+        assert_bitwise_equal(np.asarray(got), want)
+
+
+def test_a_one_operation_cluster_stays_a_numpy_call():
+    x = np.ones((8, 8), np.float32)
+    assert _small_calls(lambda a: a * 2.0, x)[2] == []

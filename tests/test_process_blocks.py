@@ -359,8 +359,8 @@ def test_shard_map_stacks_scalars_reductions_over_rows_and_small_transcendentals
              np.log(np.abs(a) + f32(1)),
              np.stack([(b * f32(2) + f32(1)).sum(axis=0) for b in blocks]),  # a reshape of the joined rows
              np.stack([b.sum(axis=0) for b in np.split(large, 4)])]
-    for got, want in zip(ours, wants):
-        np.testing.assert_array_equal(np.asarray(got), want)
+    for got, want in zip(ours, wants):  # exp's subnormal results flush to zero, as on JAX (runtime/denormals.py)
+        np.testing.assert_array_equal(np.asarray(got), np.where(np.abs(want) < np.finfo(f32).tiny, f32(0), want))
     assert {"reduce_sum", "reduce_max", "fused", "exp", "log"} <= set(joined_device_calls), joined_device_calls
 
 

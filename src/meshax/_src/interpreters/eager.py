@@ -17,6 +17,7 @@ import numpy as np
 
 from ..config import config
 from ..profiler import recorder
+from ..runtime.denormals import flushed
 from ..core.jaxpr import Jaxpr
 from ..core.dtypes import issubdtype
 from ..arrays.array import Array, read_only
@@ -47,6 +48,10 @@ class EagerTrace(Trace):
         super().__init__(None)
 
     def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
+        with flushed:  # subnormals flush to zero, as on XLA's CPU (runtime/denormals.py)
+            return self._process(primitive, args, params)
+
+    def _process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
         hold = bool(_holding) and _holding.pop(primitive, False)  # this call's, never a nested call's
         for arg in args:
             if isinstance(arg, Tracer):

@@ -139,6 +139,74 @@ class NumbaExecutor:
         return out
 
 
+    def small_call(self, program: "_Program", in_types: Sequence[tuple[tuple[int, ...], np.dtype]],
+                   out_shape: tuple[int, ...], out_dtype: np.dtype,
+                   fallback: Callable[[Sequence[Any]], np.ndarray]) -> "SmallClusterCall":
+        """A program's step (numpy_program.py) running a cluster too small for `run`'s dispatch, of inputs of
+        `in_types` ((shape, dtype) each), as its loop called directly, its kernel asked for now."""
+        examples = [np.dtype(dtype).type(0) if not shape else _example(np.empty((1,) * len(shape), dtype))
+                    for shape, dtype in in_types]
+        literals = [x if x.size > 1 else x.reshape(())[()] for x in program.literals]
+        source = program.source_for(tuple(shape for shape, _ in in_types), out_shape)
+        out_dtype = np.dtype(out_dtype)
+        arguments = [*examples, *literals]
+        key = (source, tuple(_type_of(x) for x in arguments), out_dtype.str, len(out_shape))
+        out_example = np.empty((1,) * len(out_shape), out_dtype)
+        return SmallClusterCall(self.compiler, key, source, [0, 0, *arguments, out_example],
+                                [not shape for shape, _ in in_types], literals, out_shape, out_dtype, fallback)
+
+
+class SmallClusterCall:
+    """A small cluster as one call of a program: its compiled loop over the whole output on this thread once numba
+    has compiled it (through the overload's entry point: no dispatch), else (and for an input that is not
+    C-ordered) its NumPy calls, `fallback`. The same values either way. The kernel is asked for on the
+    `ASK_ON_CALL`th call: a program run once or twice (most of a test suite's) compiles nothing."""
+
+    ASK_ON_CALL = 3
+
+    def __init__(self, compiler: KernelCompiler, key: Any, source: str, examples: list[Any], scalars: list[bool],
+                 literals: list[Any], out_shape: tuple[int, ...], out_dtype: np.dtype,
+                 fallback: Callable[[Sequence[Any]], np.ndarray]) -> None:
+        self._compiler, self._key, self._source, self._examples = compiler, key, source, examples
+        self._calls = 0
+        self._scalars, self._literals = scalars, literals
+        self._out_shape, self._out_dtype, self._rows = out_shape, out_dtype, out_shape[0]
+        self._fallback = fallback
+        self._entry: Callable[..., None] | None = None
+
+    def __call__(self, *inputs: Any) -> np.ndarray:
+        entry = self._entry or self._compiled()
+        if entry is None:
+            return self._fallback(inputs)
+        arguments = []
+        for x, scalar in zip(inputs, self._scalars):
+            if type(x) is not np.ndarray:  # a value of another kind (an Array given to numpy_eval.run)
+                x = np.asarray(x)
+            if scalar:
+                arguments.append(x[()])
+            elif x.flags.c_contiguous:
+                arguments.append(x)
+            else:
+                return self._fallback(inputs)
+        out = np.empty(self._out_shape, self._out_dtype)
+        entry(0, self._rows, *arguments, *self._literals, out)
+        return out
+
+    def _compiled(self) -> Callable[..., None] | None:
+        """The entry point of the kernel's overload for these types, once compiled (asked for on the
+        `ASK_ON_CALL`th call)."""
+        kernel = self._compiler.ready(self._key)
+        if kernel is None:
+            self._calls += 1
+            if self._calls == self.ASK_ON_CALL:
+                self._compiler.request(self._key, self._source, self._examples[2:])
+            return None
+        overload = kernel.overloads.get(tuple(kernel.typeof_pyval(x) for x in self._examples))
+        if overload is not None:
+            self._entry = overload.entry_point
+        return self._entry
+
+
 def _type_of(x: Any) -> tuple:
     """What of an argument the compiled code depends on (arrays reach kernels C-ordered and read-only)."""
     return (x.dtype.str, x.ndim) if isinstance(x, np.ndarray) else (np.asarray(x).dtype.str,)
@@ -166,16 +234,20 @@ class _Program:
     def source(self, inputs: list[np.ndarray], out_shape: tuple[int, ...]) -> tuple[str, list[Any]]:
         """The loop source for these inputs and their arguments (inputs, then literals; a single element as
         a scalar)."""
-        shapes = tuple(x.shape for x in inputs)
+        source = self.source_for(tuple(x.shape for x in inputs), out_shape)
+        arguments = [x[()] if x.ndim == 0 else _read_only(x) for x in inputs]
+        arguments += [x if x.size > 1 else x.reshape(())[()] for x in self.literals]
+        return source, arguments
+
+    def source_for(self, shapes: tuple[tuple[int, ...], ...], out_shape: tuple[int, ...]) -> str:
+        """The loop source for inputs of `shapes`."""
         key = (shapes, tuple(out_shape))
         source = self._sources.get(key)  # (devices' threads may ask at once: each keeps its own answer)
         if source is None:
             if len(self._sources) > 64:
                 self._sources.clear()
             source = self._sources[key] = _loop_source(self.cluster, shapes, out_shape, self.literals)
-        arguments = [x[()] if x.ndim == 0 else _read_only(x) for x in inputs]
-        arguments += [x if x.size > 1 else x.reshape(())[()] for x in self.literals]
-        return source, arguments
+        return source
 
 
 def _read_only(x: np.ndarray) -> np.ndarray:

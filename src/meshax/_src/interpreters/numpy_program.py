@@ -26,13 +26,16 @@ from ..core.core import impl_rules
 from ..profiler import recorder
 from ..core.jaxpr import Equation, Jaxpr, Literal, Var
 from . import codegen
-from .cpu_executor import constant, prepared_calls, typed
+from .cpu_executor import constant, prepared_calls, run_unfused, typed
 
 # a cluster of one equation with fewer elements than this runs as that equation's step: fusing one equation saves no
 # pass over memory, and the executor's dispatch (about 20 us) costs more than NumPy's call on arrays this small (a
 # GRU's gradient sum over (128, 256) inside its scan, 2 busy cores: 26-130 us fused against 4 us for NumPy's add;
 # 131072 elements: 42 / 17 us). Larger ones keep the executor, whose threads pay on a machine with idle cores.
 ONE_EQUATION_MAX = 1 << 17
+
+# a small cluster of this many operations or more runs as its compiled loop (numba_executor.SmallClusterCall)
+SMALL_LOOP_MIN_OPERATIONS = 2
 
 # one step: (call, input slots, parameters, output slots, output types, whether the call gives a list of results)
 Step = tuple[Callable[..., Any], tuple[int, ...], dict[str, Any], tuple[int, ...], tuple[np.dtype, ...], bool]
@@ -139,6 +142,10 @@ class NumpyProgram:
         cluster = eq.params.get("cluster") if eq.primitive.name == "fused" else None
         if cluster is not None and math.prod(eq.outputs[0].aval.shape) < max(
                 getattr(cluster.executor, "min_elements", 0), ONE_EQUATION_MAX * (len(cluster.jaxpr.equations) == 1)):
+            compiled = _small_cluster_call(cluster, [self.slot_types[i] for i in ins], eq.outputs[0].aval)
+            if compiled is not None:
+                return [(compiled, ins, {}, (self._slot(eq.outputs[0]),), (np.dtype(eq.outputs[0].aval.dtype),),
+                         False)]
             calls = prepared_calls(cluster.jaxpr)
             if calls:
                 return self._inlined(calls, cluster.jaxpr.equations, ins, eq.outputs[0])
@@ -167,6 +174,23 @@ class NumpyProgram:
                          self._slot(aval=equations[position].outputs[0].aval))
             steps.append((impl, eq_ins, params, (local[-1],), (dtype,), False))
         return steps
+
+
+def _small_cluster_call(cluster: Any, in_types: list[tuple[tuple[int, ...], np.dtype]], out: Any) -> Any:
+    # out: the cluster's output type (its aval)
+    """A small cluster's compiled loop as one step (numba_executor.SmallClusterCall), where its executor compiles
+    loops, numba can express it and it does more than one operation (a loop's call costs about what one NumPy
+    call does; each further operation is one NumPy call saved); else None."""
+    numba = getattr(cluster.executor, "numba", None)
+    operations = sum(e.primitive.name != "broadcast_in_dim" for e in cluster.jaxpr.equations)
+    if numba is None or operations < SMALL_LOOP_MIN_OPERATIONS or not out.shape:
+        return None
+    plan = cluster.kernel().numba
+    if plan is None:
+        return None
+    jaxpr, shape = cluster.jaxpr, tuple(out.shape)
+    return numba.small_call(plan, in_types, shape, np.dtype(out.dtype),
+                            lambda inputs: run_unfused(jaxpr, inputs, shape))
 
 
 def _with_releases(steps: list[Step], kept: set[int]) -> list[tuple]:

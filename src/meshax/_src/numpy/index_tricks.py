@@ -166,6 +166,11 @@ def spacing(x: ArrayLike, /) -> Any:
     else:
         away = _where(signbit(x), _cast(-np.inf, dtype, weak), _cast(np.inf, dtype, weak))
     result = subtract(nextafter(x, away), x)
+    if dtype != np.float16:  # a subnormal spacing flushes to zero (runtime/denormals.py): as JAX, give instead
+        smallest = finfo(dtype).smallest_subnormal  # the smallest subnormal, signed like x
+        # made here, in `dtype`: converted from a float64 inside a computation it would flush to zero too
+        signed = _where(signbit(x), np.array(-smallest, dtype), np.array(smallest, dtype))
+        result = _where(equal(result, _cast(0, dtype, weak)), signed, result)
     return _cast(result, dtype, False)
 
 

@@ -17,7 +17,8 @@ step milliseconds.
   (`blas_thread_shutdown_`; they start again on the next multi-threaded call). Measured on 2 cores: two
   devices' matmuls side by side after a spinning BLAS thread 34 ms, 17 ms after a sleeping one; a
   one-device step the same either way (115.7 vs 116.5 ms, medians of 5 alternating runs).
-Neither is done where the user set OPENBLAS_THREAD_TIMEOUT or MESHAX_QUIET_BLAS_THREADS=0; the restart
+Neither is done where the user set OPENBLAS_THREAD_TIMEOUT or MESHAX_QUIET_BLAS_THREADS=0, except the restart
+where meshax flushes subnormals (denormals.py: threads started before `import meshax` would not); the restart
 only for OpenBLAS on its own threads (pthreads) with those entry points.
 
 Where to find them (`_entry_points`): scipy-openblas up to 0.3.31 (NumPy <= 2.4) exports both; the 0.3.34
@@ -34,22 +35,24 @@ import os
 import sys
 from typing import Any
 
+from . import denormals
+
 DISABLE_VARIABLE = "MESHAX_QUIET_BLAS_THREADS"
 TIMEOUT_VARIABLE = "OPENBLAS_THREAD_TIMEOUT"
 SHORTEST_TIMEOUT = "4"  # OpenBLAS's smallest: its threads wait 2^4 cycles before they sleep
 CONTENDED_FROM = 2  # compute threads from which BLAS runs threads of its own
 
-_restart_needed = False  # set at import: NumPy's OpenBLAS was loaded before meshax set the variable
+_numpy_first = False  # set at import: NumPy's OpenBLAS was loaded before meshax (its threads may run already)
 _state: list[str] = []  # what was done, once decided (a one-element cache)
 
 
 def choose_at_import() -> None:
     """Set the short wait in the environment unless the user chose a wait or turned this off."""
-    global _restart_needed
+    global _numpy_first
+    _numpy_first = "numpy" in sys.modules
     if TIMEOUT_VARIABLE in os.environ or _disabled():
         return
     os.environ[TIMEOUT_VARIABLE] = SHORTEST_TIMEOUT
-    _restart_needed = "numpy" in sys.modules
 
 
 def quiet_idle_threads(controller: Any, threads: int) -> str:
@@ -58,7 +61,7 @@ def quiet_idle_threads(controller: Any, threads: int) -> str:
     CONTENDED_FROM; returns what is in effect, in words (for `meshax info` and the log)."""
     if _state:
         return _state[0]
-    if _restart_needed and not _disabled() and threads < CONTENDED_FROM:
+    if _numpy_first and _quiet_wanted() and threads < CONTENDED_FROM:
         return (f"OpenBLAS's default wait (NumPy was imported first; with {threads} compute thread BLAS runs "
                 "no threads of its own)")
     _state.append(_apply(controller))
@@ -69,22 +72,41 @@ def _disabled() -> bool:
     return os.environ.get(DISABLE_VARIABLE, "").strip() == "0"
 
 
+def _quiet_wanted() -> bool:
+    """Whether meshax set the short wait (the user chose neither another wait nor to keep the default)."""
+    return not _disabled() and os.environ.get(TIMEOUT_VARIABLE) == SHORTEST_TIMEOUT
+
+
 def _apply(controller: Any) -> str:
     if _disabled():
-        return f"OpenBLAS's default wait ({DISABLE_VARIABLE}=0)"
-    if os.environ.get(TIMEOUT_VARIABLE) != SHORTEST_TIMEOUT:
-        return f"the user's {TIMEOUT_VARIABLE}={os.environ.get(TIMEOUT_VARIABLE, '(unset)')}"
-    quiet = "they sleep at once (OPENBLAS_THREAD_TIMEOUT=4)"
-    if not _restart_needed:
-        return quiet
+        wait = f"OpenBLAS's default wait ({DISABLE_VARIABLE}=0)"
+    elif not _quiet_wanted():
+        wait = f"the user's {TIMEOUT_VARIABLE}={os.environ.get(TIMEOUT_VARIABLE, '(unset)')}"
+    else:
+        wait = "they sleep at once (OPENBLAS_THREAD_TIMEOUT=4)"
+    # threads started before meshax was imported do not sleep at once; threads started outside a meshax
+    # computation do not flush subnormals (denormals.py): restarted, they start again from a flushing thread
+    if not ((_numpy_first and _quiet_wanted()) or denormals.enabled()):
+        return wait
     libraries = [lib for lib in controller.lib_controllers if lib.internal_api == "openblas"]
     if not libraries:
         return "no OpenBLAS"
     if all(lib.threading_layer == "pthreads" and _restart(lib.filepath) for lib in libraries):
-        return quiet + ", restarted: NumPy was imported first"
-    return ("OpenBLAS's default wait (loaded before meshax, and its build has no openblas_read_env and "
-            "blas_thread_shutdown_ to restart its threads: import meshax before NumPy or set "
+        return wait + (", restarted: NumPy was imported first" if _numpy_first else ", restarted")
+    return ("OpenBLAS's default wait and subnormals (loaded before meshax, and its build has no openblas_read_env "
+            "and blas_thread_shutdown_ to restart its threads: import meshax before NumPy or set "
             "OPENBLAS_THREAD_TIMEOUT=4 before Python starts)")
+
+
+def start_threads_flushing() -> None:
+    """Have OpenBLAS start its threads (stopped by the restart) from this thread while it flushes subnormals,
+    so that they flush for good: one product large enough for BLAS to run it on every thread."""
+    if denormals.enabled():
+        import numpy as np
+
+        square = np.ones((256, 256), np.float32)
+        with denormals.flushed:
+            np.matmul(square, square)
 
 
 def _restart(path: str) -> bool:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import allocator, blas_threads, cpu_budget
+from . import allocator, blas_threads, cpu_budget, denormals
 
 logger = logging.getLogger("meshax")
 
@@ -142,6 +142,8 @@ def _apply(key: tuple[Any, ...]) -> None:
         threads = cpu_budget.compute_threads()
         blas = blas_threads.quiet_idle_threads(blas_controller(), threads)
         _set_blas(threads)  # kept until a product or a batch of run_each sets other threads
+        if threads >= blas_threads.CONTENDED_FROM:
+            blas_threads.start_threads_flushing()
         _threads, _applied_for = threads, key
         _fixed = bool(key[2] and key[2].strip())
         cpu_budget.load.restart()
@@ -266,6 +268,7 @@ def _pool(name: str, size: int) -> ThreadPoolExecutor:
     if pool is None or threads < size:
         if pool is not None:
             pool.shutdown(wait=False)
-        pool, threads = ThreadPoolExecutor(max_workers=max(1, size), thread_name_prefix=name), max(1, size)
+        pool, threads = (ThreadPoolExecutor(max_workers=max(1, size), thread_name_prefix=name,
+                                            initializer=denormals.flush_this_thread), max(1, size))
         _pools[name] = (pool, threads)
     return pool

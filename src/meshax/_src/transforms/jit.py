@@ -31,6 +31,7 @@ from ..interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxp
 from ..core.jaxpr import Jaxpr, eval_jaxpr
 from ..sharding.mesh import AxisType, Mesh, current_mesh
 from ..runtime import devices as device_table
+from ..runtime.denormals import flushed
 from ..arrays.partition import choose_mesh, sharding_for
 from .refs import Ref, unwrapped
 from . import residual_origins
@@ -158,10 +159,11 @@ class Jitted:
             return self.fun(*args, **kwargs)
         key, leaves, first = self._prepare(args, kwargs)
         if first:  # the numba kernels it asks for compile once the call is over
-            with kernel_compiler.deferred():
+            with kernel_compiler.deferred(), flushed:
                 outputs = self._run(key, leaves)
         else:
-            outputs = self._run(key, leaves)
+            with flushed:  # subnormals flush to zero, as on XLA's CPU (runtime/denormals.py)
+                outputs = self._run(key, leaves)
         if self.donate_argnums or self.donate_argnames:
             self._delete_donated(args, kwargs, outputs)
         return outputs
