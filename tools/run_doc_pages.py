@@ -184,9 +184,19 @@ def _same_text(ours: str, theirs: str, rtol: float, atol: float) -> bool:
         return ours == theirs
     for a, b in zip(NUMBER.findall(ours), NUMBER.findall(theirs)):
         x, y = float(a), float(b)
-        if not (x == y or (math.isnan(x) and math.isnan(y)) or abs(x - y) <= atol + rtol * abs(y)):
+        if not (x == y or (math.isnan(x) and math.isnan(y)) or abs(x - y) <= atol + rtol * abs(y)
+                or abs(x - y) <= _last_place(a, b) * (1 + 1e-9)):
             return False
     return True
+
+
+def _last_place(a: str, b: str) -> float:
+    """One unit of the last decimal both numbers print (without exponents, with as many decimals): values rounded
+    for printing (np.round(g, 4)) differ by it where the two results straddle a rounding boundary; 0 otherwise."""
+    if "." not in a or "." not in b or "e" in (a + b).lower():
+        return 0.0
+    decimals = len(a.split(".")[1])
+    return 10.0 ** -decimals if decimals == len(b.split(".")[1]) and decimals else 0.0
 
 
 def same_output(ours: str, theirs: str, rtol: float = 1e-4, atol: float = 1e-6, listed: bool = True) -> bool:
