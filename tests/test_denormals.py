@@ -66,3 +66,16 @@ def test_gradual_underflow_kept_when_asked():
     assert "MESHAX_FLUSH_DENORMALS=0" in found["state"], found
     assert found["numpy"] == found["jit"] == found["eager"] == pytest.approx(1e-38, rel=1e-6), found
     assert found["matmul"] == pytest.approx(256e-39, rel=1e-3), found
+
+
+@pytest.mark.parametrize("setting, said", [(None, "flushed to zero while meshax computes"),
+                                           ("0", "kept (gradual underflow: MESHAX_FLUSH_DENORMALS=0)")])
+def test_meshax_info_says_what_is_done(setting, said):
+    environment = {k: v for k, v in os.environ.items() if k != "MESHAX_FLUSH_DENORMALS"}
+    if setting is not None:
+        environment["MESHAX_FLUSH_DENORMALS"] = setting
+    out = subprocess.run([sys.executable, "-m", "meshax", "info"], capture_output=True, text=True, timeout=120,
+                         env=environment)
+    assert out.returncode == 0, out.stderr
+    line = next(line for line in out.stdout.splitlines() if line.startswith("subnormals:"))
+    assert said in line, line

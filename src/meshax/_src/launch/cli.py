@@ -295,7 +295,7 @@ def _mpi_lines() -> list[str]:
 
 def _compute_lines() -> list[str]:
     from ..interpreters import kernel_compiler
-    from ..runtime import allocator, blas_threads, compute_pool, cpu_budget
+    from ..runtime import allocator, blas_threads, compute_pool, cpu_budget, denormals
 
     try:
         compute, threads = cpu_budget.describe(), cpu_budget.compute_threads()
@@ -303,7 +303,7 @@ def _compute_lines() -> list[str]:
         compute, threads = str(error), 1
     blas = blas_threads.quiet_idle_threads(compute_pool.blas_controller(), threads)
     return [f"compute:     {compute}", f"BLAS idle:   {blas}", f"memory:      {allocator.keep_freed_memory()}",
-            f"kernels:     {kernel_compiler.describe()}"]
+            f"kernels:     {kernel_compiler.describe()}", f"subnormals:  {denormals.describe()}"]
 
 
 def info() -> int:
