@@ -138,13 +138,12 @@ class NumbaExecutor:
             spread([lambda s=start, e=stop: function(s, e, *arguments, out) for start, stop in ranges])
         return out
 
-
     def small_call(self, program: "_Program", in_types: Sequence[tuple[tuple[int, ...], np.dtype]],
                    out_shape: tuple[int, ...], out_dtype: np.dtype,
                    fallback: Callable[[Sequence[Any]], np.ndarray]) -> "SmallClusterCall":
         """A program's step (numpy_program.py) running a cluster too small for `run`'s dispatch, of inputs of
-        `in_types` ((shape, dtype) each), as its loop called directly, its kernel asked for now."""
-        examples = [np.dtype(dtype).type(0) if not shape else _example(np.empty((1,) * len(shape), dtype))
+        `in_types` ((shape, dtype) each), as its loop called directly (SmallClusterCall asks for its kernel)."""
+        examples = [np.dtype(dtype).type(0) if not shape else _stand_in(len(shape), np.dtype(dtype))
                     for shape, dtype in in_types]
         literals = [x if x.size > 1 else x.reshape(())[()] for x in program.literals]
         source = program.source_for(tuple(shape for shape, _ in in_types), out_shape)
@@ -214,9 +213,12 @@ def _type_of(x: Any) -> tuple:
 
 def _example(x: Any) -> Any:
     """A stand-in for argument `x` of the same type to compile with (a kernel called on it runs no iteration)."""
-    if not isinstance(x, np.ndarray):
-        return x
-    example = np.empty((1,) * x.ndim, x.dtype)
+    return _stand_in(x.ndim, x.dtype) if isinstance(x, np.ndarray) else x
+
+
+def _stand_in(ndim: int, dtype: np.dtype) -> np.ndarray:
+    """A read-only array of one element in each of `ndim` axes: the type of an input to compile for."""
+    example = np.empty((1,) * ndim, dtype)
     example.flags.writeable = False
     return example
 

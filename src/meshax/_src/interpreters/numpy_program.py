@@ -177,8 +177,7 @@ class NumpyProgram:
 
 
 def _small_cluster_call(cluster: Any, in_types: list[tuple[tuple[int, ...], np.dtype]], out: Any) -> Any:
-    # out: the cluster's output type (its aval)
-    """A small cluster's compiled loop as one step (numba_executor.SmallClusterCall), where its executor compiles
+    """For a small cluster with output type `out` (an aval): its compiled loop as one step (numba_executor.SmallClusterCall), where its executor compiles
     loops, numba can express it and it does more than one operation (a loop's call costs about what one NumPy
     call does; each further operation is one NumPy call saved); else None."""
     numba = getattr(cluster.executor, "numba", None)

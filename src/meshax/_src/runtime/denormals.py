@@ -122,7 +122,7 @@ class _Flushed:
     def __enter__(self) -> None:
         state = _thread
         state.depth += 1
-        if state.depth == 1 and not state.always and (_decided or enabled()) and _library.ready:
+        if state.depth == 1 and not state.always and enabled():
             if state.flushing is None:
                 _buffers()
             else:
