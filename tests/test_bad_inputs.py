@@ -665,8 +665,10 @@ SPECIALS = [np.nan, np.inf, -np.inf, -0.0]
 @st.composite
 def special_arrays(draw):
     shape = (draw(st.integers(1, 9)), draw(st.integers(1, 10)))
-    value = np.asarray(draw(st.lists(st.floats(-1e3, 1e3, width=32), min_size=shape[0] * shape[1],
-                                     max_size=shape[0] * shape[1])), np.float32).reshape(shape)
+    # no subnormals: meshax flushes them as XLA does where NumPy, the oracle here, keeps them (test_denormals.py)
+    value = np.asarray(draw(st.lists(st.floats(-1e3, 1e3, width=32, allow_subnormal=False),
+                                     min_size=shape[0] * shape[1], max_size=shape[0] * shape[1])),
+                       np.float32).reshape(shape)
     for _ in range(draw(st.integers(1, 6))):
         value[draw(st.integers(0, shape[0] - 1)), draw(st.integers(0, shape[1] - 1))] = draw(st.sampled_from(SPECIALS))
     return value

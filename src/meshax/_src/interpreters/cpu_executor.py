@@ -172,14 +172,12 @@ def _run_in_blocks(cluster: Any, plan: "_Plan", inputs: Sequence[np.ndarray],
     row_size = max(1, math.prod(out_shape[1:]))
     per_block = max(1, min(block_elements // row_size, -(-rows // threads)))
     out = np.empty(out_shape, cluster.out_aval.dtype) if out is None else out
-    errors = np.geterr()  # the caller's floating-point error handling, for the pool's threads too
 
     def block(start: int) -> None:
         stop = min(start + per_block, rows)
         pieces = [x[(slice(None),) * axis + (slice(start, stop),)] if axis is not None and x.shape[axis] == rows
                   else x for x, axis in zip(inputs, plan.row_axes)]
-        with np.errstate(**errors):
-            run_unfused(cluster.jaxpr, pieces, (stop - start,) + tuple(out_shape[1:]), plan.last_reads, out[start:stop])
+        run_unfused(cluster.jaxpr, pieces, (stop - start,) + tuple(out_shape[1:]), plan.last_reads, out[start:stop])
 
     device_pool.spread([functools.partial(block, start) for start in range(0, rows, per_block)], threads)
     return out

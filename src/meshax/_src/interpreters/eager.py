@@ -18,6 +18,7 @@ import numpy as np
 from ..config import config
 from ..profiler import recorder
 from ..runtime.denormals import flushed
+from ..runtime.numpy_errors import silenced
 from ..core.jaxpr import Jaxpr
 from ..core.dtypes import issubdtype
 from ..arrays.array import Array, read_only
@@ -48,7 +49,7 @@ class EagerTrace(Trace):
         super().__init__(None)
 
     def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
-        with flushed:  # subnormals flush to zero, as on XLA's CPU (runtime/denormals.py)
+        with flushed, silenced:  # subnormals flush to zero and NumPy warns of nothing, as XLA's CPU (runtime/)
             return self._process(primitive, args, params)
 
     def _process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
@@ -373,8 +374,7 @@ class _CheckingEagerTrace(EagerTrace):
     def process(self, primitive: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
         if primitive in inline_rules and isinstance(params.get("jaxpr"), Jaxpr):
             return inline_rules[primitive](*args, **params)  # a program (jit): unfused, each operation checked
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # the check below reports them
-            outputs = super().process(primitive, args, params)
+        outputs = super().process(primitive, args, params)  # NumPy warns of nothing: the check below reports them
         for output in (outputs if primitive.multiple_results else [outputs]):
             if isinstance(output, Array) and issubdtype(output.dtype, np.inexact):
                 self._check(primitive, output)

@@ -92,8 +92,7 @@ def _logistic(x: np.ndarray) -> np.ndarray:
     """1 / (1 + exp(-x)), in x's dtype (below -88.7 float32's exp overflows and the result is 0, as XLA's,
     which flushes results below 1.2e-38 to 0; at most 3 ulps from the correctly rounded value above that)."""
     e = np.negative(x, out=np.empty_like(x))  # an array even where x is 0-d (ufuncs give those scalars)
-    with np.errstate(over="ignore"):
-        np.exp(e, out=e)
+    np.exp(e, out=e)  # overflows to inf without a warning: meshax computes with NumPy's errors ignored
     e += 1
     return np.reciprocal(e, out=e)
 
@@ -104,8 +103,7 @@ def _logaddexp32(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     at most 2 ulps from the correctly rounded value, as np.logaddexp's); x + y where x - y is NaN (equal
     infinities, NaNs)."""
     top = np.maximum(x, y)
-    with np.errstate(invalid="ignore"):  # inf - inf, as np.logaddexp, without a warning
-        gap = np.asarray(np.subtract(x, y))  # an array even where x and y are 0-d
+    gap = np.asarray(np.subtract(x, y))  # an array even where x and y are 0-d; inf - inf is NaN, as np.logaddexp
     undefined = np.isnan(gap)
     np.abs(gap, out=gap)
     np.negative(gap, out=gap)

@@ -27,9 +27,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
-import numpy as np
-
-from . import allocator, blas_threads, cpu_budget, denormals
+from . import allocator, blas_threads, cpu_budget, denormals, numpy_errors
 
 logger = logging.getLogger("meshax")
 
@@ -231,14 +229,12 @@ def _side_by_side(calls: Sequence[Callable[[], Any]], threads: int, parts: int) 
     call may split into `parts` pieces."""
     results: list[Any] = [None] * len(calls)
     taken = itertools.count()  # next() on a count is atomic under the GIL
-    errors = np.geterr()  # the caller's floating-point error handling, for the pool's threads too
 
     def drain() -> None:
         _this_call.parts = parts
         try:
-            with np.errstate(**errors):
-                while (index := next(taken)) < len(calls):
-                    results[index] = calls[index]()
+            while (index := next(taken)) < len(calls):
+                results[index] = calls[index]()
         finally:
             _this_call.parts = None
 
@@ -263,12 +259,18 @@ def _piece_executor(size: int = 1) -> ThreadPoolExecutor:
     return _pool("meshax-piece", size)
 
 
+def _prepare_thread() -> None:
+    """A compute thread computes as XLA's CPU: subnormals flushed, NumPy's floating-point errors ignored."""
+    denormals.flush_this_thread()
+    numpy_errors.silence_this_thread()
+
+
 def _pool(name: str, size: int) -> ThreadPoolExecutor:
     pool, threads = _pools.get(name, (None, 0))
     if pool is None or threads < size:
         if pool is not None:
             pool.shutdown(wait=False)
         pool, threads = (ThreadPoolExecutor(max_workers=max(1, size), thread_name_prefix=name,
-                                            initializer=denormals.flush_this_thread), max(1, size))
+                                            initializer=_prepare_thread), max(1, size))
         _pools[name] = (pool, threads)
     return pool

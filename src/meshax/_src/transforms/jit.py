@@ -32,6 +32,7 @@ from ..core.jaxpr import Jaxpr, eval_jaxpr
 from ..sharding.mesh import AxisType, Mesh, current_mesh
 from ..runtime import devices as device_table
 from ..runtime.denormals import flushed
+from ..runtime.numpy_errors import silenced
 from ..arrays.partition import choose_mesh, sharding_for
 from .refs import Ref, unwrapped
 from . import residual_origins
@@ -159,10 +160,10 @@ class Jitted:
             return self.fun(*args, **kwargs)
         key, leaves, first = self._prepare(args, kwargs)
         if first:  # the numba kernels it asks for compile once the call is over
-            with kernel_compiler.deferred(), flushed:
+            with kernel_compiler.deferred(), flushed, silenced:
                 outputs = self._run(key, leaves)
         else:
-            with flushed:  # subnormals flush to zero, as on XLA's CPU (runtime/denormals.py)
+            with flushed, silenced:  # subnormals flush to zero and NumPy warns of nothing, as XLA's CPU (runtime/)
                 outputs = self._run(key, leaves)
         if self.donate_argnums or self.donate_argnames:
             self._delete_donated(args, kwargs, outputs)
