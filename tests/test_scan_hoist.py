@@ -124,3 +124,57 @@ def test_factors_much_larger_than_the_walked_inputs_stay_in_the_loop(monkeypatch
         _close(ours(XS), theirs)
         (loop,) = _scans(ours, XS)
         assert loop.params["num_carry"] == carries
+
+
+def _body_products(loop):
+    return [eq for eq in loop.params["jaxpr"].equations if eq.primitive.name == "dot_general"]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_products_of_rows_and_weights_are_computed_before_the_loop(reverse):
+    """x_t @ W with W the same every step becomes xs @ W before the loop, walked as one more input; h @ W (of a
+    carry) stays. Eagerly, under jit and in shard_map, against JAX."""
+    def program(lib, np_):
+        def cell(h, x):
+            h = np_.tanh(x @ W["wx"] + h @ W["wh"])
+            return h, (x @ W["wx"]) * 2.0
+        return lambda xs: lib.lax.scan(cell, xs[0] @ W["wx"] * 0.0, xs, reverse=reverse)  # varying in shard_map
+
+    theirs = program(jax, jjnp)(XS)
+    _close(program(meshax, jnp)(XS), theirs)
+    jitted = meshax.jit(program(meshax, jnp))
+    _close(jitted(XS), theirs)
+    (loop,) = _scans(jitted, XS)
+    assert len(loop.params["jaxpr"].invars) == 5  # two weights, the carry, the row, its product (once: CSE)
+    assert len(_body_products(loop)) == 1  # h @ wh
+    mesh = meshax.sharding.Mesh(np.array(meshax.devices()[:4]), ("d",))
+    P = meshax.sharding.PartitionSpec
+    mapped = meshax.jit(meshax.shard_map(program(meshax, jnp), mesh=mesh, in_specs=P(None, "d"),
+                                         out_specs=P(None, "d")))
+    xs = RNG.standard_normal((7, 8, 3)).astype(np.float32)
+    _close(mapped(xs), jax.shard_map(program(jax, jjnp), mesh=jax.sharding.Mesh(np.array(jax.devices()[:4]), ("d",)),
+                                     in_specs=jax.P(None, "d"), out_specs=jax.P(None, "d"))(xs))
+
+
+def test_products_that_are_not_row_times_weight_stay_in_the_loop(monkeypatch):
+    """A weight times a row (the other order), a row times a value computed in the body, a batched product, and
+    (with no memory allowance) a row times a weight: each stays a product of the loop's body."""
+    from meshax._src.lax import scan_hoist
+
+    weight = RNG.standard_normal((4, 4)).astype(np.float32)
+
+    def program(lib, np_):
+        def body(h, x):
+            swapped = weight @ x
+            computed = x @ np_.tanh(W["wh"][:3])
+            batched = lib.lax.dot_general(x[None], x[None], (((1,), (1,)), ((0,), (0,))))
+            return h + swapped[0, 0] + computed[0, 0] + batched[0, 0, 0], (x @ W["wx"])[0]
+        return lambda xs: lib.lax.scan(body, np.float32(0), xs)
+
+    theirs = program(jax, jjnp)(XS)
+    for allowance, products in ((1 << 20, 3), (-(1 << 30), 4)):
+        monkeypatch.setattr(scan_hoist, "EXTRA_STACKED_BYTES", allowance)
+        ours = meshax.jit(program(meshax, jnp))
+        _close(ours(XS), theirs)
+        (loop,) = _scans(ours, XS)
+        assert len(_body_products(loop)) == products

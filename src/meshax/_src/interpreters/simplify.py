@@ -11,7 +11,8 @@ sign of a zero sum and the transposed product's rounding on some BLAS kernels, b
 - a sum with a scatter-add into zeros becomes a scatter-add onto the other summand (below; equal but for the
   sign of a zero);
 - the rewrites higher layers install (`rewrites`: a convolution's input gradient as one primitive, windows.py; a
-  loop's running sums of per-step products as one product after it, lax/scan_hoist.py);
+  loop's running sums of per-step products as one product after it, and its products of rows and weights as
+  one product before it, lax/scan_hoist.py);
 - a transposed product, transpose(dot_general(a, b)) with the product read nowhere else and the
   transpose swapping its two groups of free dimensions, becomes dot_general(b, a): the result comes
   out in the order it is read in (a weight's gradient is a row-major matrix, as the weight it updates,

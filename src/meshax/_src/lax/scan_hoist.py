@@ -11,6 +11,13 @@ may sum them. Only dot_generals without batch dimensions and reduce_sums without
 factors change from step to step (computed from the rows or carries in the body, or rows of the walked inputs; not
 constants, not carries themselves), and only where the stacked factors take at most 64 MiB more memory than the
 inputs the loop walks.
+
+The other way round, a product of a walked row with a loop-invariant input (`x_t @ W`, a GRU's input
+projections) is computed before the loop for all the steps at once, `xs @ W`: one large product on the
+controller's threads instead of one small product a step, the loop walking its result (rows of a product have the
+same terms, summed in the same order by the BLAS kernels meshax's products use; both the first, walked run of a
+loop and its generated code take the rewritten loop). Taken where the stacked products take at most
+EXTRA_STACKED_BYTES more memory than the inputs the loop walks.
 """
 from __future__ import annotations
 
@@ -134,4 +141,53 @@ def _over_steps(term: Equation) -> dict[str, Any]:
     return dict(term.params, axes=(0,) + tuple(d + 1 for d in term.params["axes"]))
 
 
-simplify.rewrites["scan"] = _hoisted
+def _products_before(eq: Equation) -> Equation | list[Equation] | None:
+    """`eq` (a scan) with its products of a walked row and a loop-invariant input computed before it for all
+    the steps (one product each), the loop walking their results; None where it has none."""
+    params = eq.params
+    body: Jaxpr = params["jaxpr"]
+    consts, carries, length = params["num_consts"], params["num_carry"], params["length"]
+    if body.constvars:
+        return None
+    body = simplify.simplify(body)  # a product written twice is computed once
+    rows = {v.id: position for position, v in enumerate(body.invars[consts + carries:])}
+    invariant = {v.id for v in body.invars[:consts]}
+    found = [e for e in body.equations if _row_times_invariant(e, rows, invariant)]
+    walked = sum(_bytes(x.aval) for x in eq.inputs[consts + carries:])
+    if not found or length * sum(_bytes(e.outputs[0].aval) for e in found) > walked + EXTRA_STACKED_BYTES:
+        return None
+    xs = eq.inputs[consts + carries:]
+    before, new_xs = [], []
+    for e in found:
+        (lc, rc), batch = e.params["dimension_numbers"]
+        stacked = Var(_stacked(e.outputs[0].aval, length))
+        before.append(Equation(e.primitive, [xs[rows[e.inputs[0].id]], eq.inputs[body.invars.index(e.inputs[1])]],
+                               [stacked], dict(e.params, dimension_numbers=((tuple(d + 1 for d in lc), rc), batch))))
+        new_xs.append(stacked)
+    taken = {id(e) for e in found}
+    new_body = Jaxpr([], body.invars + [e.outputs[0] for e in found],
+                     [e for e in body.equations if id(e) not in taken], body.outvars)
+    return before + [Equation(scan_p, eq.inputs + new_xs, eq.outputs, dict(params, jaxpr=new_body))]
+
+
+def _row_times_invariant(e: Equation, rows: dict[int, int], invariant: set[int]) -> bool:
+    """Whether `e` is a dot_general (no batch dimensions, no sharding asked) of a walked row by a loop-invariant
+    input, in that order."""
+    if e.primitive is not P.dot_general or e.params.get("out_sharding") is not None or \
+            any(e.params["dimension_numbers"][1]):
+        return False
+    row, weight = e.inputs
+    return isinstance(row, Var) and isinstance(weight, Var) and row.id in rows and weight.id in invariant
+
+
+def _rewritten_scan(eq: Equation, producers: dict[int, Equation], uses: dict[int, int]) -> list[Equation] | None:
+    """`eq` (a scan) with its running sums of products after it and its products of rows before it."""
+    after = _hoisted(eq, producers, uses)
+    equations = after or [eq]
+    before = _products_before(equations[0])
+    if before is None:
+        return after
+    return before + equations[1:]
+
+
+simplify.rewrites["scan"] = _rewritten_scan
