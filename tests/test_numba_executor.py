@@ -15,7 +15,7 @@ import pytest
 
 import meshax
 import meshax.numpy as mnp
-from meshax._src.interpreters import fusion, kernel_compiler, numba_executor
+from meshax._src.interpreters import fusion, kernel_compiler
 from meshax._src.interpreters.fusion import executable, fused_p
 from meshax._src.runtime import compute_pool as device_pool
 from meshax.sharding import Mesh, PartitionSpec as P
@@ -255,7 +255,7 @@ def adam_like(p, m, v, g, bias, lr):
 jnp_sqrt, jnp_where = mnp.sqrt, mnp.where
 
 
-def test_small_clusters_run_as_their_loops_with_numpys_bits(monkeypatch):
+def test_small_clusters_run_as_their_loops_with_numpys_bits():
     """Each chain of a small program is one compiled loop once asked for (on its ASK_ON_CALL-th call; compiled
     at once here), its values NumPy's bit for bit (subnormals apart: both flush here); before that, and for an
     input that is not C-ordered, the NumPy calls, with the same values."""
@@ -263,7 +263,6 @@ def test_small_clusters_run_as_their_loops_with_numpys_bits(monkeypatch):
     p, m, v, g = (edges((64, 48), seed) for seed in range(4))
     v = np.abs(v)
     bias, lr = rng.standard_normal(48).astype(np.float32), np.float32(1e-3)
-    monkeypatch.setattr(numba_executor.SmallClusterCall, "ASK_ON_CALL", 3)  # not the 100,000 of real loops
     closed, program, calls = _small_calls(adam_like, p, m, v, g, bias, lr)
     assert len(calls) >= 3, calls
     inputs = [p, m, v, g, bias, lr]

@@ -159,13 +159,12 @@ class SmallClusterCall:
     """A small cluster as one call of a program: its compiled loop over the whole output on this thread once numba
     has compiled it (through the overload's entry point: no dispatch), else (and for an input that is not
     C-ordered) its NumPy calls, `fallback`. The same values either way. The kernel is asked for on the
-    `ASK_ON_CALL`th call: only a loop that long-running compiles one."""
+    `ASK_ON_CALL`th call: a program run once or twice (most of a test suite's) compiles nothing."""
 
-    # A small loop saves a few microseconds a call (the NumPy calls it replaces) and costs 1-2 s of compilation,
-    # in the background thread but holding the GIL most of that time: optax's alias tests, whose optimizers run
-    # thousands of steps, asked for 17 kernels on their 3rd call and ran 30% slower for it (2-core Xeon). Asked
-    # for on the 100,000th call, a kernel is made for a loop that has shown it runs long enough to pay it back.
-    ASK_ON_CALL = 100_000
+    # Measured both ways on a 2-core Xeon (session 28): asked for on the 100,000th call instead, optax's alias
+    # tests (17 kernels, compiled in the background but holding the GIL much of the time) ran ~20% faster, and
+    # the tiny model's training step 1.6x slower (its ~80 NumPy calls a step back to ~160). Training steps win.
+    ASK_ON_CALL = 3
 
     def __init__(self, compiler: KernelCompiler, key: Any, source: str, examples: list[Any], scalars: list[bool],
                  literals: list[Any], out_shape: tuple[int, ...], out_dtype: np.dtype,
