@@ -14,9 +14,10 @@ inputs the loop walks.
 
 The other way round, a product of a walked row with a loop-invariant input (`x_t @ W`, a GRU's input
 projections) is computed before the loop for all the steps at once, `xs @ W`: one large product on the
-controller's threads instead of one small product a step, the loop walking its result (rows of a product have the
-same terms, summed in the same order by the BLAS kernels meshax's products use; both the first, walked run of a
-loop and its generated code take the rewritten loop). Taken where the stacked products take at most
+controller's threads instead of one small product a step, the loop walking its result (the same terms; OpenBLAS
+sums them in the same order for the GRU's and transformers' shapes, but may order a small odd-shaped product's
+otherwise, ~1 ulp; the first, walked run of a loop and its generated code both take the rewritten loop, so every
+run and every process computes the same). Taken where the stacked products take at most
 EXTRA_STACKED_BYTES more memory than the inputs the loop walks.
 """
 from __future__ import annotations
@@ -141,7 +142,7 @@ def _over_steps(term: Equation) -> dict[str, Any]:
     return dict(term.params, axes=(0,) + tuple(d + 1 for d in term.params["axes"]))
 
 
-def _products_before(eq: Equation) -> Equation | list[Equation] | None:
+def _products_before(eq: Equation) -> list[Equation] | None:
     """`eq` (a scan) with its products of a walked row and a loop-invariant input computed before it for all
     the steps (one product each), the loop walking their results; None where it has none."""
     params = eq.params
