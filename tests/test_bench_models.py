@@ -1,5 +1,7 @@
 """benchmarks/bench_models.py: a smoke run (meshax, tiny, one and two processes) writes a row with its step times
-and equal losses; its table of model sizes matches workers/models.py; its busy loops do not outlive their block."""
+and equal losses; its table of model sizes matches workers/models.py; its busy loops do not outlive their block.
+benchmarks/interleave_models.py: a smoke run times both libraries' steps by turns in one process, with equal
+losses."""
 from __future__ import annotations
 
 import importlib.util
@@ -41,6 +43,23 @@ def test_smoke_run_writes_rows_with_times_and_equal_losses(tmp_path: Path) -> No
         assert cells[5] == "not run" and cells[6] == "n/a", row  # JAX not run (--only meshax)
         assert float(cells[8]) > 0, row  # the first step, in seconds
         assert cells[12].startswith("yes"), row  # both jobs' losses agree
+    assert "### Failures" not in text
+
+
+def test_interleaved_run_times_both_libraries_with_equal_losses(tmp_path: Path) -> None:
+    output = tmp_path / "interleave_smoke"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MESHAX_", "JAX_", "XLA_FLAGS"))}
+    result = subprocess.run([sys.executable, str(BENCH / "interleave_models.py"), "--models", "tiny", "--rounds", "2",
+                             "--warmup", "1", "--output", str(output)],
+                            cwd=REPO, env=env, capture_output=True, text=True, timeout=150)
+    assert result.returncode == 0, result.stderr[-3000:]
+    text = output.with_suffix(".md").read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| tiny | 0 |"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[2].startswith("**") and "n=2" in cells[2] and "n=2" in cells[3], row  # both libraries, 2 rounds
+    assert float(cells[4]) > 0 and float(cells[5]) > 0, row  # the ratios
+    assert float(cells[7]) > 0 and float(cells[8]) > 0, row  # the first steps, in seconds
+    assert cells[9].startswith("yes"), row  # meshax's losses are JAX's
     assert "### Failures" not in text
 
 
