@@ -57,14 +57,14 @@ def load_models(library: str) -> ModuleType:
 
 
 class Runner:
-    """One library's model: its state, and a timed run of `repeat` steps."""
+    """One library's model (built by its own copy of models.py, `models`): its state, and timed runs of steps."""
 
-    def __init__(self, library: str, model: str, repeat: int) -> None:
-        self.library, self.repeat = library, repeat
+    def __init__(self, library: str, model: str) -> None:
+        self.library = library
         self.lib: Any = jax if library == "jax" else sys.modules["meshax"]
-        models = load_models(library)
+        self.models = load_models(library)
         mesh = self.lib.sharding.Mesh(np.array(self.lib.devices()[:1]), ("data",))
-        self.model = models.build(model, mesh)
+        self.model = self.models.build(model, mesh)
         self.params, self.opt_state = self.model.params, self.model.opt_state
         self.losses: list[float] = []
 
@@ -94,8 +94,8 @@ def main() -> int:
     args = parser.parse_args()
     import meshax  # noqa: F401 - after JAX, as a program using both would; load_models finds it imported
 
-    runners = [Runner(library, args.model, 1) for library in ("meshax", "jax")]
-    repeat = load_models("jax").REPEAT.get(args.model, 1)
+    runners = [Runner(library, args.model) for library in ("meshax", "jax")]
+    repeat = runners[1].models.REPEAT.get(args.model, 1)
     firsts = {r.library: r.run(1) for r in runners}
     for _ in range(args.warmup - 1):
         for r in runners:
