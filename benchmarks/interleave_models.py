@@ -22,33 +22,22 @@ import sys
 import time
 
 from _common import (STRIPPED_ENV_PREFIXES, WORKERS_DIR, ForeignLoad, busy_loops, chosen, exit_cleanly_on_signals,
-                     failures_section, finish, machine_info, markdown_table, median, python, quantile, run_job)
-from bench_models import LOSS_RTOL, MODELS, TARGETS
+                     failures_section, finish, machine_info, markdown_table, median, python, run_job)
+from bench_models import LOSS_RTOL, MODELS, losses_text, step_text, target_text
 from bench_train import host_line
 
 JOB_TIME = 900.0  # seconds one model's job may take (the GPT at 15 rounds beside 2 busy loops: ~5 min here)
 
 
-def spread(values: list[float]) -> str:
-    """Median in ms with its interquartile range and count."""
-    ms = [v * 1e3 for v in values]
-    digits = 2 if median(ms) < 10 else 1 if median(ms) < 100 else 0
-    return (f"**{median(ms):.{digits}f}** ({quantile(ms, 0.25):.{digits}f}–{quantile(ms, 0.75):.{digits}f}, "
-            f"n={len(ms)})")
-
-
 def row(model: str, load: int, record: dict) -> tuple[list[str], bool]:
-    """The table row of one job's record, and whether its losses agree."""
+    """The table row of one job's record (bench_models.py's cell formats), and whether its losses agree."""
     ours, theirs = record["times"]["meshax"], record["times"]["jax"]
     paired = median([a / b for a, b in zip(ours, theirs)])
-    losses = list(zip(record["losses"]["meshax"], record["losses"]["jax"]))
-    worst = max(abs(a - b) / max(abs(b), 1e-30) for a, b in losses)
-    target = TARGETS[((1, 1), load)] if ((1, 1), load) in TARGETS else None
-    met = "" if target is None else ("yes" if paired <= target else "**no**") + f" (≤ {target}x)"
-    first_m, first_j = record["firsts"]["meshax"], record["firsts"]["jax"]
-    agree = worst <= LOSS_RTOL
-    return [model, str(load), spread(ours), spread(theirs), f"{median(ours) / median(theirs):.2f}", f"{paired:.2f}",
-            met, f"{first_m:.2f}", f"{first_j:.2f}", f"{'yes' if agree else '**NO**'} ({worst:.0e})"], agree
+    worst = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(record["losses"]["meshax"], record["losses"]["jax"]))
+    return [model, str(load), step_text({"times": ours, "failed": 0}, True),
+            step_text({"times": theirs, "failed": 0}, True), f"{median(ours) / median(theirs):.2f}", f"{paired:.2f}",
+            target_text(1, 1, load, paired, 1.0), f"{record['firsts']['meshax']:.2f}",
+            f"{record['firsts']['jax']:.2f}", losses_text((worst, "meshax"))], worst <= LOSS_RTOL
 
 
 def main() -> int:
