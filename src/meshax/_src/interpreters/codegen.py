@@ -15,7 +15,9 @@ intermediate is deleted after its last reader. Some work is left out where it ca
   function made with a call of the same kind, of the result's shape and type, and read only by such calls
   (so no view of it exists);
 - such a call whose result is a scan's y (and no other output) writes it straight into its row of the stacked
-  result (`stores`), not into a buffer copied there afterwards;
+  result (`stores`), not into a buffer copied there afterwards; so does any implementation marked `writes_out`
+  (`call(*args, out=buffer)` leaves its value in `buffer`: a small cluster's compiled loop, a transcendental);
+- the result of an implementation marked `exact_result` (an array of the step's type) is not checked;
 - an implementation with a `specialize(params, input types)` giving a call for these types (a product of two
   matrices: cpu_kernels.py) is that call, with the inputs alone, and its result is of its type;
 - likewise a scatter (an implementation marked `overwrites_operand`) updates its operand in place instead of
@@ -95,9 +97,9 @@ def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", 
     """Lines (added to `source`, indented by `indent`) computing `program`'s steps, its consts and args being the
     local variables `inputs` (arrays of their types where `inputs_typed`: see `typed_inputs`); returns the
     expressions of its outputs. Its intermediates are the locals `{prefix}{slot}`. `stores` names, for output
-    slots that are one output only, an array of the result's shape and type to leave the value in (a scan's row
-    of a stacked y): a direct call computing one writes it there (its expression is then None, nothing is left
-    for the caller to store)."""
+    slots, an array of the result's shape and type to leave the value in (a scan's row of a stacked y): a direct
+    call computing one writes it there (its expression is then None, nothing is left for the caller to store;
+    the local names that row)."""
     types: dict[int, SlotType] = program.slot_types
     names: dict[int, str] = dict(zip((*program.const_slots, *program.arg_slots), inputs))
     for slot, value in enumerate(program.template):
@@ -134,6 +136,11 @@ def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", 
             fresh.add(out)
         elif special_for is not None and (special := special_for(params, [types.get(i) for i in ins])) is not None:
             source.lines.append(f"{indent}{names[outs[0]]} = {source.bind(special)}({args})")  # of its type
+        elif not multiple and stores and outs[0] in stores and getattr(call, "writes_out", False):
+            arguments = ", ".join([args] * bool(ins) + [f"**{source.bind(params)}"] * bool(params))
+            source.lines.append(f"{indent}{names[outs[0]]} = {source.bind(call)}({arguments}, "
+                                f"out={stores[outs[0]]})")
+            stored.add(outs[0])
         else:
             if getattr(call, "overwrites_operand", False):  # its result is a buffer of its own, or its operand's
                 if ins[0] in released and ins[0] in fresh and ins[0] in no_views and ins[0] not in ins[1:] \
@@ -147,6 +154,8 @@ def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", 
                                     f" = {call_text}")
                 source.lines.extend(f"{indent}{names[s]} = typed({names[s]}, {source.bind(t)})"
                                     for s, t in zip(outs, dtypes))
+            elif getattr(call, "exact_result", False):
+                source.lines.append(f"{indent}{names[outs[0]]} = {call_text}")
             else:
                 source.lines.append(f"{indent}{names[outs[0]]} = typed({call_text}, {source.bind(dtypes[0])})")
         known.update(outs)

@@ -5,7 +5,8 @@ Running a loop's body through its program once per iteration costs, besides the 
 itself and the lists of its inputs and outputs (a scan of tanh(c @ w + x) over 1000 rows of (4, 16): 37 -> 24 ms
 written out, its gradient 112 -> 71 ms, on 2 busy cores). Here the loop is one function: the carries are local
 variables, a scan's rows of the xs are sliced and its ys written into the stacked results made before the loop
-(by the NumPy call computing one, where it can: codegen.emit's `stores`), in the same order and with the same
+(by the call computing one, where it can: codegen.emit's `stores`; a carry that is also a y is then that row, and
+a y that is a row of an x is that x), in the same order and with the same
 values as running the body's program once per iteration (control_flow.py's rules, which call `scan_function` and
 `while_function` and fall back on that where they give None: a loop's first run, a profiler trace being
 recorded, an evaluator without programs, a body with constants of its own).
@@ -68,24 +69,33 @@ def _scan(body: Any, jaxpr: Jaxpr, num_consts: int, num_carry: int, length: int,
                                                                          ("x", n_xs)))
     ys = [v.aval for v in jaxpr.outvars[num_carry:]]
     stacks = [f"y{k}" for k in range(len(ys))]
+    outs = body.out_slots
+    x_of_slot = dict(zip(body.arg_slots[num_consts + num_carry:], xs))
     if consts + carry + xs:
         source.lines.append(f"{', '.join(consts + carry + xs)}, = args")
         typed_inputs(source, body, consts + carry + xs)  # the xs' rows then too
-    for name, aval in zip(stacks, ys):
-        stacked = (length, *(int(d) for d in aval.shape))
-        source.lines.append(f"{name} = empty({stacked!r}, {source.bind(np.dtype(aval.dtype))})")
+    for name, aval, slot in zip(stacks, ys, outs[num_carry:]):
+        if slot in x_of_slot:  # a y that is a row of an x (a residual the gradient reads): that x, C-ordered
+            source.lines.append(f"{name} = {source.bind(np.ascontiguousarray)}({x_of_slot[slot]})")
+        else:
+            stacked = (length, *(int(d) for d in aval.shape))
+            source.lines.append(f"{name} = empty({stacked!r}, {source.bind(np.dtype(aval.dtype))})")
     source.lines.append(f"for i in range({length - 1}, -1, -1):" if reverse else f"for i in range({length}):")
     rows = [f"r{k}" for k in range(n_xs)]
     for row, x, var in zip(rows, xs, jaxpr.invars[num_consts + num_carry:]):
         # a row of a 1-d x is a NumPy scalar: as an array, as the body's program is given it
         source.lines.append(f"    {row} = {x}[i]" if var.aval.ndim else f"    {row} = asarray({x}[i])")
-    outs = body.out_slots
-    once = [slot for slot in outs[num_carry:] if outs.count(slot) == 1]  # a y that is no carry nor another y
+    # a value that is one y only is computed into its row; where it is a carry too, the carry is that row
+    once = [slot for slot in outs[num_carry:] if outs[num_carry:].count(slot) == 1]
     stores = {slot: f"{name}[i]" for slot, name in zip(outs[num_carry:], stacks) if slot in once}
     outputs = emit(source, body, consts + carry + rows, indent="    ", inputs_typed=True, stores=stores)
-    source.lines.extend(f"    {name}[i] = {value}" for name, value in zip(stacks, outputs[num_carry:])
-                        if value is not None)
-    _assign(source, carry, outputs[:num_carry])  # after the ys: a y may be a carry's old value
+    source.lines.extend(f"    {name}[i] = {value}" for name, value, slot in zip(stacks, outputs[num_carry:],
+                                                                                  outs[num_carry:])
+                        if value is not None and slot not in x_of_slot)
+    # after the ys: a y may be a carry's old value (a stored value is the local `v{slot}`, see `emit`)
+    _assign(source, carry, [value or f"v{slot}" for slot, value in zip(outs, outputs[:num_carry])])
+    # a carry computed into a y's row is copied once at the end: no result is a view of another
+    source.lines.extend(f"{name} = {name}.copy()" for name, value in zip(carry, outputs[:num_carry]) if value is None)
     source.lines.append(f"return [{', '.join(carry + stacks)}]")
     return source.function("scan", "args")
 

@@ -165,6 +165,8 @@ class SmallClusterCall:
     # tests (17 kernels, compiled in the background but holding the GIL much of the time) ran ~20% faster, and
     # the tiny model's training step 1.6x slower (its ~80 NumPy calls a step back to ~160). Training steps win.
     ASK_ON_CALL = 3
+    writes_out = True  # call(*inputs, out=buffer) leaves the value in `buffer` (C-ordered, of its shape and type)
+    exact_result = True  # its value is an array of the output's type
 
     def __init__(self, compiler: KernelCompiler, key: Any, source: str, examples: list[Any], scalars: list[bool],
                  literals: list[Any], out_shape: tuple[int, ...], out_dtype: np.dtype,
@@ -176,10 +178,10 @@ class SmallClusterCall:
         self._fallback = fallback
         self._entry: Callable[..., None] | None = None
 
-    def __call__(self, *inputs: Any) -> np.ndarray:
+    def __call__(self, *inputs: Any, out: np.ndarray | None = None) -> np.ndarray:
         entry = self._entry or self._compiled()
         if entry is None:
-            return self._fallback(inputs)
+            return self._fallen_back(inputs, out)
         arguments = []
         for x, scalar in zip(inputs, self._scalars):
             if type(x) is not np.ndarray:  # a value of another kind (an Array given to numpy_eval.run)
@@ -189,9 +191,18 @@ class SmallClusterCall:
             elif x.flags.c_contiguous:
                 arguments.append(x)
             else:
-                return self._fallback(inputs)
-        out = np.empty(self._out_shape, self._out_dtype)
+                return self._fallen_back(inputs, out)
+        if out is None:
+            out = np.empty(self._out_shape, self._out_dtype)
         entry(0, self._rows, *arguments, *self._literals, out)
+        return out
+
+    def _fallen_back(self, inputs: Sequence[Any], out: np.ndarray | None) -> np.ndarray:
+        """The cluster's value by its NumPy calls, left in `out` where given."""
+        value = self._fallback(inputs)
+        if out is None:
+            return value
+        out[...] = value
         return out
 
     def _compiled(self) -> Callable[..., None] | None:

@@ -88,10 +88,11 @@ def _erf64(x: np.ndarray) -> np.ndarray:
     return scipy.special.erf(x)
 
 
-def _logistic(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)), in x's dtype (below -88.7 float32's exp overflows and the result is 0, as XLA's,
-    which flushes results below 1.2e-38 to 0; at most 3 ulps from the correctly rounded value above that)."""
-    e = np.negative(x, out=np.empty_like(x))  # an array even where x is 0-d (ufuncs give those scalars)
+def _logistic(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """1 / (1 + exp(-x)), in x's dtype, written into `out` where given (below -88.7 float32's exp overflows and
+    the result is 0, as XLA's, which flushes results below 1.2e-38 to 0; at most 3 ulps from the correctly
+    rounded value above that)."""
+    e = np.negative(x, out=np.empty_like(x) if out is None else out)  # an array even where x is 0-d
     np.exp(e, out=e)  # overflows to inf without a warning: meshax computes with NumPy's errors ignored
     e += 1
     return np.reciprocal(e, out=e)
@@ -139,14 +140,25 @@ def transcendental(name: str, function: Callable[[np.ndarray], np.ndarray] | Non
     else:
         single = _FLOAT32.get(name, other)
 
-    def impl(x: np.ndarray, **_: Any) -> np.ndarray:
+    # the float32 kernel writing into a given buffer, where it can (else the value is copied there)
+    single_into = _logistic if single is _logistic else (single if isinstance(single, np.ufunc) else None)
+
+    def impl(x: np.ndarray, out: np.ndarray | None = None, **_: Any) -> np.ndarray:
         if x.dtype == np.float32:
-            return single(x)
-        if x.dtype.name in _HALF:
-            return single(x.astype(np.float32)).astype(x.dtype)
-        return other(x)
+            if out is not None and single_into is not None:
+                return single_into(x, out=out)
+            value = single(x)
+        elif x.dtype.name in _HALF:
+            value = single(x.astype(np.float32)).astype(x.dtype)
+        else:
+            value = other(x)
+        if out is None:
+            return value
+        out[...] = value
+        return out
 
     impl.precise = True  # each element's value depends on that element alone: blocks may be joined
+    impl.writes_out = True  # impl(x, out=buffer) leaves the value in `buffer` (of its shape and type)
     return impl
 
 
