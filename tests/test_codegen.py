@@ -245,12 +245,12 @@ def test_a_scans_ys_computed_by_numpy_calls_are_written_into_their_rows(monkeypa
 
 def test_a_scans_carry_and_transcendentals_are_computed_into_their_rows(monkeypatch):
     """A value that is one y and also the carry is computed into its row (the carry then is that row, copied once at
-    the end), a transcendental's and a small cluster's too, and a y that is a row of an x is that x: no copy per
-    iteration. Bit for bit the walked loop's values, and no result a view of another."""
+    the end), a transcendental's, a concatenation's and a small cluster's too, and a y that is a row of an x is that
+    x: no copy per iteration. Bit for bit the walked loop's values, and no result a view of another."""
     def f(w, x):
         def body(c, row):
             c = jnp.tanh(c * 0.5 + row * w) * 2.0 + 1.0
-            return c, (c, row, lax.logistic(row * 3.0 - c), jnp.tanh(row))
+            return c, (c, row, lax.logistic(row * 3.0 - c), jnp.tanh(row), jnp.concatenate([c, row], axis=1))
         return lax.scan(body, w, x)
 
     w, x = _inputs([(4, 8), (30, 4, 8)])
@@ -262,9 +262,9 @@ def test_a_scans_carry_and_transcendentals_are_computed_into_their_rows(monkeypa
     for _ in range(4):  # from the third call on, the small clusters run as compiled loops (SmallClusterCall)
         got = numpy_eval.run(closed.jaxpr, closed.consts, [w, x])
     source = next(loop for loop in loops if loop is not None).source
-    assert source.count("out=y") == 3 and "[i] = " not in source.replace("r0 = x0[i]", ""), source
+    assert source.count("out=y") == 4 and "[i] = " not in source.replace("r0 = x0[i]", ""), source
     assert got[2] is not None and np.shares_memory(got[2], x)
     _walked(monkeypatch)
     _same(got, numpy_eval.run(closed.jaxpr, closed.consts, [w, x]))
-    others = [got[0], got[1], got[3], got[4]]
+    others = [got[0], got[1], got[3], got[4], got[5]]
     assert not any(np.shares_memory(a, b) for k, a in enumerate(others) for b in others[k + 1:])

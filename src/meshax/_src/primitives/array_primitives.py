@@ -388,8 +388,12 @@ def _concatenate_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray],
     return rules.Layout([inputs] * len(avals), [inputs], result_specs=[agreed])
 
 
-concatenate = _define("concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis), _concatenate_aval,
-                      _concatenate_rule)
+def _concatenate_impl(*xs: np.ndarray, axis: int, out: np.ndarray | None = None) -> np.ndarray:
+    return np.concatenate(xs, axis=axis, out=out)
+
+
+_concatenate_impl.writes_out = True  # given `out` (of the result's shape and type), the result is left there
+concatenate = _define("concatenate", _concatenate_impl, _concatenate_aval, _concatenate_rule)
 
 
 def _gather_aval(x: ShapedArray, *indices: ShapedArray, index: tuple[Any, ...]) -> ShapedArray:
