@@ -31,14 +31,19 @@ def matrix(shape, dtype=FLOAT, seed=0, shift=0.0):
     return x.astype(dtype)
 
 
-def run(case, *args, mode="eager"):
-    """case(scipy.linalg module, numpy module, *arrays) in meshax (eager or jit) and in JAX."""
+def run_jax(case, *args):
+    """case(scipy.linalg module, numpy module, *arrays) in JAX (eagerly)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        theirs = case(J, jjnp, *[jjnp.asarray(a) for a in args])
+        return case(J, jjnp, *[jjnp.asarray(a) for a in args])
+
+
+def run_meshax(case, *args, mode="eager"):
+    """case(scipy.linalg module, numpy module, *arrays) in meshax, eagerly or under jit."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         arrays = [mjnp.asarray(a) for a in args]
-        ours = meshax.jit(lambda *xs: case(M, mjnp, *xs))(*arrays) if mode == "jit" else case(M, mjnp, *arrays)
-    return ours, theirs
+        return meshax.jit(lambda *xs: case(M, mjnp, *xs))(*arrays) if mode == "jit" else case(M, mjnp, *arrays)
 
 
 def same(ours, theirs, rtol=2e-4, atol=2e-4):
@@ -52,8 +57,10 @@ def same(ours, theirs, rtol=2e-4, atol=2e-4):
 
 
 def check(case, *args, modes=("eager", "jit"), **tol):
+    """meshax in each mode against one run of JAX."""
+    theirs = run_jax(case, *args)
     for mode in modes:
-        same(*run(case, *args, mode=mode), **tol)
+        same(run_meshax(case, *args, mode=mode), theirs, **tol)
 
 
 def raises_as_jax(exception, case, *args):
