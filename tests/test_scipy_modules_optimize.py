@@ -53,18 +53,21 @@ def _compare(ours, theirs, x_tol, minimizer=None):
 
 
 @pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: getattr(p, "__name__", ""))
-@pytest.mark.parametrize("method", ["BFGS", "bfgs", LBFGS])
+@pytest.mark.parametrize("method", ["BFGS", LBFGS])
 @pytest.mark.parametrize("options", [None, {"gtol": 1e-3}, {"maxiter": 200, "norm": 2}], ids=str)
 def test_minimize_converges_like_jax(problem, method, options):
+    """meshax against one JAX run; BFGS under both spellings, "BFGS" and "bfgs" (JAX's result is the same for
+    both, and each run compiles its loop anew: ~2 s)."""
     fun, x0, args, minimizer = problem
     theirs = jax.scipy.optimize.minimize(fun(jax), x0, args, method=method, options=options)
-    ours = meshax.scipy.optimize.minimize(fun(meshax), mnp.asarray(x0), args, method=method, options=options)
-    _compare(ours, theirs, 2e-3, minimizer)
-    if bool(ours.success):
-        assert np.linalg.norm(np.asarray(ours.jac), (options or {}).get("norm", np.inf)) < \
-            (options or {}).get("gtol", 1e-5)
-    if method != LBFGS:
-        np.testing.assert_allclose(np.asarray(ours.hess_inv), np.asarray(ours.hess_inv).T, atol=1e-3)
+    for spelling in (method, method.lower()) if method == "BFGS" else (method,):
+        ours = meshax.scipy.optimize.minimize(fun(meshax), mnp.asarray(x0), args, method=spelling, options=options)
+        _compare(ours, theirs, 2e-3, minimizer)
+        if bool(ours.success):
+            assert np.linalg.norm(np.asarray(ours.jac), (options or {}).get("norm", np.inf)) < \
+                (options or {}).get("gtol", 1e-5)
+        if method != LBFGS:
+            np.testing.assert_allclose(np.asarray(ours.hess_inv), np.asarray(ours.hess_inv).T, atol=1e-3)
 
 
 @pytest.mark.parametrize("method", ["BFGS", LBFGS])
@@ -81,7 +84,10 @@ def test_minimize_iteration_limit(method):
 def test_minimize_jit_and_vmap(method):
     fun = rosenbrock(meshax)
     x0 = np.array([[0.5, 0.3], [0.5, 0.5], [1.2, 1.3]], np.float32)
-    theirs = jax.vmap(lambda x: jax.scipy.optimize.minimize(rosenbrock(jax), x, method=method).x)(x0)
+    # JAX's batched result only gives the shape compared below (the values are checked against the minimizer):
+    # traced for its shape, not run (an eager vmap of the loop took ~15 s)
+    theirs = jax.eval_shape(jax.vmap(lambda x: jax.scipy.optimize.minimize(rosenbrock(jax), x, method=method).x),
+                            x0)
     ours = meshax.vmap(lambda x: meshax.scipy.optimize.minimize(fun, x, method=method).x)(mnp.asarray(x0))
     np.testing.assert_allclose(np.asarray(ours), np.ones_like(x0), atol=2e-3)
     assert np.shape(ours) == np.shape(theirs)
