@@ -54,12 +54,21 @@ def check_case(case: Callable[..., Any], args: tuple, mode: str, **tolerances: A
 
 
 def check_modes(case: Callable[..., Any], *args: Any, modes: tuple[str, ...] = ("eager", "jit"),
-                **tolerances: Any) -> None:
+                **tolerances: Any) -> Any:
     """`case(L, *args)` in meshax (each mode) and in JAX agree: values, shapes, dtypes and weak types (NumPy's
-    runtime warnings of the cases' edge values silenced)."""
+    runtime warnings of the cases' edge values silenced). Returns JAX's result."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         theirs = run_jax(case, args)
+    check_against(theirs, case, *args, modes=modes, **tolerances)
+    return theirs
+
+
+def check_against(theirs: Any, case: Callable[..., Any], *args: Any, modes: tuple[str, ...] = ("eager", "jit"),
+                  **tolerances: Any) -> None:
+    """check_modes given JAX's result of the case already (`run_jax(case, args)`), so JAX runs once."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
         for mode in modes:
             assert_matches(run_meshax(case, args, mode), theirs, **tolerances)
 
