@@ -31,8 +31,13 @@ def run_meshax(case: Callable[..., Any], args: tuple, mode: str) -> Any:
     return mapped(*arrays)
 
 
-def run_jax(case: Callable[..., Any], args: tuple) -> Any:
-    return case(jax, *(jax.numpy.asarray(a) for a in args))
+def run_jax(case: Callable[..., Any], args: tuple, jitted: bool = False) -> Any:
+    """`case(jax, *args)`, eagerly or (`jitted`: one compilation instead of one per operation, for values that
+    agree with the eager ones far within the case's tolerances) under jax.jit."""
+    arrays = tuple(jax.numpy.asarray(a) for a in args)
+    if jitted:
+        return jax.jit(lambda *xs: case(jax, *xs))(*arrays)
+    return case(jax, *arrays)
 
 
 def assert_matches(ours: Any, theirs: Any, rtol: float = 2e-6, atol: float = 1e-6, check_weak: bool = True) -> None:
@@ -54,12 +59,12 @@ def check_case(case: Callable[..., Any], args: tuple, mode: str, **tolerances: A
 
 
 def check_modes(case: Callable[..., Any], *args: Any, modes: tuple[str, ...] = ("eager", "jit"),
-                **tolerances: Any) -> Any:
-    """`case(L, *args)` in meshax (each mode) and in JAX agree: values, shapes, dtypes and weak types (NumPy's
-    runtime warnings of the cases' edge values silenced). Returns JAX's result."""
+                jax_jitted: bool = False, **tolerances: Any) -> Any:
+    """`case(L, *args)` in meshax (each mode) and in JAX (eagerly, or under jit: `run_jax`) agree: values, shapes,
+    dtypes and weak types (NumPy's runtime warnings of the cases' edge values silenced). Returns JAX's result."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        theirs = run_jax(case, args)
+        theirs = run_jax(case, args, jax_jitted)
     check_against(theirs, case, *args, modes=modes, **tolerances)
     return theirs
 

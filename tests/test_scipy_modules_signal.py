@@ -1,5 +1,7 @@
 """meshax.scipy.signal's detrend, stft, istft, welch and csd against JAX 0.12: each over dtypes, shapes and
-keywords, eagerly and under jit (values, shapes, dtypes, weak types), errors of the same class, grad and vmap."""
+keywords, eagerly and under jit (values, shapes, dtypes, weak types), errors of the same class, grad and vmap.
+JAX's stft, istft, welch and csd run under jax.jit: eagerly each of its operations compiles apart (welch over the
+cases: 36 s against 5.8 s), and the values agree with the eager ones to 6e-7, against the 2e-4 tolerance."""
 from __future__ import annotations
 
 import warnings
@@ -46,8 +48,10 @@ def _quiet(case):
 def test_welch_and_csd(signal, kw):
     shape, axis, dtype = signal
     x, y = random_data(shape, dtype), random_data(shape, dtype, 1)
-    check_modes(_quiet(lambda L, u: L.scipy.signal.welch(u, axis=axis, **kw)), x, rtol=2e-4, atol=2e-4)
-    check_modes(_quiet(lambda L, u, v: L.scipy.signal.csd(u, v, axis=axis, **kw)), x, y, rtol=2e-4, atol=2e-4)
+    check_modes(_quiet(lambda L, u: L.scipy.signal.welch(u, axis=axis, **kw)), x, rtol=2e-4, atol=2e-4,
+                jax_jitted=True)
+    check_modes(_quiet(lambda L, u, v: L.scipy.signal.csd(u, v, axis=axis, **kw)), x, y, rtol=2e-4, atol=2e-4,
+                jax_jitted=True)
 
 
 STFT_KW = [{"nperseg": 8, "noverlap": 3, "nfft": 10}, {"nperseg": 7, "boundary": "even"},
@@ -61,7 +65,8 @@ STFT_KW = [{"nperseg": 8, "noverlap": 3, "nfft": 10}, {"nperseg": 7, "boundary":
 def test_stft_istft(signal, kw):
     shape, axis, dtype = signal
     x = random_data(shape, dtype)
-    forward = check_modes(_quiet(lambda L, u: L.scipy.signal.stft(u, axis=axis, **kw)), x, rtol=2e-4, atol=2e-4)
+    forward = check_modes(_quiet(lambda L, u: L.scipy.signal.stft(u, axis=axis, **kw)), x, rtol=2e-4, atol=2e-4,
+                          jax_jitted=True)
     if dtype == np.complex64 or not kw.get("return_onesided", True):
         return
     zxx = np.asarray(forward[2])  # JAX's stft of x, as check_modes computed it
@@ -70,7 +75,7 @@ def test_stft_istft(signal, kw):
     freq_axis = axis if axis >= 0 else -2
     case = lambda L, z: L.scipy.signal.istft(z, freq_axis=freq_axis, time_axis=-1, **inverse)  # noqa: E731
     try:
-        theirs = run_jax(case, (zxx,))
+        theirs = run_jax(case, (zxx,), jitted=True)
     except TypeError:  # JAX's istft needs nfft for an odd nperseg
         raises_like_jax(case, zxx)
         return
