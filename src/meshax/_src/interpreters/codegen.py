@@ -137,8 +137,7 @@ def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", 
         elif special_for is not None and (special := special_for(params, [types.get(i) for i in ins])) is not None:
             source.lines.append(f"{indent}{names[outs[0]]} = {source.bind(special)}({args})")  # of its type
         elif not multiple and stores and outs[0] in stores and getattr(call, "writes_out", False):
-            arguments = ", ".join([args] * bool(ins) + [f"**{source.bind(params)}"] * bool(params))
-            source.lines.append(f"{indent}{names[outs[0]]} = {source.bind(call)}({arguments}, "
+            source.lines.append(f"{indent}{names[outs[0]]} = {source.bind(call)}({_arguments(source, args, params)}, "
                                 f"out={stores[outs[0]]})")
             stored.add(outs[0])
         else:
@@ -147,8 +146,7 @@ def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", 
                         and types.get(ins[0]) == types.get(outs[0]):
                     params = {**params, "overwrite": True}
                 fresh.add(outs[0])
-            arguments = ", ".join([args] * bool(ins) + [f"**{source.bind(params)}"] * bool(params))
-            call_text = f"{source.bind(call)}({arguments})"
+            call_text = f"{source.bind(call)}({_arguments(source, args, params)})"
             if multiple:
                 source.lines.append(f"{indent}{', '.join(names[s] for s in outs)}{',' if len(outs) == 1 else ''}"
                                     f" = {call_text}")
@@ -165,6 +163,11 @@ def emit(source: Source, program: Any, inputs: Sequence[str], indent: str = "", 
             source.lines.append(f"{indent}del {', '.join(gone)}")
         fresh.difference_update(released)
     return [None if slot in stored else names[slot] for slot in program.out_slots]
+
+
+def _arguments(source: Source, args: str, params: dict[str, Any]) -> str:
+    """A call's argument text: its inputs (`args`, joined), then its parameters as a bound dict, where it has any."""
+    return ", ".join([args] * bool(args) + [f"**{source.bind(params)}"] * bool(params))
 
 
 def typed_inputs(source: Source, program: Any, inputs: Sequence[str]) -> None:
