@@ -139,6 +139,11 @@ def deferred() -> Iterator[None]:
             compiler.start()
 
 
+def deferral_active() -> bool:
+    """Whether a call that defers kernels is under way (a kernel waited for now would wait for its end)."""
+    return _deferrals > 0
+
+
 def _held_back(compiler: KernelCompiler) -> bool:
     """Whether `compiler`'s work must wait for a deferral to end (it is then started at its end)."""
     with _deferral_lock:

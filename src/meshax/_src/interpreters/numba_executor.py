@@ -62,13 +62,13 @@ def _expression(eq: Equation, args: list[str]) -> str | None:
         return {"neg": f"(-{x})", "abs": f"abs({x})", "square": f"({x} * {x})", "sqrt": f"np.sqrt({x})",
                 "reciprocal": f"(np.{first.name}(1) / {x})"}[name]
     if name == "integer_pow" and first in _FLOATS:
-        return _integer_power(args[0], eq.params["y"], first)
+        return integer_power(args[0], eq.params["y"], first)
     if name == "not" and first == np.bool_:
         return f"(not {args[0]})"
     return None
 
 
-def _integer_power(x: str, y: int, dtype: np.dtype) -> str:
+def integer_power(x: str, y: int, dtype: np.dtype) -> str:
     """x ** y with the products of meshax's integer_pow (repeated squaring, each product rounded; 1 / x ** -y)."""
     one = f"np.{dtype.name}(1)"
     power, square, k = None, x, abs(y)
@@ -143,7 +143,7 @@ class NumbaExecutor:
                    fallback: Callable[[Sequence[Any]], np.ndarray]) -> "SmallClusterCall":
         """A program's step (numpy_program.py) running a cluster too small for `run`'s dispatch, of inputs of
         `in_types` ((shape, dtype) each), as its loop called directly (SmallClusterCall asks for its kernel)."""
-        examples = [np.dtype(dtype).type(0) if not shape else _stand_in(len(shape), np.dtype(dtype))
+        examples = [np.dtype(dtype).type(0) if not shape else stand_in(len(shape), np.dtype(dtype))
                     for shape, dtype in in_types]
         literals = [x if x.size > 1 else x.reshape(())[()] for x in program.literals]
         source = program.source_for(tuple(shape for shape, _ in in_types), out_shape)
@@ -227,10 +227,10 @@ def _type_of(x: Any) -> tuple:
 
 def _example(x: Any) -> Any:
     """A stand-in for argument `x` of the same type to compile with (a kernel called on it runs no iteration)."""
-    return _stand_in(x.ndim, x.dtype) if isinstance(x, np.ndarray) else x
+    return stand_in(x.ndim, x.dtype) if isinstance(x, np.ndarray) else x
 
 
-def _stand_in(ndim: int, dtype: np.dtype) -> np.ndarray:
+def stand_in(ndim: int, dtype: np.dtype) -> np.ndarray:
     """A read-only array of one element in each of `ndim` axes: the type of an input to compile for."""
     example = np.empty((1,) * ndim, dtype)
     example.flags.writeable = False
@@ -242,7 +242,7 @@ class _Program:
 
     def __init__(self, cluster: Jaxpr) -> None:
         self.cluster = cluster
-        self.literals = [_read_only(np.ascontiguousarray(x.value, dtype=x.aval.dtype)) for eq in cluster.equations
+        self.literals = [read_only(np.ascontiguousarray(x.value, dtype=x.aval.dtype)) for eq in cluster.equations
                          for x in eq.inputs if isinstance(x, Literal)]
         self._sources: dict[tuple, str] = {}
         self.compiled = False  # whether one of its kernels has run (then it runs compiled from now on, mostly)
@@ -251,7 +251,7 @@ class _Program:
         """The loop source for these inputs and their arguments (inputs, then literals; a single element as
         a scalar)."""
         source = self.source_for(tuple(x.shape for x in inputs), out_shape)
-        arguments = [x[()] if x.ndim == 0 else _read_only(x) for x in inputs]
+        arguments = [x[()] if x.ndim == 0 else read_only(x) for x in inputs]
         arguments += [x if x.size > 1 else x.reshape(())[()] for x in self.literals]
         return source, arguments
 
@@ -266,7 +266,7 @@ class _Program:
         return source
 
 
-def _read_only(x: np.ndarray) -> np.ndarray:
+def read_only(x: np.ndarray) -> np.ndarray:
     """`x`, or a view of it that cannot be written: kernels are compiled for read-only inputs only (an array's
     writability is part of numba's signature)."""
     if not x.flags.writeable:
@@ -276,7 +276,7 @@ def _read_only(x: np.ndarray) -> np.ndarray:
     return view
 
 
-def _index(shape: tuple[int, ...], axes: Sequence[int], out_shape: tuple[int, ...]) -> str:
+def element_index(shape: tuple[int, ...], axes: Sequence[int], out_shape: tuple[int, ...]) -> str:
     """An array of `shape` read at the loop's element: its axis k follows output axis axes[k], at 0 where it is
     broadcast along it."""
     if any(size not in (1, out_shape[axis]) for size, axis in zip(shape, axes)):  # the loop would read past it
@@ -298,7 +298,7 @@ def _loop_source(cluster: Jaxpr, shapes: tuple, out_shape: tuple[int, ...], lite
     def operand(x: Any) -> str:
         if isinstance(x, Literal):
             name, value = next(literal_names), next(literal_values)
-            return name if value.size == 1 else f"{name}{_index(value.shape, range(ndim - value.ndim, ndim), out_shape)}"
+            return name if value.size == 1 else f"{name}{element_index(value.shape, range(ndim - value.ndim, ndim), out_shape)}"
         if x.id not in arrays:
             return values[x.id]
         name, shape = arrays[x.id]
@@ -306,7 +306,7 @@ def _loop_source(cluster: Jaxpr, shapes: tuple, out_shape: tuple[int, ...], lite
             return name
         if x.id not in read:
             read[x.id] = f"r{len(read)}"
-            body.append(f"{read[x.id]} = {name}{_index(shape, range(ndim - len(shape), ndim), out_shape)}")
+            body.append(f"{read[x.id]} = {name}{element_index(shape, range(ndim - len(shape), ndim), out_shape)}")
         return read[x.id]
 
     for eq in cluster.equations:
@@ -314,7 +314,7 @@ def _loop_source(cluster: Jaxpr, shapes: tuple, out_shape: tuple[int, ...], lite
         if eq.primitive.name == "broadcast_in_dim":
             name, shape = arrays[eq.inputs[0].id]
             dims = eq.params["broadcast_dimensions"]
-            body.append(f"{result} = {name}{_index(shape, dims, out_shape)}" if shape else f"{result} = {name}")
+            body.append(f"{result} = {name}{element_index(shape, dims, out_shape)}" if shape else f"{result} = {name}")
             continue
         body.append(f"{result} = {_expression(eq, [operand(x) for x in eq.inputs])}")
     body.append(f"out[{', '.join(f'i{k}' for k in range(ndim))}] = {values[cluster.outvars[0].id]}")

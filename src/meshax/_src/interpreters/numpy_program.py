@@ -25,7 +25,8 @@ import numpy as np
 from ..core.core import impl_rules
 from ..profiler import recorder
 from ..core.jaxpr import Equation, Jaxpr, Literal, Var
-from . import codegen
+from . import codegen, numba_program
+from .fusion import DEVICE_KIND, EXECUTORS
 from .cpu_executor import constant, prepared_calls, run_unfused, typed
 
 # a cluster of one equation with fewer elements than this runs as that equation's step: fusing one equation saves no
@@ -61,6 +62,8 @@ class NumpyProgram:
         self._steps = _with_releases(steps, set(self._outs))
         self._names = names
         self._generated: Callable[..., list[Any]] | None = None
+        self._whole = numba_program.WholeProgram(jaxpr, EXECUTORS[DEVICE_KIND].numba.compiler) \
+            if numba_program.may_compile(jaxpr) else None
         self._walked = 0  # runs so far that walked the steps (codegen.WALKED_RUNS before the code is generated)
 
     # what codegen.py writes out: the slots of the consts, args and outputs, the constants by slot, the steps
@@ -73,6 +76,10 @@ class NumpyProgram:
     def __call__(self, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
         if recorder.on:
             return self._recorded(consts, args)
+        if self._whole is not None:
+            outputs = self._whole((*consts, *args))
+            if outputs is not None:
+                return outputs
         if self._generated is None and self._walked < codegen.WALKED_RUNS:
             self._walked += 1
             return self.interpret(consts, args)
