@@ -24,7 +24,7 @@ import numpy as np
 
 from ..core.jaxpr import Equation, Jaxpr, Literal, Var
 from .kernel_compiler import KernelCompiler, deferral_active
-from .numba_executor import element_index, integer_power, read_only, stand_in
+from .numba_executor import element_index, integer_power
 
 logger = logging.getLogger("meshax")
 MAX_ELEMENTS = 1 << 16  # the largest value of a program compiled whole
@@ -525,6 +525,8 @@ class WholeProgram:
         self._jaxpr, self._compiler = jaxpr, compiler
         self._runs = 0
         self._types = [(tuple(v.aval.shape), np.dtype(v.aval.dtype)) for v in (*jaxpr.constvars, *jaxpr.invars)]
+        # each input's (type, shape, dtype, strides) as the function takes it (its arrays C-ordered)
+        self._layouts = [(np.ndarray, shape, dtype, np.empty(shape, dtype).strides) for shape, dtype in self._types]
         self._outs = [(tuple(v.aval.shape), np.dtype(v.aval.dtype)) for v in jaxpr.outvars]
         self._key: tuple | None = None
         self._examples: list[Any] = []
@@ -536,14 +538,23 @@ class WholeProgram:
             entry = self._advance()
             if entry is None:
                 return None
-        arguments = []
-        for x, (shape, dtype) in zip(inputs, self._types):
-            if type(x) is not np.ndarray or x.shape != shape or x.dtype != dtype:
-                return None  # a device's block, or a host value: the generated Python takes it
-            arguments.append(read_only(x if x.flags.c_contiguous else np.ascontiguousarray(x)))
+        if [(type(x), x.shape, x.dtype, x.strides) for x in inputs] != self._layouts:
+            inputs = self._laid_out(inputs)
+            if inputs is None:
+                return None
         outputs = [np.empty(shape, dtype) for shape, dtype in self._outs]
-        entry(0, 1, *arguments, *outputs)
+        entry(0, 1, *inputs, *outputs)
         return outputs
+
+    def _laid_out(self, inputs: Sequence[Any]) -> list[np.ndarray] | None:
+        """The inputs as the function takes them (C-ordered arrays of their types), or None where one is not of
+        its type (a device's block, a host value: the generated Python takes them)."""
+        laid_out = []
+        for x, (kind, shape, dtype, _) in zip(inputs, self._layouts):
+            if type(x) is not kind or x.shape != shape or x.dtype != dtype:
+                return None
+            laid_out.append(np.ascontiguousarray(x))
+        return laid_out
 
     def _advance(self) -> Callable[..., None] | None:
         """Count this run: ask for the function on the `ASK_ON_RUN`th, wait for it on the `USE_FROM_RUN`th;
@@ -553,8 +564,8 @@ class WholeProgram:
             source = program_source(self._jaxpr)
             if source is not None:
                 self._key = ("program", source)
-                examples = [stand_in(len(shape), dtype) for shape, dtype in self._types]
-                examples += [np.empty((1,) * len(shape), dtype) for shape, dtype in self._outs]
+                # writable arrays: the function is called with read-only ones too (it writes its outputs alone)
+                examples = [np.empty((1,) * len(shape), dtype) for shape, dtype in (*self._types, *self._outs)]
                 self._examples = examples
                 self._compiler.request(self._key, source, examples)
         if self._runs < USE_FROM_RUN or self._key is None or deferral_active():

@@ -26,7 +26,7 @@ from ..core.core import Primitive, Tracer, abstract_eval_rules, aval_of, keeps_o
 from ..interpreters.eager import eager_rules, plain_eager_call
 from ..interpreters import kernel_compiler
 from ..interpreters.eager_programs import run_eagerly
-from ..interpreters.numpy_eval import direct_call, structured_rules
+from ..interpreters.numpy_eval import direct_call, host, structured_rules
 from ..interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
 from ..core.jaxpr import Jaxpr, eval_jaxpr
 from ..sharding.mesh import AxisType, Mesh, current_mesh
@@ -34,6 +34,7 @@ from ..runtime import devices as device_table
 from ..runtime.denormals import flushed
 from ..runtime.numpy_errors import silenced
 from ..arrays.partition import choose_mesh, sharding_for
+from .jit_fast import MISS, FastCall
 from .refs import Ref, unwrapped
 from . import residual_origins
 from ..runtime.history import note as note_call
@@ -116,6 +117,7 @@ class Jitted:
                                       self.static_argnames, self.donate_argnums))
         self._entries: dict[Any, str] = {}  # call signature -> how a call is recorded in the history
         self._direct: dict[Any, tuple] = {}  # call signature -> (_direct_kinds, mesh in use, numpy_eval.direct_call)
+        self._fast: FastCall | None = None  # the last call, repeated without the general path's work
         functools.update_wrapper(self, fun, updated=())  # not fun.__dict__ (a wrapped Jitted's state)
 
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple, dict, tuple, tuple]:
@@ -158,6 +160,11 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if jit_disabled():
             return self.fun(*args, **kwargs)
+        if self._fast is not None:
+            with flushed, silenced:
+                outputs = self._fast((args, kwargs))
+            if outputs is not MISS:
+                return outputs
         key, leaves, first = self._prepare(args, kwargs)
         if first:  # the numba kernels it asks for compile once the call is over
             with kernel_compiler.deferred(), flushed, silenced:
@@ -189,6 +196,7 @@ class Jitted:
         if device_table.process_count() > 1:
             self._note_call(key[0], leaves)
         outputs = self._bind(key[0], jaxpr, [*consts, *leaves], refs)
+        self._fast = self._fast_call(key[0], consts, leaves, outputs, out_structure) if not refs else None
         if refs:  # the Refs' final values come last: write them into the caller's Refs
             for ref, value in zip(refs, outputs[len(outputs) - len(refs):]):
                 ref._value = value
@@ -201,6 +209,22 @@ class Jitted:
         if self.out_shardings is not None:
             outputs = _apply_shardings(outputs, self.out_shardings, "out_shardings")
         return outputs
+
+    def _fast_call(self, signature: tuple, consts: Sequence[Any], leaves: list[Any], outputs: list[Any],
+                   out_structure: Any) -> FastCall | None:
+        """The FastCall repeating this call (jit_fast.py), where it ran directly on one device's values with
+        Arrays alone for arguments and results and nothing else to do (no static, donated or placed arguments,
+        one process, results' shardings as compiled programs report them)."""
+        found = self._direct.get(signature)
+        if found is None or found[0] != _direct_kinds([*consts, *leaves]) or found[1] is not current_mesh() or \
+                not plain_eager_call() or self.static_argnums or self.static_argnames or self.donate_argnums or \
+                self.donate_argnames or self.in_shardings is not None or self.out_shardings is not None or \
+                device_table.process_count() > 1 or any(type(leaf) is not Array for leaf in leaves) or \
+                any(type(value) is not Array or _as_compiled_output(value) is not value for value in outputs):
+            return None
+        call = found[2]
+        return FastCall(signature[0], leaves, [host(c) for c in consts], call.on_hosts, call.templates,
+                        call.device, out_structure)
 
     def _bind(self, signature: tuple, jaxpr: Jaxpr, inputs: list[Any], refs: list[Ref]) -> list[Any]:
         """jit_p.bind of the program on `inputs`; where the eager trace would run it on one device's NumPy values

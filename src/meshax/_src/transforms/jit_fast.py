@@ -1,0 +1,71 @@
+"""A jitted function's repeated calls on one device, with none of the general call's layers.
+
+A training step on small arrays is called thousands of times with arguments of the same structure, types and
+placements. The general call (jit.py) flattens them into a new tree structure, builds and looks up a cache key,
+checks devices, converts each argument, then wraps each result, canonicalizes its sharding and unflattens:
+several microseconds per argument, ~0.3 ms for a step of 23 arrays in and 20 out, about what JAX's whole
+compiled step takes. `FastCall` remembers what the last such call found: the arguments' structure, each
+argument's type, sharding and commitment, the program and the results' templates. A call whose arguments match
+all of it (checked in one pass over them) runs the program on their buffers directly; any other call takes the
+general path, with its checks and errors.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..arrays.array import Array, from_template, read_only
+from ..interpreters.eager import plain_eager_call
+from ..sharding.mesh import current_mesh
+from ..tree.tree_util import PyTreeDef, leaves_in, tree_unflatten
+
+MISS = object()  # FastCall's answer where the general path is to run the call
+
+
+def signature(leaf: Array) -> tuple:
+    """What of an Array argument a FastCall depends on."""
+    return (leaf._shape, leaf._dtype, leaf.weak_type, leaf._sharding, leaf.committed)
+
+
+def _laid_out(const: Any) -> Any:
+    """A captured constant's value, C-ordered where it is a small broadcast view (a compiled program takes it so)."""
+    if isinstance(const, np.ndarray) and not const.flags.c_contiguous and const.size <= SMALL_CONSTANT:
+        const = read_only(np.ascontiguousarray(const))
+    return const
+
+
+SMALL_CONSTANT = 1 << 16  # elements
+
+
+class FastCall:
+    """The last direct call of a jitted function (see the module's docstring): `__call__(args)` gives its outputs,
+    or MISS."""
+
+    __slots__ = ("_structure", "_signatures", "_mesh", "_consts", "_run", "_templates", "_device", "_outputs")
+
+    def __init__(self, structure: PyTreeDef, leaves: Sequence[Array], consts: Sequence[Any],
+                 run: Callable[[list[Any]], list[Any]], templates: Sequence[Any], device: Any,
+                 outputs: PyTreeDef) -> None:
+        self._structure, self._signatures = structure, [signature(leaf) for leaf in leaves]
+        self._mesh, self._consts, self._run = current_mesh(), [_laid_out(c) for c in consts], run
+        self._templates, self._device, self._outputs = templates, device, outputs
+
+    def __call__(self, args: tuple) -> Any:
+        leaves: list[Any] = []
+        if not leaves_in(self._structure, args, leaves) or len(leaves) != len(self._signatures) or \
+                current_mesh() is not self._mesh or not plain_eager_call():
+            return MISS
+        buffers = list(self._consts)
+        for leaf, expected in zip(leaves, self._signatures):
+            if type(leaf) is not Array or signature(leaf) != expected:
+                return MISS
+            (buffer,) = leaf._buffers.values()  # a deleted Array raises JAX's error here
+            buffers.append(buffer)
+        device = self._device
+        arrays = []
+        for value, template in zip(self._run(buffers), self._templates):
+            if type(value) is not np.ndarray or value.dtype != template["_dtype"]:
+                value = np.asarray(value, template["_dtype"])
+            arrays.append(from_template(template, {device: read_only(value)}))
+        return tree_unflatten(self._outputs, arrays)
