@@ -244,7 +244,6 @@ def direct_call(primitive: Primitive, args: Sequence[Any], params: dict[str, Any
     def call(inputs: Sequence[Any]) -> list[Array]:
         return as_arrays(rule(run, *[host(a) for a in inputs], **params), templates, device)
 
-    # for jit_fast.FastCall: the results' values from the inputs' host values, and how they become Arrays
-    call.on_hosts = lambda hosts: rule(run, *hosts, **params)
+    # for jit_fast.FastCall: how the results' values become Arrays
     call.templates, call.device = [template for template, _ in templates], device
     return call

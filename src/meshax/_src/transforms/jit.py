@@ -27,6 +27,7 @@ from ..interpreters.eager import eager_rules, plain_eager_call
 from ..interpreters import kernel_compiler
 from ..interpreters.eager_programs import run_eagerly
 from ..interpreters.numpy_eval import direct_call, host, structured_rules
+from ..interpreters.numpy_eval import program as numpy_program
 from ..interpreters.staging import consts_as_inputs, inline_rules, trace_to_jaxpr
 from ..core.jaxpr import Jaxpr, eval_jaxpr
 from ..sharding.mesh import AxisType, Mesh, current_mesh
@@ -196,7 +197,7 @@ class Jitted:
         if device_table.process_count() > 1:
             self._note_call(key[0], leaves)
         outputs = self._bind(key[0], jaxpr, [*consts, *leaves], refs)
-        self._fast = self._fast_call(key[0], consts, leaves, outputs, out_structure) if not refs else None
+        self._fast = self._fast_call(key[0], jaxpr, consts, leaves, outputs, out_structure) if not refs else None
         if refs:  # the Refs' final values come last: write them into the caller's Refs
             for ref, value in zip(refs, outputs[len(outputs) - len(refs):]):
                 ref._value = value
@@ -210,8 +211,8 @@ class Jitted:
             outputs = _apply_shardings(outputs, self.out_shardings, "out_shardings")
         return outputs
 
-    def _fast_call(self, signature: tuple, consts: Sequence[Any], leaves: list[Any], outputs: list[Any],
-                   out_structure: Any) -> FastCall | None:
+    def _fast_call(self, signature: tuple, jaxpr: Jaxpr, consts: Sequence[Any], leaves: list[Any],
+                   outputs: list[Any], out_structure: Any) -> FastCall | None:
         """The FastCall repeating this call (jit_fast.py), where it ran directly on one device's values with
         Arrays alone for arguments and results and nothing else to do (no static, donated or placed arguments,
         one process, results' shardings as compiled programs report them)."""
@@ -223,8 +224,9 @@ class Jitted:
                 any(type(value) is not Array or _as_compiled_output(value) is not value for value in outputs):
             return None
         call = found[2]
-        return FastCall(signature[0], leaves, [host(c) for c in consts], call.on_hosts, call.templates,
-                        call.device, out_structure)
+        run = functools.partial(numpy_program(jaxpr), ())  # structured_rules[jit_p], its program bound
+        return FastCall(signature[0], leaves, [host(c) for c in consts], run, call.templates, call.device,
+                        out_structure)
 
     def _bind(self, signature: tuple, jaxpr: Jaxpr, inputs: list[Any], refs: list[Ref]) -> list[Any]:
         """jit_p.bind of the program on `inputs`; where the eager trace would run it on one device's NumPy values

@@ -67,5 +67,7 @@ class FastCall:
         for value, template in zip(self._run(buffers), self._templates):
             if type(value) is not np.ndarray or value.dtype != template["_dtype"]:
                 value = np.asarray(value, template["_dtype"])
-            arrays.append(from_template(template, {device: read_only(value)}))
+            if value.flags.writeable:  # a result of its own (inputs and constants are read-only already)
+                value.flags.writeable = False
+            arrays.append(from_template(template, {device: value}))
         return tree_unflatten(self._outputs, arrays)
