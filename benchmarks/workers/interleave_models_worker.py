@@ -100,7 +100,10 @@ def main() -> int:
     for _ in range(args.warmup - 1):
         for r in runners:
             r.run(repeat)
+    steady_after = runners[1].models.STEADY_AFTER.get(args.model, 0) - 1 - (args.warmup - 1) * repeat
     for r in runners:
+        if steady_after > 0:
+            r.run(steady_after)
         r.settle()
     times: dict[str, list[float]] = {r.library: [] for r in runners}
     for round_number in range(args.rounds):

@@ -29,6 +29,9 @@ STYLES = {"gpt": ("dp", "tp")}  # models with more than the data-parallel style
 # models whose step is well under a millisecond: each timed sample is this many steps in a row (their mean), as a
 # single step's time is mostly the barrier's and the timer's jitter and the first steps' cold caches
 REPEAT = {"tiny": 25}
+# models whose steady state comes after many steps: meshax runs a small program compiled whole from its 500th run
+# on (interpreters/numba_program.py). The workers run both libraries this many steps before the timed ones.
+STEADY_AFTER = {"tiny": 520}
 
 
 class Model(NamedTuple):

@@ -151,6 +151,10 @@ def main() -> int:
         record["warmup_times" if step < args.warmup else "times"].append((time.perf_counter() - start) / repeat)
         record["losses"].extend(float(x) for x in losses)
         if step == args.warmup - 1:
+            steps_run = 1 + (args.warmup - 1) * models.REPEAT.get(args.model, 1)
+            for _ in range(models.STEADY_AFTER.get(args.model, 0) - steps_run):  # untimed, in every process
+                params, opt_state, loss = model.step(params, opt_state, model.batch)
+                record["losses"].append(float(loss))
             settle()
         if floor is not None and step >= args.warmup - 1 and len(record["floor_times"]) < args.floor_steps:
             barrier()  # the floor's warm-up after the warm-up, then a floor step after each timed step
