@@ -213,3 +213,23 @@ def test_the_compiled_function_is_used_from_the_same_run_whether_compiled_by_the
         value = f(x)
         assert len(whole) == max(0, run - 3), f"run {run}"
     np.testing.assert_allclose(np.asarray(value), np.tanh(x @ x.T + 1.0).sum(axis=0) * 0.5, rtol=2e-6)
+
+
+def test_a_scan_inside_a_small_program_runs_as_a_loop_of_its_body(whole):
+    w, xs, h0 = floats(4, 4), floats(6, 3, 4), floats(3, 4)
+
+    def case(L, w, xs, h0):
+        def cell(h, x):
+            h = h @ w * 0.5 + x
+            return h, (h.sum(axis=1), h * 2.0)
+        return L.lax.scan(cell, h0, xs), L.lax.scan(cell, h0, xs, reverse=True)
+    check(whole, case, w, xs, h0, rtol=1e-5, atol=1e-6)
+
+
+def test_a_program_computing_many_transcendentals_runs_as_python(whole):
+    x = floats(200, 100)  # 20,000 tanh: NumPy's vectorized kernel is faster than numba's libm calls
+    f = meshax.jit(lambda x: mnp.tanh(x * 0.5) * 2.0 + 1.0)
+    for _ in range(4):
+        value = f(x)
+    assert not whole
+    np.testing.assert_allclose(np.asarray(value), np.tanh(x * 0.5) * 2.0 + 1.0, rtol=2e-6, atol=1e-6)

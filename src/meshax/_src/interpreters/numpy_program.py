@@ -62,8 +62,7 @@ class NumpyProgram:
         self._steps = _with_releases(steps, set(self._outs))
         self._names = names
         self._generated: Callable[..., list[Any]] | None = None
-        self._whole = numba_program.WholeProgram(jaxpr, EXECUTORS[DEVICE_KIND].numba.compiler) \
-            if numba_program.may_compile(jaxpr) else None
+        self._whole = numba_program.whole_program(jaxpr, EXECUTORS[DEVICE_KIND].numba.compiler)
         self._walked = 0  # runs so far that walked the steps (codegen.WALKED_RUNS before the code is generated)
 
     # what codegen.py writes out: the slots of the consts, args and outputs, the constants by slot, the steps
