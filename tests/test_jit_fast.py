@@ -44,6 +44,19 @@ def arrays(rng, n=4):
     return meshax.device_put(params), meshax.device_put(batch)
 
 
+def warmed(seed, function=step):
+    """`function` jitted and called twice (the second call by its FastCall) on arrays made from `seed`."""
+    params, batch = arrays(np.random.default_rng(seed))
+    f = meshax.jit(function)
+    f(params, batch)
+    f(params, batch)
+    return f, params, batch
+
+
+def on_host(params):
+    return {k: np.asarray(v) for k, v in params.items()}
+
+
 def assert_close(ours, theirs):
     for a, b in zip(meshax.tree_util.tree_leaves(ours), meshax.tree_util.tree_leaves(theirs)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
@@ -53,7 +66,7 @@ def test_repeated_calls_run_fast_with_the_general_paths_results(fast_calls):
     rng = np.random.default_rng(0)
     params, batch = arrays(rng)
     f = meshax.jit(step)
-    expected_params = {k: np.asarray(v) for k, v in params.items()}
+    expected_params = on_host(params)
     first = f(params, batch)
     for _ in range(4):
         params, loss = f(params, batch)
@@ -67,29 +80,21 @@ def test_repeated_calls_run_fast_with_the_general_paths_results(fast_calls):
 
 
 def test_calls_that_differ_take_the_general_path(fast_calls):
-    rng = np.random.default_rng(1)
-    params, batch = arrays(rng)
-    f = meshax.jit(step)
-    f(params, batch)
-    f(params, batch)
+    f, params, batch = warmed(1)
     assert fast_calls == [True]
-    _, bigger = arrays(rng, n=6)
-    assert_close(f(params, bigger), reference({k: np.asarray(v) for k, v in params.items()}, np.asarray(bigger)))
+    _, bigger = arrays(np.random.default_rng(5), n=6)
+    assert_close(f(params, bigger), reference(on_host(params), np.asarray(bigger)))
     host = np.asarray(batch)  # a NumPy argument, then an uncommitted Array
-    assert_close(f(params, host), reference({k: np.asarray(v) for k, v in params.items()}, host))
-    assert_close(f(params, mnp.asarray(host)), reference({k: np.asarray(v) for k, v in params.items()}, host))
-    assert_close(f(params, batch, scale=2.0), reference({k: np.asarray(v) for k, v in params.items()}, host, 2.0))
+    assert_close(f(params, host), reference(on_host(params), host))
+    assert_close(f(params, mnp.asarray(host)), reference(on_host(params), host))
+    assert_close(f(params, batch, scale=2.0), reference(on_host(params), host, 2.0))
     with pytest.raises(TypeError):
         f([params["w"], params["b"]], batch)  # another structure: the general path's error
     assert False in fast_calls
 
 
 def test_a_deleted_argument_raises_as_in_the_general_path(fast_calls):
-    rng = np.random.default_rng(2)
-    params, batch = arrays(rng)
-    f = meshax.jit(step)
-    f(params, batch)
-    f(params, batch)
+    f, params, batch = warmed(2)
     batch.delete()
     with pytest.raises(RuntimeError, match="deleted"):
         f(params, batch)
