@@ -20,8 +20,10 @@ compilation of its 69 operations takes ~25 s, later processes load it from the k
 """
 from __future__ import annotations
 
+import ctypes
 import logging
 import math
+import os
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -145,7 +147,11 @@ class WholeProgram:
             if inputs is None:
                 return None
         outputs = [np.empty(shape, dtype) for shape, dtype in self._outs]
-        entry(0, 1, *inputs, *outputs)
+        previous = _blas_threads(1)
+        try:
+            entry(0, 1, *inputs, *outputs)
+        finally:
+            _blas_threads(previous)
         return outputs
 
     def _laid_out(self, inputs: Sequence[Any]) -> list[np.ndarray] | None:
@@ -184,6 +190,39 @@ class WholeProgram:
         self._entry = overload.entry_point if overload is not None else None
         self._key = None if self._entry is None else self._key
         return self._entry
+
+
+def _blas_threads(count: int) -> int:
+    """Set the threads of the BLAS that numba's products call (SciPy's OpenBLAS: meshax sizes NumPy's per product,
+    not this one) to `count`; returns how many it had. A compiled program's products are small (64x64x64 gets two
+    threads, which on a busy machine wait for each other), so they run on the calling thread alone."""
+    global _blas_threads
+    _blas_threads = _thread_setter()
+    return _blas_threads(count)
+
+
+def _thread_setter() -> Callable[[int], int]:
+    """`_blas_threads` for the OpenBLAS that SciPy's cython_blas calls (a no-op where there is none to find)."""
+    import scipy.linalg.cython_blas  # noqa: F401 - loads SciPy's BLAS (numba's products already have)
+    from threadpoolctl import ThreadpoolController
+
+    found = [library for library in ThreadpoolController().lib_controllers if library.internal_api == "openblas"]
+    # SciPy's wheel brings its own (beside NumPy's, in numpy.libs); elsewhere they share one
+    ours = [library for library in found if os.path.basename(os.path.dirname(library.filepath)) == "scipy.libs"]
+    for library in ours or found[:len(found) == 1]:
+        dll = ctypes.CDLL(library.filepath)
+        for name in (f"{p}openblas_{{}}_num_threads{s}" for p in ("", "scipy_") for s in ("", "64_", "_64")):
+            if hasattr(dll, name.format("set")) and hasattr(dll, name.format("get")):
+                set_threads, get_threads = getattr(dll, name.format("set")), getattr(dll, name.format("get"))
+
+                def setter(count: int) -> int:
+                    previous = get_threads()
+                    if previous != count:
+                        set_threads(count)
+                    return previous
+
+                return setter
+    return lambda count: count
 
 
 def _types(avals: Iterable[Any]) -> list[tuple[tuple[int, ...], np.dtype]]:
