@@ -86,32 +86,24 @@ def program_source(jaxpr: Jaxpr) -> str | None:
     the compiler's), or None where `jaxpr` cannot or need not be compiled whole."""
     if not may_compile(jaxpr):
         return None
-
-    def body(w: Writer, inputs: list[str]) -> None:
-        for name, var in zip(inputs, (*jaxpr.constvars, *jaxpr.invars)):
-            w.names[var.id] = name
+    w = Writer(jaxpr.outvars)  # values computed straight into the output arrays where they can be
+    inputs = [f"a{k}" for k in range(len(jaxpr.constvars) + len(jaxpr.invars))]
+    outputs = [f"o{k}" for k in range(len(jaxpr.outvars))]
+    for name, var in zip(inputs, (*jaxpr.constvars, *jaxpr.invars)):
+        w.names[var.id] = name
+    try:
         for eq in jaxpr.equations:
             lower(w, eq)
-        for k, var in enumerate(jaxpr.outvars):
-            if not (isinstance(var, Var) and w.names[var.id] == f"o{k}"):
-                w.add(f"o{k}[{'...' if var.aval.shape else '()'}] = {whole_value(w, var)}")
-
-    return _function(body, len(jaxpr.constvars) + len(jaxpr.invars), jaxpr.outvars,
-                     f"a program of {len(jaxpr.equations)} operations")
-
-
-def _function(body: Callable[[Writer, list[str]], None], count: int, outvars: Sequence[Any],
-              what: str) -> str | None:
-    """The kernel's source: `body` writes its lines given the names of its `count` inputs; it has an output array
-    per item of `outvars` (the values computed straight into them where they are variables)."""
-    w = Writer([v for v in outvars if v is not None])
-    inputs = [f"a{k}" for k in range(count)]
-    try:
-        body(w, inputs)
+        for output, var in zip(outputs, jaxpr.outvars):
+            if not (isinstance(var, Var) and w.names[var.id] == output):
+                w.add(f"{output}[{'...' if var.aval.shape else '()'}] = {whole_value(w, var)}")
     except Unsupported as reason:
-        logger.debug("meshax: %s is not compiled whole: %s", what, reason)
+        logger.debug("meshax: a program of %d operations is not compiled whole: %s", len(jaxpr.equations), reason)
         return None
-    outputs = [f"o{k}" for k in range(len(outvars))]
+    except Exception as error:  # a case the lowerings did not foresee: the program keeps its generated Python
+        logger.info("meshax: a program of %d operations is not compiled whole (%s: %s)", len(jaxpr.equations),
+                    type(error).__name__, error)
+        return None
     header = ["import math", "import numpy as np", "import numba", "", *w.constants, "",
               "@numba.njit(nogil=True, cache=True, error_model='numpy')",
               f"def kernel(start, stop, {', '.join([*inputs, *outputs])}):",
