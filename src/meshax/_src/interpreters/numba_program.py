@@ -134,7 +134,11 @@ class WholeProgram:
             entry = self._advance()
             if entry is None:
                 return None
-        if [(type(x), x.shape, x.dtype, x.strides) for x in inputs] != self._layouts:
+        try:
+            matching = [(type(x), x.shape, x.dtype, x.strides) for x in inputs] == self._layouts
+        except AttributeError:  # a host value that is not a NumPy one
+            return None
+        if not matching:
             inputs = self._laid_out(inputs)
             if inputs is None:
                 return None
