@@ -21,6 +21,7 @@ compilation of its 69 operations takes ~25 s, later processes load it from the k
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import math
 import os
@@ -192,11 +193,10 @@ def _blas_threads(count: int) -> int:
     """Set the threads of the BLAS that numba's products call (SciPy's OpenBLAS: meshax sizes NumPy's per product,
     not this one) to `count`; returns how many it had. A compiled program's products are small (64x64x64 gets two
     threads, which on a busy machine wait for each other), so they run on the calling thread alone."""
-    global _blas_threads
-    _blas_threads = _thread_setter()
-    return _blas_threads(count)
+    return _thread_setter()(count)
 
 
+@functools.lru_cache(maxsize=None)
 def _thread_setter() -> Callable[[int], int]:
     """`_blas_threads` for the OpenBLAS that SciPy's cython_blas calls (a no-op where there is none to find)."""
     import scipy.linalg.cython_blas  # noqa: F401 - loads SciPy's BLAS (numba's products already have)
