@@ -31,6 +31,7 @@ import numpy as np
 
 from ..core.jaxpr import Jaxpr, Var
 from .kernel_compiler import KernelCompiler, deferral_active
+from .numba_executor import read_only
 from .numba_lowering import TRANSCENDENTAL, TYPES, Unsupported, Writer, lower, whole_value
 
 logger = logging.getLogger("meshax")
@@ -83,8 +84,9 @@ def _sized(jaxpr: Jaxpr, given: Sequence[Var]) -> bool:
 
 def program_source(jaxpr: Jaxpr) -> str | None:
     """The source of a numba function `kernel(start, stop, *consts, *args, *outputs)` computing `jaxpr`'s
-    outputs into the arrays `outputs` (each of its output's type, C-ordered; a run with stop 0 returns at once:
-    the compiler's), or None where `jaxpr` cannot or need not be compiled whole."""
+    outputs into the arrays `outputs` (each of its output's type, C-ordered) and returning 0, or returning 1 at
+    once where an input's shape is not its variable's (a run with stop 0 returns at once: the compiler's); None
+    where `jaxpr` cannot or need not be compiled whole."""
     if not may_compile(jaxpr):
         return None
     w = Writer(jaxpr.outvars)  # values computed straight into the output arrays where they can be
@@ -105,12 +107,16 @@ def program_source(jaxpr: Jaxpr) -> str | None:
         logger.info("meshax: a program of %d operations is not compiled whole (%s: %s)", len(jaxpr.equations),
                     type(error).__name__, error)
         return None
+    shaped = [(name, var.aval.shape) for name, var in zip(inputs, (*jaxpr.constvars, *jaxpr.invars))
+              if var.aval.shape]
     header = ["import math", "import numpy as np", "import numba", "", *w.constants, "",
               "@numba.njit(nogil=True, cache=True, error_model='numpy')",
               f"def kernel(start, stop, {', '.join([*inputs, *outputs])}):",
               "    if stop == 0:",
-              "        return"]
-    return "\n".join(header + w.lines) + "\n"
+              "        return 0",
+              *([f"    if {' or '.join(f'{name}.shape != {tuple(shape)}' for name, shape in shaped)}:",
+                 "        return 1"] if shaped else [])]
+    return "\n".join(header + w.lines + ["    return 0"]) + "\n"
 
 
 class WholeProgram:
@@ -123,42 +129,43 @@ class WholeProgram:
         self._source, self._compiler = source, compiler
         self._runs = 0
         self._types, self._outs = list(in_types), list(out_types)
-        # each input's (type, shape, dtype, strides) as the function takes it (its arrays C-ordered)
-        self._layouts = [(np.ndarray, shape, dtype, np.empty(shape, dtype).strides) for shape, dtype in self._types]
         self._key: tuple | None = None
-        self._examples: list[Any] = []
-        self._entry: Callable[..., None] | None = None
+        self._kernel: Callable[..., int] | None = None
 
     def __call__(self, inputs: Sequence[Any]) -> list[np.ndarray] | None:
-        entry = self._entry
-        if entry is None:
-            entry = self._advance()
-            if entry is None:
-                return None
-        try:
-            matching = [(type(x), x.shape, x.dtype, x.strides) for x in inputs] == self._layouts
-        except AttributeError:  # a host value that is not a NumPy one
-            return None
-        if not matching:
-            inputs = self._laid_out(inputs)
-            if inputs is None:
+        kernel = self._kernel
+        if kernel is None:
+            kernel = self._advance()
+            if kernel is None:
                 return None
         outputs = [np.empty(shape, dtype) for shape, dtype in self._outs]
+        if self._run(kernel, inputs, outputs) == 0:
+            return outputs
+        laid_out = self._laid_out(inputs)
+        if laid_out is None or self._run(kernel, laid_out, outputs) != 0:
+            return None
+        return outputs
+
+    @staticmethod
+    def _run(kernel: Callable[..., int], inputs: Sequence[Any], outputs: list[np.ndarray]) -> int:
+        """The kernel's status on `inputs` (0: it computed `outputs`); numba's dispatcher checks each argument's
+        type, dimensions and C order (2 us for 43 arrays), the kernel their shapes."""
         previous = _blas_threads(1)
         try:
-            entry(0, 1, *inputs, *outputs)
+            return kernel(0, 1, *inputs, *outputs)
+        except TypeError:  # not an array of the type it was compiled for (a host scalar, a strided view)
+            return 1
         finally:
             _blas_threads(previous)
-        return outputs
 
     def _laid_out(self, inputs: Sequence[Any]) -> list[np.ndarray] | None:
         """The inputs as the function takes them (C-ordered arrays of their types), or None where one is not of
         its type (a device's block, a host value: the generated Python takes them)."""
         laid_out = []
-        for x, (kind, shape, dtype, _) in zip(inputs, self._layouts):
-            if type(x) is not kind or x.shape != shape or x.dtype != dtype:
+        for x, (shape, dtype) in zip(inputs, self._types):
+            if type(x) is not np.ndarray or x.shape != shape or x.dtype != dtype:
                 return None
-            laid_out.append(np.ascontiguousarray(x))
+            laid_out.append(x if x.flags.c_contiguous else x.copy())  # (ascontiguousarray makes 0-d 1-d)
         return laid_out
 
     def _advance(self) -> Callable[..., None] | None:
@@ -169,9 +176,9 @@ class WholeProgram:
             source = self._source()
             if source is not None:
                 self._key = ("program", source)
-                # writable arrays: the function is called with read-only ones too (it writes its outputs alone)
-                examples = [np.empty((1,) * len(shape), dtype) for shape, dtype in (*self._types, *self._outs)]
-                self._examples = examples
+                # inputs read-only, as an Array's buffers are (numba takes writable ones for them too)
+                examples = [read_only(np.empty((1,) * len(shape), dtype)) for shape, dtype in self._types]
+                examples += [np.empty((1,) * len(shape), dtype) for shape, dtype in self._outs]
                 self._compiler.request(self._key, source, examples)
         if self._runs < USE_FROM_RUN or self._key is None or deferral_active():
             if self._runs >= USE_FROM_RUN:
@@ -183,10 +190,9 @@ class WholeProgram:
         if kernel is None:  # it did not compile: the generated Python runs from now on
             self._key = None
             return None
-        overload = kernel.overloads.get(tuple(kernel.typeof_pyval(x) for x in [0, 0, *self._examples]))
-        self._entry = overload.entry_point if overload is not None else None
-        self._key = None if self._entry is None else self._key
-        return self._entry
+        kernel.disable_compile()  # other argument types raise TypeError (the generated Python takes them)
+        self._kernel = kernel
+        return kernel
 
 
 def _blas_threads(count: int) -> int:

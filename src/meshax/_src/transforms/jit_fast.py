@@ -25,7 +25,7 @@ MISS = object()  # FastCall's answer where the general path is to run the call
 
 def signature(leaf: Array) -> tuple:
     """What of an Array argument a FastCall depends on."""
-    return (leaf._shape, leaf._dtype, leaf.weak_type, leaf._sharding, leaf.committed)
+    return (type(leaf), leaf._shape, leaf._dtype, leaf.weak_type, leaf._sharding, leaf.committed)
 
 
 def _laid_out(const: Any) -> Any:
@@ -53,13 +53,17 @@ class FastCall:
 
     def __call__(self, args: tuple) -> Any:
         leaves: list[Any] = []
-        if not leaves_in(self._structure, args, leaves) or len(leaves) != len(self._signatures) or \
-                current_mesh() is not self._mesh or not plain_eager_call():
+        if not leaves_in(self._structure, args, leaves) or current_mesh() is not self._mesh or \
+                not plain_eager_call():
+            return MISS
+        try:  # one comparison of every argument's signature (a leaf that is no Array has no `_shape`)
+            if [(type(leaf), leaf._shape, leaf._dtype, leaf.weak_type, leaf._sharding, leaf.committed)
+                    for leaf in leaves] != self._signatures:
+                return MISS
+        except AttributeError:
             return MISS
         buffers = list(self._consts)
-        for leaf, expected in zip(leaves, self._signatures):
-            if type(leaf) is not Array or signature(leaf) != expected:
-                return MISS
+        for leaf in leaves:
             (buffer,) = leaf._buffers.values()  # a deleted Array raises JAX's error here
             buffers.append(buffer)
         device = self._device
@@ -67,7 +71,6 @@ class FastCall:
         for value, template in zip(self._run(buffers), self._templates):
             if type(value) is not np.ndarray or value.dtype != template["_dtype"]:
                 value = np.asarray(value, template["_dtype"])
-            if value.flags.writeable:  # a result of its own (inputs and constants are read-only already)
-                value.flags.writeable = False
+            value.setflags(write=False)  # a result of its own is made read-only (0.3 us; `flags.writeable`: 1.3)
             arrays.append(from_template(template, {device: value}))
         return tree_unflatten(self._outputs, arrays)
