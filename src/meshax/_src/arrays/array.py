@@ -58,11 +58,11 @@ def array_template(shape: Sequence[int], dtype: Any, sharding: Sharding, weak_ty
 
 
 def from_template(template: dict[str, Any], buffers: dict[Device, np.ndarray]) -> "Array":
-    """Array(...) of a template's metadata, already normalized (a jitted call's outputs: 0.9 -> 0.45 us each)."""
+    """Array(...) of a template's metadata, already normalized (a jitted call's outputs: 0.9 -> 0.6 us each)."""
     array = object.__new__(Array)
-    fields = array.__dict__
-    fields.update(template)
+    fields = template.copy()
     fields["_buffers"] = buffers
+    array.__dict__ = fields
     return array
 
 

@@ -225,8 +225,8 @@ class Jitted:
             return None
         call = found[2]
         run = functools.partial(numpy_program(jaxpr), ())  # structured_rules[jit_p], its program bound
-        return FastCall(signature[0], leaves, [host(c) for c in consts], run, call.templates, call.device,
-                        out_structure)
+        return FastCall.make(signature[0], leaves, [host(c) for c in consts], run, call.templates, call.device,
+                             out_structure)
 
     def _bind(self, signature: tuple, jaxpr: Jaxpr, inputs: list[Any], refs: list[Ref]) -> list[Any]:
         """jit_p.bind of the program on `inputs`; where the eager trace would run it on one device's NumPy values

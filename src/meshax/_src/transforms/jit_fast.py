@@ -18,7 +18,8 @@ import numpy as np
 from ..arrays.array import Array, from_template, read_only
 from ..interpreters.eager import plain_eager_call
 from ..sharding.mesh import current_mesh
-from ..tree.tree_util import PyTreeDef, leaves_in, tree_unflatten
+from ..tree.structure_code import structure_code
+from ..tree.tree_util import PyTreeDef
 
 MISS = object()  # FastCall's answer where the general path is to run the call
 
@@ -42,19 +43,29 @@ class FastCall:
     """The last direct call of a jitted function (see the module's docstring): `__call__(args)` gives its outputs,
     or MISS."""
 
-    __slots__ = ("_structure", "_signatures", "_mesh", "_consts", "_run", "_templates", "_device", "_outputs")
+    __slots__ = ("_flatten", "_signatures", "_mesh", "_consts", "_run", "_templates", "_device", "_unflatten")
 
-    def __init__(self, structure: PyTreeDef, leaves: Sequence[Array], consts: Sequence[Any],
+    def __init__(self, flatten: Callable[[Any], list | None], leaves: Sequence[Array], consts: Sequence[Any],
                  run: Callable[[list[Any]], list[Any]], templates: Sequence[Any], device: Any,
-                 outputs: PyTreeDef) -> None:
-        self._structure, self._signatures = structure, [signature(leaf) for leaf in leaves]
+                 unflatten: Callable[[list], Any]) -> None:
+        self._flatten, self._signatures = flatten, [signature(leaf) for leaf in leaves]
         self._mesh, self._consts, self._run = current_mesh(), [_laid_out(c) for c in consts], run
-        self._templates, self._device, self._outputs = templates, device, outputs
+        self._templates, self._device, self._unflatten = templates, device, unflatten
+
+    @staticmethod
+    def make(structure: PyTreeDef, leaves: Sequence[Array], consts: Sequence[Any],
+             run: Callable[[list[Any]], list[Any]], templates: Sequence[Any], device: Any,
+             outputs: PyTreeDef) -> "FastCall | None":
+        """The FastCall of a call whose arguments have `structure` and whose results `outputs` (None where one of
+        them has a node other than tuples, lists, dicts, namedtuples and Nones)."""
+        arguments, results = structure_code(structure), structure_code(outputs)
+        if arguments is None or results is None:
+            return None
+        return FastCall(arguments[0], leaves, consts, run, templates, device, results[1])
 
     def __call__(self, args: tuple) -> Any:
-        leaves: list[Any] = []
-        if not leaves_in(self._structure, args, leaves) or current_mesh() is not self._mesh or \
-                not plain_eager_call():
+        leaves = self._flatten(args)
+        if leaves is None or current_mesh() is not self._mesh or not plain_eager_call():
             return MISS
         try:  # one comparison of every argument's signature (a leaf that is no Array has no `_shape`)
             if [(type(leaf), leaf._shape, leaf._dtype, leaf.weak_type, leaf._sharding, leaf.committed)
@@ -73,4 +84,4 @@ class FastCall:
                 value = np.asarray(value, template["_dtype"])
             value.setflags(write=False)  # a result of its own is made read-only (0.3 us; `flags.writeable`: 1.3)
             arrays.append(from_template(template, {device: value}))
-        return tree_unflatten(self._outputs, arrays)
+        return self._unflatten(arrays)

@@ -244,32 +244,6 @@ def _flatten(x, is_leaf, leaves: list) -> PyTreeDef:
     return made(t, aux, tuple([_flatten(c, is_leaf, leaves) for c in children]))
 
 
-def leaves_in(treedef: PyTreeDef, tree: Any, leaves: list) -> bool:
-    """Append `tree`'s leaves to `leaves` where `tree` has `treedef`'s structure, as far as its tuples, lists, dicts,
-    namedtuples and Nones go (another kind of node: False); a leaf's position takes any value (the caller checks
-    that it is one). A jitted call's arguments, checked against its last call's structure without making one."""
-    t = treedef._type
-    if t is None:
-        leaves.append(tree)
-        return True
-    if type(tree) is not t:
-        return False
-    children = treedef._children
-    if t is dict:
-        keys = treedef._aux
-        if len(tree) != len(keys) or any(k not in tree for k in keys):
-            return False
-        return all([leaves_in(c, tree[k], leaves) for c, k in zip(children, keys)])
-    if t is _NoneType:
-        return True
-    if (t is not tuple and t is not list and _kind_for_type(t) is not _NAMEDTUPLE) or len(tree) != len(children):
-        return False
-    for child, x in zip(children, tree):
-        if not leaves_in(child, x, leaves):
-            return False
-    return True
-
-
 def _node(t: type, aux: Any, children: tuple) -> PyTreeDef:
     """The one PyTreeDef of a tuple, list, dict (aux: its keys) or namedtuple (aux: its type) node with these
     children: flattening the same structure again gives the same object, whose hash is kept and whose equality
