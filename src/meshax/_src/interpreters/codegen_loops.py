@@ -9,7 +9,8 @@ variables, a scan's rows of the xs are sliced and its ys written into the stacke
 a y that is a row of an x is that x), in the same order and with the same
 values as running the body's program once per iteration (control_flow.py's rules, which call `scan_function` and
 `while_function` and fall back on that where they give None: a loop's first run, a profiler trace being
-recorded, an evaluator without programs, a body with constants of its own).
+recorded, an evaluator without programs, a body with constants of its own). A scan whose body is small enough
+is compiled whole after some runs (numba_program.scan_program), and runs so from then on.
 """
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ import numpy as np
 
 from ..core.jaxpr import Jaxpr
 from ..profiler import recorder
+from . import numba_program
 from .codegen import WALKED_RUNS, Source, emit, typed_inputs
+from .fusion import DEVICE_KIND, EXECUTORS
 from .numpy_eval import programs
 
 Loop = Callable[[Sequence[Any]], list[Any]]
@@ -97,7 +100,16 @@ def _scan(body: Any, jaxpr: Jaxpr, num_consts: int, num_carry: int, length: int,
     # a carry computed into a y's row is copied once at the end: no result is a view of another
     source.lines.extend(f"{name} = {name}.copy()" for name, value in zip(carry, outputs[:num_carry]) if value is None)
     source.lines.append(f"return [{', '.join(carry + stacks)}]")
-    return source.function("scan", "args")
+    function = source.function("scan", "args")
+    compiled = numba_program.scan_program(jaxpr, num_consts, num_carry, length, reverse,
+                                          EXECUTORS[DEVICE_KIND].numba.compiler)
+    if compiled is None:
+        return function
+
+    def scan(args: Sequence[Any]) -> list[Any]:  # the compiled loop once in use (numba_program.py), else Python's
+        outputs = compiled(args)
+        return function(args) if outputs is None else outputs
+    return scan
 
 
 def _while(cond: Any, body: Any, body_jaxpr: Jaxpr, cond_nconsts: int, body_nconsts: int) -> Loop | None:

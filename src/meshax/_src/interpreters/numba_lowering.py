@@ -34,6 +34,14 @@ _PREDICATES = {"isnan": "np.isnan", "isinf": "np.isinf", "isfinite": "np.isfinit
 # numba computes these with libm, one element at a time: ~10x NumPy's vectorized float32 kernels
 TRANSCENDENTAL = frozenset({"exp", "log", "tanh", "logistic", "sin", "cos", "tan", "sinh", "cosh", "exp2", "expm1",
                              "log1p", "log2", "log10", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf", "pow"})
+# but these of a float32, which numba_math.py computes in a form that vectorizes (its names, imported by the source)
+VECTORIZED = {"exp": "exp32", "tanh": "tanh32", "logistic": "logistic32"}
+
+
+def transcendental(eq: Equation) -> bool:
+    """Whether `eq` computes a transcendental function through libm (see TRANSCENDENTAL)."""
+    name = eq.primitive.name
+    return name in TRANSCENDENTAL and not (name in VECTORIZED and np.dtype(eq.outputs[0].aval.dtype) == np.float32)
 _REDUCTIONS = {"reduce_sum": "+", "reduce_prod": "*", "reduce_max": "max", "reduce_min": "min",
                "reduce_or": "|", "reduce_and": "&"}
 
@@ -112,6 +120,8 @@ def _element(eq: Equation, args: list[str]) -> str:
         return f"{cast}({args[0]} ** {args[1]})"
     if name == "reciprocal":
         return f"({cast}(1) / {x})"
+    if name in VECTORIZED and out == np.float32:
+        return f"{VECTORIZED[name]}({x})"
     if name == "logistic":
         return f"({cast}(1) / ({cast}(1) + np.exp(-{x})))"
     if name == "sign":
@@ -449,13 +459,13 @@ def _concatenate(w: Writer, eq: Equation) -> None:
 def _scan(w: Writer, eq: Equation) -> None:
     p = eq.params
     targets = [w.result(v) for v in eq.outputs[p["num_carry"]:]]  # the stacked ys
-    carries = _scan_loop(w, p["jaxpr"], p["num_consts"], p["num_carry"], p["length"], p["reverse"],
+    carries = scan_loop(w, p["jaxpr"], p["num_consts"], p["num_carry"], p["length"], p["reverse"],
                          [w.array(x) for x in eq.inputs], targets)
     for var, name in zip(eq.outputs, carries):
         w.names[var.id] = name
 
 
-def _scan_loop(w: Writer, jaxpr: Jaxpr, num_consts: int, num_carry: int, length: int, reverse: bool,
+def scan_loop(w: Writer, jaxpr: Jaxpr, num_consts: int, num_carry: int, length: int, reverse: bool,
                inputs: Sequence[str], stacks: Sequence[str]) -> list[str]:
     """A scan of body `jaxpr` (its executable program) over the arrays named `inputs` (consts, initial carry,
     xs), its ys written into the arrays `stacks`; returns the names of the final carry."""
@@ -478,9 +488,13 @@ def _scan_loop(w: Writer, jaxpr: Jaxpr, num_consts: int, num_carry: int, length:
         else:  # row `row` of an x, a 0-d array where the x has one dimension
             taken = f"{inputs[k]}[{row}]" if var.aval.shape else f"{inputs[k]}[{row}:{row} + 1].reshape(())"
             w.result(var, taken)
+    rows = _rows_of_ys(w, body, num_carry, stacks, row)
     for inner in body.equations:
         lower(w, inner)
     for stack, var in zip(stacks, body.outvars[num_carry:]):
+        if isinstance(var, Var) and w.outputs.pop(var.id, None) is None and \
+                rows.get(var.id) == (stack, w.names[var.id]):
+            continue  # computed in its row
         w.add(f"{stack}[{row}] = {whole_value(w, var)}")
     if any(isinstance(var, Literal) for var in body.outvars[:num_carry]):
         raise Unsupported("a scan whose carry becomes a constant")
@@ -489,6 +503,21 @@ def _scan_loop(w: Writer, jaxpr: Jaxpr, num_consts: int, num_carry: int, length:
         w.add(f"{', '.join(carries)}, = {', '.join(new)},")
     w.indent -= 1
     return carries
+
+
+def _rows_of_ys(w: Writer, body: Jaxpr, num_carry: int, stacks: Sequence[str], row: str
+                ) -> dict[int, tuple[str, str]]:
+    """Name this iteration's row of each stacked y (an array's, not a body input's) as its value's output: an
+    operation computing it in place (`Writer.result`) writes there, no copy after (a GRU's forward loop: 9 stores
+    of (32, 128) a step). Returns each such value's stack and the name of its row."""
+    rows: dict[int, tuple[str, str]] = {}
+    given = {v.id for v in body.invars}
+    for stack, var in zip(stacks, body.outvars[num_carry:]):
+        if isinstance(var, Var) and var.aval.shape and var.id not in given and var.id not in rows:
+            name = w.fresh()
+            w.add(f"{name} = {stack}[{row}]")
+            rows[var.id], w.outputs[var.id] = (stack, name), name
+    return rows
 
 
 def whole_value(w: Writer, var: Any) -> str:

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import hashlib
 import logging
 import math
 import os
+from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -32,9 +34,10 @@ import numpy as np
 from ..core.jaxpr import Jaxpr, Var
 from .kernel_compiler import KernelCompiler, deferral_active
 from .numba_executor import read_only
-from .numba_lowering import TRANSCENDENTAL, TYPES, Unsupported, Writer, lower, whole_value
+from .numba_lowering import TYPES, VECTORIZED, Unsupported, Writer, lower, scan_loop, transcendental, whole_value
 
 logger = logging.getLogger("meshax")
+
 MAX_ELEMENTS = 1 << 16  # the largest value of a program compiled whole
 # the elements a program's transcendental functions may compute in one run (a GRU's 200 steps of sigmoid and tanh on
 # (32, 128): 2.4 million, 40 ms compiled, a few as NumPy calls; a tiny model's softmax: 640)
@@ -42,12 +45,20 @@ TRANSCENDENTAL_ELEMENTS = 1 << 14
 MIN_EQUATIONS = 8  # fewer operations: the generated Python's calls cost little more than the compiled call
 ASK_ON_RUN = 200  # the run on which the program's function is asked for (a program run fewer times compiles nothing)
 USE_FROM_RUN = 500  # the run from which it is used, waited for if need be (a loop worth its compilation: 5-30 s)
+# a scan's loop run outside a compiled program: each run is many steps, its function sooner worth its compilation
+LOOP_ASK_ON_RUN, LOOP_USE_FROM_RUN = 20, 100
 WAIT_S = 600.0  # how long that run waits for a compilation under way
 
 
 def may_compile(jaxpr: Jaxpr) -> bool:
     """Whether `jaxpr` is small enough to be compiled whole (whether it can is known once its source is made)."""
     return len(jaxpr.equations) >= MIN_EQUATIONS and _small(jaxpr, (*jaxpr.constvars, *jaxpr.invars))
+
+
+def _loop_may_compile(body: Jaxpr, length: int) -> bool:
+    """Whether a scan of `body` over `length` rows is small enough to be compiled whole (its stacked xs and ys
+    may have more than MAX_ELEMENTS elements)."""
+    return length * _transcendental_elements(body) <= TRANSCENDENTAL_ELEMENTS and _sized(body, body.invars)
 
 
 def _small(jaxpr: Jaxpr, given: Sequence[Var]) -> bool:
@@ -62,7 +73,7 @@ def _transcendental_elements(jaxpr: Jaxpr) -> int:
     count = 0
     for eq in jaxpr.equations:
         inner = [e for e in eq.params["cluster"].jaxpr.equations] if eq.primitive.name == "fused" else [eq]
-        count += sum(math.prod(e.outputs[0].aval.shape) for e in inner if e.primitive.name in TRANSCENDENTAL)
+        count += sum(math.prod(e.outputs[0].aval.shape) for e in inner if transcendental(e))
         if eq.primitive.name == "scan":
             count += eq.params["length"] * _transcendental_elements(eq.params["jaxpr"])
     return count
@@ -90,31 +101,65 @@ def program_source(jaxpr: Jaxpr) -> str | None:
     if not may_compile(jaxpr):
         return None
     w = Writer(jaxpr.outvars)  # values computed straight into the output arrays where they can be
-    inputs = [f"a{k}" for k in range(len(jaxpr.constvars) + len(jaxpr.invars))]
-    outputs = [f"o{k}" for k in range(len(jaxpr.outvars))]
-    for name, var in zip(inputs, (*jaxpr.constvars, *jaxpr.invars)):
+    given = (*jaxpr.constvars, *jaxpr.invars)
+    inputs, outputs = _names("a", len(given)), _names("o", len(jaxpr.outvars))
+    for name, var in zip(inputs, given):
         w.names[var.id] = name
-    try:
+
+    def lines() -> None:
         for eq in jaxpr.equations:
             lower(w, eq)
         for output, var in zip(outputs, jaxpr.outvars):
             if not (isinstance(var, Var) and w.names[var.id] == output):
                 w.add(f"{output}[{'...' if var.aval.shape else '()'}] = {whole_value(w, var)}")
+    return _function_source(w, lines, inputs, [a.aval.shape for a in given], outputs, len(jaxpr.equations))
+
+
+def scan_source(jaxpr: Jaxpr, num_consts: int, num_carry: int, length: int, reverse: bool) -> str | None:
+    """The source of a numba function as `program_source`'s, for a scan of body `jaxpr` over `length` rows:
+    its inputs are the consts, the initial carry and the stacked xs, its outputs the final carry and the stacked
+    ys; None where the scan cannot or need not be compiled whole."""
+    if not _loop_may_compile(jaxpr, length):
+        return None
+    w = Writer([])
+    shapes = [v.aval.shape if k < num_consts + num_carry else (length, *v.aval.shape)
+              for k, v in enumerate(jaxpr.invars)]
+    inputs, outputs = _names("a", len(shapes)), _names("o", len(jaxpr.outvars))
+
+    def lines() -> None:
+        carries = scan_loop(w, jaxpr, num_consts, num_carry, length, reverse, inputs, outputs[num_carry:])
+        for output, carry, var in zip(outputs, carries, jaxpr.outvars):
+            w.add(f"{output}[...] = {carry}" if var.aval.shape else f"{output}[()] = {carry}[()]")
+    return _function_source(w, lines, inputs, shapes, outputs, len(jaxpr.equations))
+
+
+def _names(stem: str, count: int) -> list[str]:
+    return [f"{stem}{k}" for k in range(count)]
+
+
+def _function_source(w: Writer, lines: Callable[[], None], inputs: Sequence[str],
+                     shapes: Sequence[tuple[int, ...]], outputs: Sequence[str], size: int) -> str | None:
+    """The kernel's source: `lines()` adds its body to `w` (raising Unsupported where it cannot); inputs of
+    the given shapes are checked first."""
+    try:
+        lines()
     except Unsupported as reason:
-        logger.debug("meshax: a program of %d operations is not compiled whole: %s", len(jaxpr.equations), reason)
+        logger.debug("meshax: a program of %d operations is not compiled whole: %s", size, reason)
         return None
     except Exception as error:  # a case the lowerings did not foresee: the program keeps its generated Python
-        logger.info("meshax: a program of %d operations is not compiled whole (%s: %s)", len(jaxpr.equations),
+        logger.info("meshax: a program of %d operations is not compiled whole (%s: %s)", size,
                     type(error).__name__, error)
         return None
-    shaped = [(name, var.aval.shape) for name, var in zip(inputs, (*jaxpr.constvars, *jaxpr.invars))
-              if var.aval.shape]
-    header = ["import math", "import numpy as np", "import numba", "", *w.constants, "",
+    shaped = [(name, tuple(map(int, shape))) for name, shape in zip(inputs, shapes) if len(shape)]
+    header = ["import math", "import numpy as np", "import numba",
+              f"from meshax._src.interpreters.numba_math import {', '.join(VECTORIZED.values())}",
+              f"# numba_math {_math_version()}: numba's cache of this source does not see that module change", "",
+              *w.constants, "",
               "@numba.njit(nogil=True, cache=True, error_model='numpy')",
               f"def kernel(start, stop, {', '.join([*inputs, *outputs])}):",
               "    if stop == 0:",
               "        return 0",
-              *([f"    if {' or '.join(f'{name}.shape != {tuple(shape)}' for name, shape in shaped)}:",
+              *([f"    if {' or '.join(f'{name}.shape != {shape}' for name, shape in shaped)}:",
                  "        return 1"] if shaped else [])]
     return "\n".join(header + w.lines + ["    return 0"]) + "\n"
 
@@ -125,8 +170,9 @@ class WholeProgram:
     cannot be compiled); its inputs and outputs are arrays of `in_types` and `out_types` ((shape, dtype) each)."""
 
     def __init__(self, source: Callable[[], str | None], in_types: Sequence[tuple[tuple[int, ...], np.dtype]],
-                 out_types: Sequence[tuple[tuple[int, ...], np.dtype]], compiler: KernelCompiler) -> None:
-        self._source, self._compiler = source, compiler
+                 out_types: Sequence[tuple[tuple[int, ...], np.dtype]], compiler: KernelCompiler,
+                 loop: bool = False) -> None:
+        self._source, self._compiler, self._loop = source, compiler, loop
         self._runs = 0
         self._types, self._outs = list(in_types), list(out_types)
         self._key: tuple | None = None
@@ -169,10 +215,11 @@ class WholeProgram:
         return laid_out
 
     def _advance(self) -> Callable[..., None] | None:
-        """Count this run: ask for the function on the `ASK_ON_RUN`th, wait for it on the `USE_FROM_RUN`th;
-        the entry point once in use."""
+        """Count this run: ask for the function on the `ASK_ON_RUN`th, wait for it on the `USE_FROM_RUN`th
+        (a loop's: `LOOP_...`); the function once in use."""
+        ask_on, use_from = (LOOP_ASK_ON_RUN, LOOP_USE_FROM_RUN) if self._loop else (ASK_ON_RUN, USE_FROM_RUN)
         self._runs += 1
-        if self._runs == ASK_ON_RUN:
+        if self._runs == ask_on:
             source = self._source()
             if source is not None:
                 self._key = ("program", source)
@@ -180,9 +227,9 @@ class WholeProgram:
                 examples = [read_only(np.empty((1,) * len(shape), dtype)) for shape, dtype in self._types]
                 examples += [np.empty((1,) * len(shape), dtype) for shape, dtype in self._outs]
                 self._compiler.request(self._key, source, examples)
-        if self._runs < USE_FROM_RUN or self._key is None or deferral_active():
-            if self._runs >= USE_FROM_RUN:
-                self._runs = USE_FROM_RUN - 1  # try again on the next run
+        if self._runs < use_from or self._key is None or deferral_active():
+            if self._runs >= use_from:
+                self._runs = use_from - 1  # try again on the next run
             return None
         kernel = self._compiler.ready(self._key)
         if kernel is None and self._compiler.wait(WAIT_S):
@@ -227,8 +274,30 @@ def _thread_setter() -> Callable[[int], int]:
     return lambda count: count
 
 
+@functools.lru_cache(maxsize=None)
+def _math_version() -> str:
+    """A hash of numba_math.py, part of every source: a change to it makes new sources, compiled afresh."""
+    return hashlib.sha256(Path(__file__).with_name("numba_math.py").read_bytes()).hexdigest()[:16]
+
+
 def _types(avals: Iterable[Any]) -> list[tuple[tuple[int, ...], np.dtype]]:
     return [(tuple(a.shape), np.dtype(a.dtype)) for a in avals]
+
+
+def scan_program(jaxpr: Jaxpr, num_consts: int, num_carry: int, length: int, reverse: bool,
+                 compiler: KernelCompiler) -> WholeProgram | None:
+    """The WholeProgram of a scan of body `jaxpr` over `length` rows (see `scan_source`), or None where it is not
+    small enough."""
+    if not _loop_may_compile(jaxpr, length):
+        return None
+    rows = len(jaxpr.invars) - num_consts - num_carry
+    stacked = [(length, *shape) for shape, _ in _types(v.aval for v in jaxpr.outvars[num_carry:])]
+    in_types = _types(v.aval for v in jaxpr.invars)
+    in_types[len(in_types) - rows:] = [((length, *shape), dtype) for shape, dtype in in_types[len(in_types) - rows:]]
+    out_types = _types(v.aval for v in jaxpr.outvars)
+    out_types[num_carry:] = [(shape, dtype) for shape, (_, dtype) in zip(stacked, out_types[num_carry:])]
+    return WholeProgram(lambda: scan_source(jaxpr, num_consts, num_carry, length, reverse), in_types, out_types,
+                        compiler, loop=True)
 
 
 def whole_program(jaxpr: Jaxpr, compiler: KernelCompiler) -> WholeProgram | None:

@@ -1,0 +1,92 @@
+"""A scan outside a compiled program compiled whole on its own (numba_program.scan_program), against JAX: eagerly,
+under jit, with its gradient (the transposed loop), reversed, in shard_map; its ys computed in their rows (a y that
+is the carry, one value as two ys, an x's row, the carry's old value, 0-d ys)."""
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+import meshax
+from meshax._src.interpreters import fusion, numba_program
+from meshax.sharding import Mesh, PartitionSpec as P
+
+from differential import assert_matches
+
+RNG = np.random.default_rng(1)
+
+
+@pytest.fixture
+def loops(monkeypatch):
+    """Scans compiled from their second run, programs never compiled whole; returns the compiled loops' runs."""
+    monkeypatch.setattr(numba_program, "LOOP_ASK_ON_RUN", 1)
+    monkeypatch.setattr(numba_program, "LOOP_USE_FROM_RUN", 2)
+    monkeypatch.setattr(numba_program, "whole_program", lambda jaxpr, compiler: None)
+    monkeypatch.setattr(fusion.EXECUTORS["cpu"].numba.compiler, "background", False)
+    runs = []
+    original = numba_program.WholeProgram.__call__
+
+    def call(self, inputs):
+        outputs = original(self, inputs)
+        if outputs is not None:
+            runs.append(self)
+        return outputs
+
+    monkeypatch.setattr(numba_program.WholeProgram, "__call__", call)
+    return runs
+
+
+def floats(*shape, scale=0.5):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def gru_loss(L, params, xs, h0, reverse=False):
+    """A GRU over xs; its ys: the new state (also the carry), the state twice, the x row, the old state, a 0-d."""
+    wx, wh, b = params
+
+    def cell(carry, x):
+        h, count = carry
+        gates = x @ wx + h @ wh + b
+        z, r = L.nn.sigmoid(gates[:, :4]), L.nn.sigmoid(gates[:, 4:8])
+        n = L.numpy.tanh(gates[:, 8:] * r) + L.numpy.exp(-h * h) * 0.1
+        new = (1 - z) * n + z * h
+        return (new, count + 1), (new, new * 1.0, x, h, new.sum())
+
+    (h, count), (ys, doubled, rows, olds, sums) = L.lax.scan(cell, (h0, np.int32(0)), xs, reverse=reverse)
+    loss = (h ** 2).sum() + (ys * doubled).mean() + rows.sum() * 0.01 + (olds ** 2).mean() + sums.sum() * 0.1
+    return loss, (h, count, ys, rows, olds, sums)
+
+
+def inputs():
+    return (floats(3, 12), floats(4, 12), floats(12)), floats(30, 2, 3), floats(2, 4)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_gru_scan_and_its_gradient_match_jax(loops, reverse):
+    params, xs, h0 = inputs()
+
+    def case(L):
+        return L.jit(L.value_and_grad(lambda p: gru_loss(L, p, xs, h0, reverse), has_aux=True))
+
+    theirs, ours = case(jax)(params), case(meshax)
+    for _ in range(3):
+        value = ours(params)
+    assert len({id(run) for run in loops}) == 2, "the forward and the transposed loops were not both compiled"
+    assert_matches(value, theirs, rtol=2e-5, atol=2e-6)
+
+
+def test_eagerly_the_same_values(loops):
+    params, xs, h0 = inputs()  # (each eager scan traces its body afresh: a loop run once is not compiled)
+    assert_matches(gru_loss(meshax, params, xs, h0), gru_loss(jax, params, xs, h0), rtol=2e-5, atol=2e-6)
+
+
+def test_in_shard_map_on_one_device_the_same_values(loops):
+    mesh = Mesh(np.array(meshax.devices()[:1]), ("x",))
+    params, xs, h0 = inputs()
+
+    def local(xs, h0):
+        return gru_loss(meshax, params, xs, h0)[1][0]
+    f = meshax.jit(meshax.shard_map(local, mesh=mesh, in_specs=(P(None, "x"), P("x")), out_specs=P("x")))
+    for _ in range(3):  # (shard_map's per-device loops run as the scan rule's, not compiled)
+        ours = f(xs, h0)
+    assert_matches(ours, gru_loss(jax, params, xs, h0)[1][0], rtol=2e-5, atol=2e-6)
