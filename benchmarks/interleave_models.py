@@ -12,7 +12,7 @@ table gives each library's median step (interquartile range), the ratio of the m
 rounds' ratios (each round's meshax step over the JAX step beside it: the figure least moved by the load's
 changes), and the first steps (trace + compile + run). Both libraries at their defaults (no thread variable
 set), one device (layout 1x1). --load L runs L busy loops beside each job, as bench_models.py's. Losses: each
-round's loss of meshax against JAX's, relative tolerance 1e-3.
+round's loss of meshax against JAX's, relative tolerance 1e-3 (bench_models.loss_difference).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import time
 
 from _common import (STRIPPED_ENV_PREFIXES, WORKERS_DIR, ForeignLoad, busy_loops, chosen, exit_cleanly_on_signals,
                      failures_section, finish, machine_info, markdown_table, median, python, run_job)
-from bench_models import LOSS_RTOL, MODELS, losses_text, step_text, target_text
+from bench_models import LOSS_RTOL, MODELS, loss_difference, losses_text, step_text, target_text
 from bench_train import host_line
 
 JOB_TIME = 900.0  # seconds one model's job may take (the GPT at 15 rounds beside 2 busy loops: ~5 min here)
@@ -33,7 +33,7 @@ def row(model: str, load: int, record: dict) -> tuple[list[str], bool]:
     """The table row of one job's record (bench_models.py's cell formats), and whether its losses agree."""
     ours, theirs = record["times"]["meshax"], record["times"]["jax"]
     paired = median([a / b for a, b in zip(ours, theirs)])
-    worst = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(record["losses"]["meshax"], record["losses"]["jax"]))
+    worst = loss_difference(record["losses"]["meshax"], record["losses"]["jax"])
     return [model, str(load), step_text({"times": ours, "failed": 0}, True),
             step_text({"times": theirs, "failed": 0}, True), f"{median(ours) / median(theirs):.2f}", f"{paired:.2f}",
             target_text(1, 1, load, paired, 1.0), f"{record['firsts']['meshax']:.2f}",

@@ -30,8 +30,9 @@ STYLES = {"gpt": ("dp", "tp")}  # models with more than the data-parallel style
 # single step's time is mostly the barrier's and the timer's jitter and the first steps' cold caches
 REPEAT = {"tiny": 25}
 # models whose steady state comes after many steps: meshax runs a small program compiled whole from its 500th run
-# on (interpreters/numba_program.py). The workers run both libraries this many steps before the timed ones.
-STEADY_AFTER = {"tiny": 520}
+# on, and a scan of small steps from its 100th (interpreters/numba_program.py). The workers run both libraries this
+# many steps before the timed ones.
+STEADY_AFTER = {"tiny": 520, "gru": 110}
 
 
 class Model(NamedTuple):
