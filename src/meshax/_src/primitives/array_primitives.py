@@ -208,7 +208,7 @@ def _highest(dtype: np.dtype) -> Any:
 
 
 # the ufuncs' reductions themselves (np.sum and np.prod call them, after a few microseconds of dispatch)
-_REDUCTIONS = {"sum": np.add.reduce, "prod": np.multiply.reduce, "max": _max, "min": _min, "or": np.any, "and": np.all}
+_REDUCTIONS = {"sum": cpu_kernels.reduce_sum, "prod": np.multiply.reduce, "max": _max, "min": _min, "or": np.any, "and": np.all}
 REDUCE = {kind: _define(f"reduce_{kind}", _reduce_impl(fn), _reduce_aval(kind), rules.reduction(kind))
           for kind, fn in _REDUCTIONS.items()}
 
