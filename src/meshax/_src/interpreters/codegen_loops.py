@@ -109,6 +109,7 @@ def _scan(body: Any, jaxpr: Jaxpr, num_consts: int, num_carry: int, length: int,
     def scan(args: Sequence[Any]) -> list[Any]:  # the compiled loop once in use (numba_program.py), else Python's
         outputs = compiled(args)
         return function(args) if outputs is None else outputs
+    scan.source = function.source  # the generated Python's, as a loop function shows it
     return scan
 
 
