@@ -58,7 +58,7 @@ FLOOR_MODEL = "mlp"
 JOB_SLACK = 90.0  # seconds a job may take beyond its steps: start-up, compilation, shutdown
 STEP_ALLOWANCE = 15.0  # seconds per step when sizing a job's timeout (JAX's gpt tp at 2x4 here: 6-18 s a step)
 MIN_JOB_TIME = 20.0
-# the models that run many untimed steps first (workers/models.py STEADY_AFTER: tiny 520, gru 110), and the seconds
+# the models that run many untimed steps first (workers/models.py STEADY_AFTER: tiny 520, gru 110 on one device), and the seconds
 # that takes, meshax's compilation of its program (or loops) included (on 2 busy cores, cold: up to ~90 s)
 STEADY_SLACK = {"tiny": 180.0, "gru": 180.0}
 # where a loss has been trained down to float32's rounding of its residuals (gru: ~1e-13 after 100 steps, from 1.1),

@@ -100,7 +100,7 @@ def main() -> int:
     for _ in range(args.warmup - 1):
         for r in runners:
             r.run(repeat)
-    steady_after = runners[1].models.STEADY_AFTER.get(args.model, 0) - 1 - (args.warmup - 1) * repeat
+    steady_after = runners[1].models.steady_after(args.model, 1) - 1 - (args.warmup - 1) * repeat
     for r in runners:
         if steady_after > 0:
             r.run(steady_after)

@@ -31,8 +31,16 @@ STYLES = {"gpt": ("dp", "tp")}  # models with more than the data-parallel style
 REPEAT = {"tiny": 25}
 # models whose steady state comes after many steps: meshax runs a small program compiled whole from its 500th run
 # on, and a scan of small steps from its 100th (interpreters/numba_program.py). The workers run both libraries this
-# many steps before the timed ones.
+# many steps before the timed ones (gru on one device only: JAX's gru step over 8 devices takes ~8 s).
 STEADY_AFTER = {"tiny": 520, "gru": 110}
+_STEADY_ONE_DEVICE = {"gru"}
+
+
+def steady_after(model: str, devices: int) -> int:
+    """The steps both libraries run before the timed ones, for `model` on `devices` devices in all."""
+    if model in _STEADY_ONE_DEVICE and devices > 1:
+        return 0
+    return STEADY_AFTER.get(model, 0)
 
 
 class Model(NamedTuple):

@@ -152,7 +152,7 @@ def main() -> int:
         record["losses"].extend(float(x) for x in losses)
         if step == args.warmup - 1:
             steps_run = 1 + (args.warmup - 1) * models.REPEAT.get(args.model, 1)
-            for _ in range(models.STEADY_AFTER.get(args.model, 0) - steps_run):  # untimed, in every process
+            for _ in range(models.steady_after(args.model, jax.device_count()) - steps_run):  # untimed, in every process
                 params, opt_state, loss = model.step(params, opt_state, model.batch)
                 record["losses"].append(float(loss))
             settle()
