@@ -404,16 +404,41 @@ def _gather_aval(x: ShapedArray, *indices: ShapedArray, index: tuple[Any, ...]) 
 
 def _gather_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, index: tuple[Any, ...],
                  **_: Any) -> rules.Layout:
-    """Dimensions taken whole by a slice keep their split; the index arrays are whole on each device, and so
-    are the dimensions they or integers index; partially sliced ones are split again afterwards, unless
-    index arrays take part (then they stay whole, as JAX's)."""
+    """Dimensions taken whole by a slice keep their split; the dimensions that index arrays or integers index
+    are whole on each device; the result's dimensions that come from the index arrays split as the arrays do
+    (an embedding looked up by a batch split over devices gives rows split likewise, as JAX's); partially sliced
+    dimensions are split again afterwards, unless index arrays take part (then they stay whole, as JAX's)."""
     x, arrays = avals[0], avals[1:]
     spec = [entry if isinstance(i, slice) and i.indices(n) == (0, n, 1) else ()
             for entry, i, n in zip(specs[0], index, x.shape)]
-    sources = gather_sources(index, len(rules.broadcast_shapes(*[a.shape for a in arrays])) if arrays else 0)
-    out = tuple(() if d is None else spec[d] for d in sources)
-    result = None if arrays else [tuple(() if d is None else specs[0][d] for d in sources)]
-    return rules.Layout([tuple(spec)] + [rules.replicated(a.ndim) for a in arrays], [out], result_specs=result)
+    if not arrays:
+        out = tuple(() if d is None else spec[d] for d in gather_sources(index, 0))
+        return rules.Layout([tuple(spec)], [out], result_specs=[tuple(() if d is None else specs[0][d]
+                                                                       for d in gather_sources(index, 0))])
+    shape = rules.broadcast_shapes(*[a.shape for a in arrays])
+    array_entries = _index_array_entries(specs[1:], arrays, shape, rules.used_axes(spec))
+    entries = iter(array_entries)
+    out = tuple(next(entries) if d is None else spec[d] for d in gather_sources(index, len(shape)))
+    array_specs = [tuple(array_entries[len(shape) - a.ndim + d] if n == shape[len(shape) - a.ndim + d] else ()
+                         for d, n in enumerate(a.shape)) for a in arrays]
+    return rules.Layout([tuple(spec)] + array_specs, [out])
+
+
+def _index_array_entries(specs: Sequence[rules.Spec], arrays: Sequence[ShapedArray], shape: tuple[int, ...],
+                         taken: set[str]) -> list[tuple[str, ...]]:
+    """How each dimension of the broadcast index arrays (of `shape`) is split: as the arrays that span it agree,
+    without the mesh axes in `taken` (the operand's); whole where boolean masks take part (their results' sizes
+    depend on their values)."""
+    if any(a.dtype == np.bool_ for a in arrays):
+        return [()] * len(shape)
+    entries = []
+    for d, n in enumerate(shape):
+        spanning = [spec[d - len(shape) + a.ndim] for spec, a in zip(specs, arrays)
+                    if d - len(shape) + a.ndim >= 0 and a.shape[d - len(shape) + a.ndim] == n > 1]
+        entry = rules.unused_prefix(rules.agreed_entry(spanning), taken)
+        taken = taken | set(entry)
+        entries.append(entry)
+    return entries
 
 
 gather = _define("gather", K.gather, lambda x, *ix, index: _gather_aval(x, *ix, index=index), _gather_rule)
