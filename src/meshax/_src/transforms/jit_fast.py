@@ -24,9 +24,9 @@ from ..tree.tree_util import PyTreeDef
 MISS = object()  # FastCall's answer where the general path is to run the call
 
 
-def signature(leaf: Array) -> tuple:
-    """What of an Array argument a FastCall depends on."""
-    return (type(leaf), leaf._shape, leaf._dtype, leaf.weak_type, leaf._sharding, leaf.committed)
+def signatures(leaves: Sequence[Any]) -> list[tuple]:
+    """What of each Array argument a FastCall depends on (AttributeError for a leaf that is no Array)."""
+    return [(type(leaf), leaf._shape, leaf._dtype, leaf.weak_type, leaf._sharding, leaf.committed) for leaf in leaves]
 
 
 def _laid_out(const: Any) -> Any:
@@ -48,7 +48,7 @@ class FastCall:
     def __init__(self, flatten: Callable[[Any], list | None], leaves: Sequence[Array], consts: Sequence[Any],
                  run: Callable[[list[Any]], list[Any]], templates: Sequence[Any], device: Any,
                  unflatten: Callable[[list], Any]) -> None:
-        self._flatten, self._signatures = flatten, [signature(leaf) for leaf in leaves]
+        self._flatten, self._signatures = flatten, signatures(leaves)
         self._mesh, self._consts, self._run = current_mesh(), [_laid_out(c) for c in consts], run
         self._templates, self._device, self._unflatten = templates, device, unflatten
 
@@ -67,9 +67,8 @@ class FastCall:
         leaves = self._flatten(args)
         if leaves is None or current_mesh() is not self._mesh or not plain_eager_call():
             return MISS
-        try:  # one comparison of every argument's signature (a leaf that is no Array has no `_shape`)
-            if [(type(leaf), leaf._shape, leaf._dtype, leaf.weak_type, leaf._sharding, leaf.committed)
-                    for leaf in leaves] != self._signatures:
+        try:  # one comparison of every argument's signature
+            if signatures(leaves) != self._signatures:
                 return MISS
         except AttributeError:
             return MISS
