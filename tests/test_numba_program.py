@@ -14,6 +14,7 @@ import meshax.numpy as mnp
 from meshax._src.interpreters import fusion, numba_program
 from meshax.sharding import Mesh, PartitionSpec as P
 
+from compiled_runs import record_compiled_runs
 from differential import assert_matches
 
 COMPILER = fusion.EXECUTORS["cpu"].numba.compiler
@@ -26,18 +27,7 @@ def whole(monkeypatch):
     monkeypatch.setattr(numba_program, "ASK_ON_RUN", 1)
     monkeypatch.setattr(numba_program, "USE_FROM_RUN", 2)
     monkeypatch.setattr(numba_program, "MIN_EQUATIONS", 1)
-    monkeypatch.setattr(COMPILER, "background", False)
-    compiled = []
-    original = numba_program.WholeProgram.__call__
-
-    def call(self, inputs):
-        outputs = original(self, inputs)
-        if outputs is not None:
-            compiled.append(self)
-        return outputs
-
-    monkeypatch.setattr(numba_program.WholeProgram, "__call__", call)
-    return compiled
+    return record_compiled_runs(monkeypatch)
 
 
 def check(whole, case, *args, runs=3, **tolerances):

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 import meshax
-from meshax._src.interpreters import fusion, numba_program
+from meshax._src.interpreters import numba_program
 from meshax.sharding import Mesh, PartitionSpec as P
 
+from compiled_runs import record_compiled_runs
 from differential import assert_matches
 
 RNG = np.random.default_rng(1)
@@ -22,18 +23,7 @@ def loops(monkeypatch):
     monkeypatch.setattr(numba_program, "LOOP_ASK_ON_RUN", 1)
     monkeypatch.setattr(numba_program, "LOOP_USE_FROM_RUN", 2)
     monkeypatch.setattr(numba_program, "whole_program", lambda jaxpr, compiler: None)
-    monkeypatch.setattr(fusion.EXECUTORS["cpu"].numba.compiler, "background", False)
-    runs = []
-    original = numba_program.WholeProgram.__call__
-
-    def call(self, inputs):
-        outputs = original(self, inputs)
-        if outputs is not None:
-            runs.append(self)
-        return outputs
-
-    monkeypatch.setattr(numba_program.WholeProgram, "__call__", call)
-    return runs
+    return record_compiled_runs(monkeypatch)
 
 
 def floats(*shape, scale=0.5):
