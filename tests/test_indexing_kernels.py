@@ -109,3 +109,31 @@ def test_take_along_with_an_index_that_does_not_broadcast_raises_as_numpy_does()
         np.take_along_axis(np.zeros((4, 5)), np.zeros((3, 2), np.intp), 1)
     with pytest.raises(IndexError):
         K.take_along(np.zeros((4, 5)), np.zeros((3, 2), np.intp), axis=1)
+
+
+@pytest.mark.parametrize("count, rows", [(2048, 256), (100, 7), (500, 3), (0, 5), (64, 1000)],
+                         ids=["embedding", "repeats", "past-the-repeat-limit", "none", "few"])
+def test_whole_rows_added_at_indices_have_np_add_ats_bits(count, rows):
+    """x.at[i].add(y) for one integer array i (an embedding's gradient) adds each row's updates in their order, as
+    np.add.at does, bit for bit; also in a block of rows (local_box), dropping the updates that land elsewhere."""
+    rng = np.random.default_rng(count)
+    idx = rng.integers(0, rows, (count // 4, 4) if count else (0, 4))
+    y = rng.standard_normal(idx.shape + (2, 3)).astype(np.float32)
+    x = rng.standard_normal((rows, 2, 3)).astype(np.float32)
+    want = x.copy()
+    np.add.at(want, idx, y)
+    index = ("array", slice(0, 2, 1), slice(0, 3, 1))
+    assert K.scatter(x, y, idx, index=index, mode="add").tobytes() == want.tobytes()
+    low = rows // 2
+    block = K.scatter(x[low:], y, idx, index=index, mode="add", local_box=((low, rows), (0, 2), (0, 3)))
+    kept = x[low:].copy()
+    inside = idx >= low
+    np.add.at(kept, idx[inside] - low, y[inside])
+    assert block.tobytes() == kept.tobytes()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_embeddings_gradient_is_jaxs(mode):
+    table = np.linspace(-1, 1, 40 * 6, dtype=np.float32).reshape(40, 6)
+    tokens = (np.arange(64, dtype=np.int32).reshape(8, 8) * 13) % 40
+    check_modes(lambda L, t, i: L.grad(lambda t: (L.numpy.tanh(t[i]) ** 2).sum())(t), table, tokens, modes=(mode,))
