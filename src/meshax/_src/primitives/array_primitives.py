@@ -412,9 +412,9 @@ def _gather_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, i
     spec = [entry if isinstance(i, slice) and i.indices(n) == (0, n, 1) else ()
             for entry, i, n in zip(specs[0], index, x.shape)]
     if not arrays:
-        out = tuple(() if d is None else spec[d] for d in gather_sources(index, 0))
-        return rules.Layout([tuple(spec)], [out], result_specs=[tuple(() if d is None else specs[0][d]
-                                                                       for d in gather_sources(index, 0))])
+        sources = gather_sources(index, 0)
+        return rules.Layout([tuple(spec)], [tuple(() if d is None else spec[d] for d in sources)],
+                            result_specs=[tuple(() if d is None else specs[0][d] for d in sources)])
     shape = rules.broadcast_shapes(*[a.shape for a in arrays])
     array_entries = _index_array_entries(specs[1:], arrays, shape, rules.used_axes(spec))
     entries = iter(array_entries)
