@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from multiprocess import REPO
 
 BENCH = REPO / "benchmarks"
@@ -85,6 +87,14 @@ def test_a_loss_mismatch_is_flagged_and_names_the_job() -> None:
     assert bench_models.losses_text(bench_models.worst_loss_difference([jax_cell, off, None])) == \
         "**NO** (4e-02, meshax job 2)"
     assert bench_models.worst_loss_difference([None, {"losses": [[1.0]], "names": ["meshax job 1"]}]) is None
+
+
+def test_losses_near_float32_rounding_compare_against_the_floor() -> None:
+    reference = [1.0, 1e-6, 4e-9]
+    noisy_tail = [1.0, 1e-6, 4.03e-9]  # 3e-11 apart: 7.5e-3 relatively, 3e-4 of the floor (1e-7 of 1.0)
+    off_above_floor = [1.0, 1.01e-6, 4e-9]  # 1e-2 relatively, where the loss still has its digits
+    assert bench_models.loss_difference(noisy_tail, reference) == pytest.approx(3e-11 / 1e-7)
+    assert bench_models.loss_difference(off_above_floor, reference) == pytest.approx(1e-2)
 
 
 def test_busy_loops_spin_during_the_block_and_are_gone_after() -> None:
