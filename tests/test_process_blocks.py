@@ -13,6 +13,7 @@ from meshax import lax
 from meshax._src.core.core import impl_rules
 from meshax._src.interpreters import process_blocks
 from meshax._src.primitives import array_primitives
+from meshax._src.runtime import cpu_budget
 from meshax._src.runtime.compute_pool import run_each as real_run_each
 
 
@@ -457,12 +458,22 @@ def test_large_stacked_products_spread_over_many_threads_with_each_devices_bits(
     body = meshax.shard_map(lambda a, b: lax.dot_general(jnp.maximum(a, 0.0), b, (((0,), (0,)), ((), ())))[None],
                             mesh=mesh, in_specs=(P("data"), P("data")), out_specs=P("data"))
     out = np.asarray(meshax.jit(body)(meshax.device_put(x, rows), meshax.device_put(g, rows)))
-    with threadpoolctl.threadpool_limits(1 if threads == "4" else int(threads), user_api="blas"):
+    with _blas_threads(1 if threads == "4" else _policy_threads(1024, 10, 128, int(threads))):
         for i in range(4):
             block = slice(128 * i, 128 * (i + 1))
             assert out[i].tobytes() == (np.maximum(x[block], 0).T @ g[block]).tobytes(), i
     products = [kw for funcs, kw in spread if funcs == [impl_rules[array_primitives.dot_general]] * 4]
     assert products == ([{"blas": True}] if threads == "4" else []), spread
+
+
+def _policy_threads(m: int, n: int, k: int, share: int) -> int:
+    """The BLAS threads meshax gives one m x k @ k x n product with `share` threads all free (cpu_budget's policy):
+    OpenBLAS rounds a product differently on different thread counts."""
+    return cpu_budget.product_threads(m * n * k, m, share, share)
+
+
+def _blas_threads(threads: int):
+    return threadpoolctl.threadpool_limits(threads, user_api="blas")
 
 
 def _pairwise(parts):
@@ -523,7 +534,8 @@ def test_large_stacked_reductions_spread_over_the_threads_with_each_devices_bits
     else:
         f = meshax.jit(parts)
     weight, bias = (np.asarray(o) for o in f(meshax.device_put(x, rows), meshax.device_put(g, rows)))
-    weights = [(2 * a).T @ (2 * b) for a, b in zip(np.split(x, 4), np.split(g, 4))]
+    with _blas_threads(_policy_threads(160, 160, 128, 2)):
+        weights = [(2 * a).T @ (2 * b) for a, b in zip(np.split(x, 4), np.split(g, 4))]
     biases = [(2 * a).sum(axis=0) for a in np.split(x, 4)]
     if where == "shard_map":
         assert all(weight[i].tobytes() == w.tobytes() for i, w in enumerate(weights))
