@@ -12,7 +12,7 @@ import meshax.numpy as jnp
 from meshax import lax
 from meshax._src.core.core import impl_rules
 from meshax._src.interpreters import process_blocks
-from meshax._src.primitives import array_primitives
+from meshax._src.primitives import array_primitives, cpu_kernels
 from meshax._src.runtime import cpu_budget
 from meshax._src.runtime.compute_pool import run_each as real_run_each
 
@@ -336,7 +336,7 @@ def test_shard_map_stacks_scalars_reductions_over_rows_and_small_transcendentals
         joined_device_calls):
     """A device's loss (a sum over its rows, then scalar arithmetic), its bias gradients (sums and maxima over its
     rows) and small transcendentals, on 4 devices: one call over the devices' values stacked (or joined), each
-    device's values bit for bit those of NumPy on its block alone."""
+    device's values bit for bit those of its block computed alone (NumPy's; a large sum over rows, BLAS's)."""
     mesh = meshax.make_mesh((4,), ("data",), devices=meshax.devices()[:4])
     rng = np.random.default_rng(7)
     a = (rng.standard_normal((64, 33)) * 10.0 ** rng.integers(-3, 4, (64, 33))).astype(np.float32)
@@ -355,11 +355,11 @@ def test_shard_map_stacks_scalars_reductions_over_rows_and_small_transcendentals
         meshax.device_put(large, meshax.NamedSharding(mesh, P("data"))))
     blocks = np.split(a, 4)
     f32 = np.float32
-    wants = [np.stack([-b.sum() / f32(3) * f32(2) for b in blocks]), np.stack([b.sum(axis=0) for b in blocks]),
+    wants = [np.stack([-b.sum() / f32(3) * f32(2) for b in blocks]), np.stack([_row_sums(b) for b in blocks]),
              np.stack([b.max(axis=0) for b in blocks]), np.exp(a),
              np.log(np.abs(a) + f32(1)),
-             np.stack([(b * f32(2) + f32(1)).sum(axis=0) for b in blocks]),  # a reshape of the joined rows
-             np.stack([b.sum(axis=0) for b in np.split(large, 4)])]
+             np.stack([_row_sums(b * f32(2) + f32(1)) for b in blocks]),  # a reshape of the joined rows
+             np.stack([_row_sums(b) for b in np.split(large, 4)])]
     for got, want in zip(ours, wants):  # exp's subnormal results flush to zero, as on JAX (runtime/denormals.py)
         np.testing.assert_array_equal(np.asarray(got), np.where(np.abs(want) < np.finfo(f32).tiny, f32(0), want))
     assert {"reduce_sum", "reduce_max", "fused", "exp", "log"} <= set(joined_device_calls), joined_device_calls
@@ -466,6 +466,12 @@ def test_large_stacked_products_spread_over_many_threads_with_each_devices_bits(
     assert products == ([{"blas": True}] if threads == "4" else []), spread
 
 
+def _row_sums(block: np.ndarray) -> np.ndarray:
+    """A device's sum over the rows of its `block` alone: NumPy's reduction, or for blocks large enough one BLAS
+    product with ones (cpu_kernels.reduce_sum)."""
+    return cpu_kernels.reduce_sum(block, (0,))
+
+
 def _policy_threads(m: int, n: int, k: int, share: int) -> int:
     """The BLAS threads meshax gives one m x k @ k x n product with `share` threads all free (cpu_budget's policy):
     OpenBLAS rounds a product differently on different thread counts."""
@@ -514,7 +520,7 @@ def test_small_partial_products_and_sums_over_the_split_rows_run_stacked_with_xl
 @pytest.mark.parametrize("where", ["jit", "shard_map"])
 def test_large_stacked_reductions_spread_over_the_threads_with_each_devices_bits(monkeypatch, where):
     """With 2 compute threads, a stacked reduction's operand large enough runs as ranges of the stack side by side:
-    each device's sum over its rows bit for bit NumPy's on its block alone (and its product beside it, one
+    each device's sum over its rows bit for bit that of its block alone (and its product beside it, one
     stacked call)."""
     monkeypatch.setenv("MESHAX_CPU_THREADS", "2")
     spread = []
@@ -536,7 +542,7 @@ def test_large_stacked_reductions_spread_over_the_threads_with_each_devices_bits
     weight, bias = (np.asarray(o) for o in f(meshax.device_put(x, rows), meshax.device_put(g, rows)))
     with _blas_threads(_policy_threads(160, 160, 128, 2)):
         weights = [(2 * a).T @ (2 * b) for a, b in zip(np.split(x, 4), np.split(g, 4))]
-    biases = [(2 * a).sum(axis=0) for a in np.split(x, 4)]
+    biases = [_row_sums(2 * a) for a in np.split(x, 4)]
     if where == "shard_map":
         assert all(weight[i].tobytes() == w.tobytes() for i, w in enumerate(weights))
         assert all(bias[i].tobytes() == b.tobytes() for i, b in enumerate(biases))
