@@ -401,8 +401,10 @@ def _check_world(world: Any, process_id: int, num_processes: int) -> None:
     if world.Get_size() != num_processes or world.Get_rank() != process_id:
         raise RuntimeError(
             f"MPI started this process as rank {world.Get_rank()} of {world.Get_size()}, but meshax expected "
-            f"process {process_id} of {num_processes}; the MPI library did not use meshax's PMI server "
-            "(was mpi4py imported and initialised before meshax.distributed.initialize?)."
+            f"process {process_id} of {num_processes}: the MPI library it loaded, {mpi.loaded_library()}, did not "
+            "join meshax's PMI server, which needs MPICH's (install the mpich wheel beside mpi4py, or set "
+            "MPI4PY_LIBMPI to an MPICH libmpi.so.12), and mpi4py must not initialise MPI before "
+            "meshax.distributed.initialize."
         )
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+import importlib.metadata
 import os
 import threading
 from typing import Any, Iterable
@@ -50,6 +51,8 @@ def start(pmi_address: str | None = None, process_id: int = 0, num_processes: in
     (a process rejoining a job that survives losses: rejoin.py). Without it, MPI uses
     the launcher's PMI from the environment.
     """
+    if pmi_address is not None and _MPI is None:
+        prefer_wheel_library()
     MPI = mpi_module()
     if MPI.Is_initialized():
         return MPI.COMM_WORLD
@@ -68,6 +71,42 @@ def start(pmi_address: str | None = None, process_id: int = 0, num_processes: in
         raise RuntimeError(f"MPI_Init_thread failed with error code {code}.")
     _job_segments.update(mapped_shared_memory())
     return MPI.COMM_WORLD
+
+
+def prefer_wheel_library() -> None:
+    """Have mpi4py load the mpich wheel's libmpi, where the user named no library: our PMI server speaks MPICH's
+    PMI-1, and mpi4py 4.1 otherwise loads the first MPI it finds, which can be another on the machine where the
+    wheel's files are not under sys.prefix (seen with `pip install --target`: every process rank 0 of 1)."""
+    if os.environ.get("MPI4PY_LIBMPI") or os.environ.get("MPI4PY_MPIABI"):
+        return
+    library = wheel_library()
+    if library is not None:
+        os.environ["MPI4PY_LIBMPI"] = library
+
+
+def wheel_library() -> str | None:
+    """The libmpi.so.12 that the mpich wheel installed in this environment, if it did."""
+    try:
+        distribution = importlib.metadata.distribution("mpich")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in distribution.files or ():
+        if file.name == "libmpi.so.12":
+            path = os.path.realpath(str(distribution.locate_file(file)))
+            if os.path.isfile(path):
+                return path
+    return None
+
+
+def loaded_library() -> str:
+    """The MPI library this process runs: its version's first line and its file (for messages)."""
+    version = " ".join(mpi_module().Get_library_version().strip().splitlines()[0].split())
+    try:
+        with open("/proc/self/maps") as maps:
+            files = {line.split()[-1] for line in maps if "/libmpi" in line}
+    except OSError:
+        files = set()
+    return f"{version} ({', '.join(sorted(files)) or 'file unknown'})"
 
 
 _SHM_DIRECTORY = "/dev/shm"
