@@ -133,9 +133,10 @@ def _summed_by_product(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray | Non
         return np.dot(x.reshape(lead, length), _ones(length, x.dtype))
     if x.size < SUM_MIN_SIZE:
         return None
-    # one (1 x length) @ (length x tail) BLAS call per leading index, on the threads one such call gets: a device's
-    # sums have the same bits whether its values are summed alone or stacked with other devices' (process_blocks)
-    device_pool.product_blas(length * tail, 1)
+    # one (1 x length) @ (length x tail) BLAS call per leading index, on one BLAS thread (as fast as two: it is bound
+    # by reading x; OpenBLAS rounds such a call differently on 3 or more): a device's sums have the same bits whether
+    # summed alone or stacked with other devices' (process_blocks), and in every process whatever its load
+    device_pool.product_blas(0, 1)
     return np.matmul(_ones(length, x.dtype).reshape(1, length), x.reshape(lead, length, tail))
 
 
