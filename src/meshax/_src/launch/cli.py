@@ -285,9 +285,9 @@ def _mpi_lines() -> list[str]:
     try:
         import mpi4py
 
-        from ..runtime.mpi import mpi_module
+        from ..runtime.mpi import loaded_library
 
-        library = " ".join(mpi_module().Get_library_version().strip().splitlines()[0].split())
+        library = loaded_library()
     except Exception as error:  # noqa: BLE001 - info reports every failure as text
         return [f"mpi4py:      unavailable ({type(error).__name__}: {error})"]
     return [f"mpi4py:      {mpi4py.__version__}", f"MPI library: {library}"]
