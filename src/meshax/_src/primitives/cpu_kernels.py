@@ -103,6 +103,7 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
 # 0.82 against 0.09 ms, 2 cores). BLAS sums in float32 with several accumulators, as XLA's vectorized reductions do
 # (NumPy's order differs in the last bits). A sum of all elements stays NumPy's (pairwise, more exact).
 ROW_SUM_MIN_ROWS, SUM_MIN_LENGTH, SUM_MIN_SIZE = 256, 16, 4096
+_PRODUCT_SUM_TYPES = frozenset(map(np.dtype, (np.float32, np.float64)))
 
 
 def reduce_sum(x: np.ndarray, axis: tuple[int, ...], keepdims: bool = False) -> np.ndarray:
@@ -117,8 +118,8 @@ def reduce_sum(x: np.ndarray, axis: tuple[int, ...], keepdims: bool = False) -> 
 
 def _summed_by_product(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray | None:
     """The sum of C-ordered float `x` over the adjacent `axis` as (lead, tail) or (tail,) sums of a product with
-    ones, or None where NumPy's reduction is as good (the test above)."""
-    if not isinstance(x, np.ndarray) or not axis or x.dtype not in _ROW_SUM_TYPES or not x.flags.c_contiguous:
+    ones, or None where NumPy's reduction is as good (the sizes above)."""
+    if not isinstance(x, np.ndarray) or not axis or x.dtype not in _PRODUCT_SUM_TYPES or not x.flags.c_contiguous:
         return None
     first, last = min(axis), max(axis) + 1
     if last - first != len(axis):
@@ -139,8 +140,6 @@ def _summed_by_product(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray | Non
     device_pool.product_blas(0, 1)
     return np.matmul(_ones(length, x.dtype).reshape(1, length), x.reshape(lead, length, tail))
 
-
-_ROW_SUM_TYPES = frozenset(map(np.dtype, (np.float32, np.float64)))
 
 
 @functools.lru_cache(maxsize=16)
