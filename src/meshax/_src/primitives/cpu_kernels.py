@@ -141,7 +141,6 @@ def _summed_by_product(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray | Non
     return np.matmul(_ones(length, x.dtype).reshape(1, length), x.reshape(lead, length, tail))
 
 
-
 @functools.lru_cache(maxsize=16)
 def _ones(length: int, dtype: np.dtype) -> np.ndarray:
     ones = np.ones(length, dtype)
