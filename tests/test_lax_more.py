@@ -435,7 +435,7 @@ def _executed_primitives(function, *args):
                          ids=["same", "strided-dilated", "input-dilated"])
 def test_a_jitted_convolutions_input_gradient_is_one_windows_product_sum(options):
     """Under jit a convolution's input gradient (the windows of g @ kernel^T summed back) runs as one
-    conv_windows_product_sum (windows.py, installed in simplify.py), with JAX's values; split along the batch on
+    conv_windows_product_sum (window_products.py, installed in simplify.py), with JAX's values; split along the batch on
     two devices too (its sharding rule keeps the split)."""
     def loss(L, img, ker):
         out = L.lax.conv_general_dilated(img, ker, dimension_numbers=NHWC, **options)
@@ -454,8 +454,10 @@ def test_a_jitted_convolutions_input_gradient_is_one_windows_product_sum(options
 
 @pytest.mark.parametrize("threads", [2, 3])
 def test_convolution_kernels_spread_over_free_threads_give_the_same_bits(threads, monkeypatch):
-    """The windows' copy, their sum and the input gradient's product sum (windows.py) run their blocks of images on
-    the threads free now: bit for bit what one thread gives, and a jitted convolution's gradients are JAX's."""
+    """The windows' copy and their sum (windows.py), and the products with windows (window_products.py) run their
+    blocks of images on the threads free now: bit for bit what one thread gives, and a jitted convolution's
+    gradients are JAX's."""
+    from meshax._src.primitives import window_products as WP
     from meshax._src.primitives import windows as W
     from meshax._src.runtime import compute_pool
 
@@ -468,9 +470,12 @@ def test_convolution_kernels_spread_over_free_threads_give_the_same_bits(threads
 
     def kernels():
         return (W._windows_impl(x, **params), W._windows_sum_impl(y, sizes=(8, 7), **params),
-                W._product_sum_impl(g, kernel, sizes=(8, 7), **params))
+                WP._product_sum_impl(g, kernel, sizes=(8, 7), **params),
+                WP._product_sum_impl(g[:, ::2], kernel, sizes=(8, 7), **dict(params, strides=(2, 1))),
+                WP._windows_product_impl(x, kernel, **params), WP._windows_gradient_impl(x, g, **params))
 
     monkeypatch.setattr(W, "SUM_BLOCK_BYTES", 2 * 8 * 7 * 4 * 4)  # blocks of 2 images
+    monkeypatch.setattr(WP, "WINDOW_BLOCK_BYTES", 2 * 6 * 5 * 9 * 4 * 4)  # windows of 2 images
     monkeypatch.setattr(compute_pool, "available_threads", lambda: 1)
     alone = kernels()
     spread = []
@@ -478,9 +483,9 @@ def test_convolution_kernels_spread_over_free_threads_give_the_same_bits(threads
     monkeypatch.setattr(compute_pool, "run_each",
                         lambda calls, **options: (spread.append(len(calls)), original(calls, **options))[1])
     monkeypatch.setattr(compute_pool, "available_threads", lambda: threads)
-    for ours, want in zip(kernels(), alone):
+    for ours, want in zip(kernels(), alone, strict=True):
         assert ours.tobytes() == want.tobytes()
-    assert spread == [threads] * 3, spread
+    assert spread == [threads] * 6, spread
     grad = meshax.jit(meshax.grad(lambda i, k: _windowed_loss(meshax, i, k), argnums=(0, 1)))
     theirs = jax.grad(lambda i, k: _windowed_loss(jax, i, k), argnums=(0, 1))(x, KER)
     for ours, want in zip(grad(x, KER), theirs):
@@ -492,13 +497,16 @@ def test_convolution_kernels_spread_over_free_threads_give_the_same_bits(threads
     (((1, 1), (1, 1)), (1, 1), (1, 1)), (((0, 2), (1, 0)), (1, 1), (1, 1)), (((2, 1), (1, 2)), (2, 1), (1, 2)),
     (((3, 3), (0, 0)), (1, 2), (2, 1))])
 def test_padded_windows_and_their_sums_are_those_of_the_padded_input(pads, strides, dilation, threads, monkeypatch):
-    """Zeros padded around the input inside the windows' copy (a few images at a time), and the sums cropped to the
-    unpadded input inside the windows' sum and product sum: bit for bit the windows of np.pad's copy, and the
-    interior of the padded input's sums, in blocks of images over 1 or 2 threads."""
+    """Zeros padded around the input inside the windows' copy and the products with windows (a few images at a
+    time), and the sums cropped to the unpadded input inside the windows' sum and product sum: bit for bit the
+    windows of np.pad's copy and their products, and the interior of the padded input's sums, in blocks of images
+    over 1 or 2 threads."""
+    from meshax._src.primitives import window_products as WP
     from meshax._src.primitives import windows as W
     from meshax._src.runtime import compute_pool
 
     monkeypatch.setattr(W, "SUM_BLOCK_BYTES", 3 * 10 * 9 * 4 * 4)  # blocks of a few padded images
+    monkeypatch.setattr(WP, "WINDOW_BLOCK_BYTES", 3 * 10 * 9 * 6 * 4 * 4)
     monkeypatch.setattr(compute_pool, "available_threads", lambda: threads)
     rng = np.random.default_rng(11)
     x = rng.normal(size=(7, 6, 5, 4)).astype(np.float32)
@@ -514,6 +522,11 @@ def test_padded_windows_and_their_sums_are_those_of_the_padded_input(pads, strid
     inside = (slice(None),) + tuple(slice(lo, lo + n) for (lo, _), n in zip(pads, x.shape[1:3]))
     for summed, whole in ((W._windows_sum_impl(y, sizes=x.shape[1:3], pads=pads, **base),
                            W._windows_sum_impl(y, sizes=wide.shape[1:3], pads=unpadded, **base)),
-                          (W._product_sum_impl(g, kernel, sizes=x.shape[1:3], pads=pads, **base),
-                           W._product_sum_impl(g, kernel, sizes=wide.shape[1:3], pads=unpadded, **base))):
+                          (WP._product_sum_impl(g, kernel, sizes=x.shape[1:3], pads=pads, **base),
+                           WP._product_sum_impl(g, kernel, sizes=wide.shape[1:3], pads=unpadded, **base))):
         assert summed.shape == x.shape and summed.tobytes() == np.ascontiguousarray(whole[inside]).tobytes()
+    for product, whole in ((WP._windows_product_impl(x, kernel[:, :, :4], pads=pads, **base),
+                            WP._windows_product_impl(wide, kernel[:, :, :4], pads=unpadded, **base)),
+                           (WP._windows_gradient_impl(x, g, pads=pads, **base),
+                            WP._windows_gradient_impl(wide, g, pads=unpadded, **base))):
+        assert product.tobytes() == whole.tobytes()

@@ -12,6 +12,7 @@ import numpy as np
 from ..arrays.out_sharding import reshard
 from ..core.core import aval_of
 from ..tree.tree_util import tree_flatten, tree_unflatten
+from ..primitives import window_products  # noqa: F401 - installs its rewrite of the products made here
 from ..primitives import windows as W
 from . import lax_ops as L
 from . import slicing as S

@@ -5,13 +5,13 @@ at every output position, the window's elements: (leading..., out..., K, C), K t
 row-major order, each window `dilation` apart within and `strides` apart between positions. It is one NumPy
 copy of a strided view of x, written in the output's order (three times faster than concatenating the K
 shifted slices on a 2-core host: 11 against 33 ms for a 3x3 window of 64x34x34x32). `windows_sum` adds each
-window position's values back to where they came from, the transpose a gradient needs; where what it sums is a
-product with a kernel (a convolution's input gradient), a program runs both as one `windows_product_sum`, which
-adds each window position's product to its region without making the whole product (simplify.py's rewrites).
-Both give the unpadded input's gradient, each block's padded sums cropped as they are made (a slice of the whole
-would leave a strided view that the next elementwise pass reads 7 times slower: 3.5 against 0.5 ms).
+window position's values back to where they came from, the transpose a gradient needs; it gives the unpadded
+input's gradient, each block's padded sums cropped as they are made (a slice of the whole would leave a strided
+view that the next elementwise pass reads 7 times slower: 3.5 against 0.5 ms).
 Each of them works on blocks of leading indices (images) that it spreads over the threads the machine gives now
 (compute_pool.spread; a CNN's training step on 2 quiet cores: 80-88 -> 60-67 ms; on a busy machine one thread).
+In a program, the products of windows with a kernel or a gradient, and the sum of a product's windows, run as one
+primitive each that never makes the whole windows (window_products.py).
 """
 from __future__ import annotations
 
@@ -23,11 +23,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core.core import ShapedArray, define_primitive
-from ..core.jaxpr import Equation, Var
-from ..interpreters import simplify
 from ..runtime import compute_pool as device_pool
 from ..sharding import placement_rules as rules
-from . import cpu_kernels
 
 
 SUM_BLOCK_BYTES = 1 << 20  # measured on 2 cores: 27 ms against 37 summing a 3x3 window of 64x32x32x32 whole
@@ -43,24 +40,24 @@ def out_sizes(sizes: Sequence[int], window: Sequence[int], strides: Sequence[int
 def _windows_impl(x: np.ndarray, *, first: int, window: tuple[int, ...], strides: tuple[int, ...],
                   dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> np.ndarray:
     last = first + len(window)
-    out = out_sizes(_padded_sizes(x.shape[first:last], pads), window, strides, dilation)
+    out = out_sizes(padded_sizes(x.shape[first:last], pads), window, strides, dilation)
     copy = np.empty(x.shape[:first] + out + tuple(window) + x.shape[last:], x.dtype)
     padded = any(lo or hi for lo, hi in pads)
 
     def fill(part: slice) -> None:
-        source = _padded(x[part], first, pads) if padded else x[part]  # a block padded in the cache
-        np.copyto(copy[part], _strided_windows(source, first, window, strides, dilation, out))
+        source = zero_padded(x[part], first, pads) if padded else x[part]  # a block padded in the cache
+        np.copyto(copy[part], strided_windows(source, first, window, strides, dilation, out))
 
     device_pool.spread([functools.partial(fill, part) for part in _blocks(x, first)], device_pool.call_threads())
     return copy.reshape(x.shape[:first] + out + (math.prod(window),) + x.shape[last:])
 
 
-def _padded_sizes(sizes: Sequence[int], pads: Sequence[tuple[int, int]]) -> tuple[int, ...]:
+def padded_sizes(sizes: Sequence[int], pads: Sequence[tuple[int, int]]) -> tuple[int, ...]:
     """The window dimensions' sizes once padded by `pads`."""
     return tuple(n + lo + hi for n, (lo, hi) in zip(sizes, pads))
 
 
-def _strided_windows(x: np.ndarray, first: int, window: tuple[int, ...], strides: tuple[int, ...],
+def strided_windows(x: np.ndarray, first: int, window: tuple[int, ...], strides: tuple[int, ...],
                      dilation: tuple[int, ...], out: tuple[int, ...]) -> np.ndarray:
     """The windows of `x` as a read-only strided view (leading..., out..., window..., rest...)."""
     last = first + len(window)
@@ -71,9 +68,9 @@ def _strided_windows(x: np.ndarray, first: int, window: tuple[int, ...], strides
         tuple(t * d for t, d in zip(spatial, dilation)) + x.strides[last:], writeable=False)
 
 
-def _padded(x: np.ndarray, first: int, pads: Sequence[tuple[int, int]]) -> np.ndarray:
+def zero_padded(x: np.ndarray, first: int, pads: Sequence[tuple[int, int]]) -> np.ndarray:
     """`x` with zeros around its window dimensions (`pads`' (low, high) each), made as one copy."""
-    sizes = _padded_sizes(x.shape[first:first + len(pads)], pads)
+    sizes = padded_sizes(x.shape[first:first + len(pads)], pads)
     out = np.empty(x.shape[:first] + sizes + x.shape[first + len(pads):], x.dtype)
     lead = (slice(None),) * first
     for d, (lo, hi) in enumerate(pads):
@@ -101,7 +98,7 @@ def _blocks(x: np.ndarray, first: int) -> list[slice]:
 def _windows_aval(x: ShapedArray, *, first: int, window: tuple[int, ...], strides: tuple[int, ...],
                   dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> ShapedArray:
     last = first + len(window)
-    out = out_sizes(_padded_sizes(x.shape[first:last], pads), window, strides, dilation)
+    out = out_sizes(padded_sizes(x.shape[first:last], pads), window, strides, dilation)
     return ShapedArray(x.shape[:first] + out + (math.prod(window),) + x.shape[last:], x.dtype, x.weak_type)
 
 
@@ -109,39 +106,18 @@ def _windows_sum_impl(y: np.ndarray, *, first: int, window: tuple[int, ...], str
                       dilation: tuple[int, ...], sizes: tuple[int, ...], pads: tuple[tuple[int, int], ...]
                       ) -> np.ndarray:
     out = y.shape[first:first + len(window)]
-    regions = _regions(first, window, strides, dilation, out)
+    regions = regions_of(first, window, strides, dilation, out)
 
     def add(part: np.ndarray, values: np.ndarray) -> None:
         for k, where in regions:
             region = part[where]
             np.add(region, values[(slice(None),) * (first + len(window)) + (k,)], out=region)
 
-    return _summed(y.shape[:first] + tuple(sizes) + y.shape[first + len(window) + 1:], y.dtype, y, first, pads, add,
+    return summed(y.shape[:first] + tuple(sizes) + y.shape[first + len(window) + 1:], y.dtype, y, first, pads, add,
                    blas=False)
 
 
-def _product_sum_impl(g: np.ndarray, kernel: np.ndarray, *, first: int, window: tuple[int, ...],
-                      strides: tuple[int, ...], dilation: tuple[int, ...], sizes: tuple[int, ...],
-                      pads: tuple[tuple[int, int], ...]) -> np.ndarray:
-    """windows_sum(g @ kernel^T) for g (leading..., out..., O) and kernel (K, C, O), without the (leading..., out...,
-    K, C) product: each window position's product (one BLAS call per block of leading indices) is added to its
-    region at once, the positions in the order windows_sum adds them (a 3x3 window of 64x32x32x32, 2 cores: 15 ms
-    against 40 for the product and its sum)."""
-    out = g.shape[first:g.ndim - 1]
-    regions = _regions(first, window, strides, dilation, out)
-
-    def add(part: np.ndarray, rows: np.ndarray) -> None:
-        matrix = rows.reshape(-1, g.shape[-1])
-        for k, where in regions:
-            region = part[where]
-            product = cpu_kernels.dot_general(matrix, kernel[k].T, dimension_numbers=cpu_kernels.MATRIX_PRODUCT)
-            np.add(region, product.reshape(region.shape), out=region)
-
-    return _summed(g.shape[:first] + tuple(sizes) + (kernel.shape[1],), np.result_type(g, kernel), g, first, pads,
-                   add, blas=True)
-
-
-def _summed(shape: tuple[int, ...], dtype: Any, values: np.ndarray, first: int, pads: Sequence[tuple[int, int]],
+def summed(shape: tuple[int, ...], dtype: Any, values: np.ndarray, first: int, pads: Sequence[tuple[int, int]],
             add: Any, blas: bool) -> np.ndarray:
     """The total of `shape` (the unpadded input's) that `add(part, values_part)` sums window by window into zeros
     of the padded input's shape, a few leading indices at a time (so that a block's sums stay in the cache while
@@ -151,7 +127,7 @@ def _summed(shape: tuple[int, ...], dtype: Any, values: np.ndarray, first: int, 
         calls = [functools.partial(add, total[part], values[part]) for part in _blocks(total, first)]
     else:
         total = np.empty(shape, dtype)
-        padded = _padded_sizes(shape[first:first + len(pads)], pads)
+        padded = padded_sizes(shape[first:first + len(pads)], pads)
         inside = _interior(shape, first, pads)
 
         def add_cropped(part: slice) -> None:
@@ -165,40 +141,12 @@ def _summed(shape: tuple[int, ...], dtype: Any, values: np.ndarray, first: int, 
     return total
 
 
-def _regions(first: int, window: Sequence[int], strides: Sequence[int], dilation: Sequence[int],
-             out: Sequence[int]) -> list[tuple[int, tuple[slice, ...]]]:
+def regions_of(first: int, window: Sequence[int], strides: Sequence[int], dilation: Sequence[int],
+               out: Sequence[int]) -> list[tuple[int, tuple[slice, ...]]]:
     """Each window position (its index K, in row-major order) with the region of the input its values come from."""
     return [(k, (slice(None),) * first + tuple(slice(o * d, o * d + (m - 1) * s + 1, s)
                                                for o, d, m, s in zip(offset, dilation, out, strides)))
             for k, offset in enumerate(itertools.product(*[range(w) for w in window]))]
-
-
-def _product_sum_aval(g: ShapedArray, kernel: ShapedArray, *, first: int, sizes: tuple[int, ...],
-                      **_: Any) -> ShapedArray:
-    return ShapedArray(g.shape[:first] + tuple(sizes) + (kernel.shape[1],), g.dtype, g.weak_type)
-
-
-def _as_product_sum(eq: Equation, producers: dict[int, Equation], uses: dict[int, int]) -> Equation | None:
-    """windows_sum(y), y a product g @ kernel^T of g (leading..., out..., O) and kernel (K, C, O) read by nothing
-    else (maybe through reshapes back to its shape), as one windows_product_sum(g, kernel)."""
-    y = eq.inputs[0]
-    while isinstance(y, Var) and uses.get(y.id) == 1 and (reshape := producers.get(y.id)) is not None and \
-            reshape.primitive.name == "reshape":
-        y = reshape.inputs[0]
-    product = producers.get(y.id) if isinstance(y, Var) and uses.get(y.id) == 1 else None
-    if product is None or product.primitive.name != "dot_general" or product.params.get("out_sharding") is not None:
-        return None
-    g, kernel = product.inputs
-    if not isinstance(g, Var) or not isinstance(kernel, Var) or g.aval.dtype != kernel.aval.dtype or \
-            np.dtype(product.params.get("preferred_element_type") or g.aval.dtype) != g.aval.dtype:
-        return None
-    first, window = eq.params["first"], eq.params["window"]
-    summed = eq.inputs[0].aval.shape
-    if kernel.aval.ndim != 3 or g.aval.ndim != first + len(window) + 1 or y.aval.shape != summed or \
-            product.params["dimension_numbers"] != (((g.aval.ndim - 1,), (2,)), ((), ())) or \
-            kernel.aval.shape[:2] != (math.prod(window), summed[-1]):
-        return None
-    return Equation(windows_product_sum, [g, kernel], eq.outputs, dict(eq.params))
 
 
 def _windows_sum_aval(y: ShapedArray, *, first: int, window: tuple[int, ...], sizes: tuple[int, ...],
@@ -206,7 +154,7 @@ def _windows_sum_aval(y: ShapedArray, *, first: int, window: tuple[int, ...], si
     return ShapedArray(y.shape[:first] + tuple(sizes) + y.shape[first + len(window) + 1:], y.dtype, y.weak_type)
 
 
-def _leading_kept(rank_change: int):
+def leading_kept(rank_change: int):
     """The sharding rule: the first input's leading dimensions keep their splits, its others and every other input
     (a kernel) are whole on each device (a window spans them); the output has `rank_change` more dimensions than
     the first input."""
@@ -219,8 +167,5 @@ def _leading_kept(rank_change: int):
     return rule
 
 
-windows = define_primitive("conv_windows", _windows_impl, _windows_aval, _leading_kept(1))
-windows_sum = define_primitive("conv_windows_sum", _windows_sum_impl, _windows_sum_aval, _leading_kept(-1))
-windows_product_sum = define_primitive("conv_windows_product_sum", _product_sum_impl, _product_sum_aval,
-                                       _leading_kept(0))
-simplify.rewrites["conv_windows_sum"] = _as_product_sum
+windows = define_primitive("conv_windows", _windows_impl, _windows_aval, leading_kept(1))
+windows_sum = define_primitive("conv_windows_sum", _windows_sum_impl, _windows_sum_aval, leading_kept(-1))

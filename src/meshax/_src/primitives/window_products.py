@@ -1,0 +1,218 @@
+"""A convolution's products with its windows (windows.py), made a few images at a time, never the whole windows.
+
+A convolution is windows(x) (windows.py: every output position's window, one copy) and one product of them with
+the kernel; its kernel's gradient is the product of the same windows with the output's gradient. For a 3x3 window
+of 64x32x32x32 float32 the windows are 75 MB, and BLAS multiplying them by 32 output features is bound by reading
+them from memory. In a program (simplify.py's rewrites) each such product reads x instead, and copies one block of
+images' windows at a time into a buffer that stays in the cache, multiplied at once:
+- `conv_windows_product(x, kernel)`: windows(x) @ kernel, kernel (K, C, O) -> (leading..., out..., O);
+- `conv_windows_gradient(x, g)`: windows(x) contracted with g (leading..., out..., O) over every leading and output
+  position -> (K, C, O); each block's product summed in block order;
+- `conv_windows_product_sum(g, kernel)`: windows_sum(g @ kernel^T), the input's gradient. With unit strides it is
+  the convolution of g, padded by the window's span less the forward pads, with the kernel flipped: one
+  conv_windows_product. Otherwise each window position's product is added to its region at once (a block of
+  images at a time), never making the whole product.
+Measured (2-core AMD EPYC, the 3x3 window above, 2 threads): 3.5 ms for the windows' copy, then 8.5 ms for the
+product, 8.7 ms for the gradient and 8.7 ms for the input's gradient by window positions, against 6.8-7.3 ms for
+each made by blocks.
+A block has a fixed number of images (at most WINDOW_BLOCK_BYTES of windows, whatever the threads) and runs on one
+BLAS thread, the blocks spread over the threads the machine gives now: the bits are the same alone or spread, on a
+quiet machine or a busy one.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..core.core import ShapedArray, define_primitive
+from ..core.jaxpr import Equation, Var
+from ..interpreters import simplify
+from ..runtime import compute_pool as device_pool
+from ..sharding import placement_rules as rules
+from . import cpu_kernels
+from . import windows as W
+
+WINDOW_BLOCK_BYTES = 3 << 20  # 64 images of 32x32x32 float32, 3x3 windows, 2 cores: 6.8 ms by 2 images, 7.2 by 1, 9.9 by 8
+_BLAS_FLOATS = frozenset(map(np.dtype, (np.float32, np.float64)))
+
+
+def _blocks_windows(x: np.ndarray, first: int, window: tuple[int, ...], strides: tuple[int, ...],
+                    dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]):
+    """x's leading dimensions as one, the output's sizes, the blocks of leading indices, and a function giving one
+    block's windows as a (rows, K * C) matrix (a fresh buffer, written by one copy)."""
+    images = x.reshape((math.prod(x.shape[:first]),) + x.shape[first:])
+    last = 1 + len(window)
+    out = W.out_sizes(W.padded_sizes(images.shape[1:last], pads), window, strides, dilation)
+    per_image = math.prod(out) * math.prod(window) * math.prod(images.shape[last:]) * images.itemsize
+    step = max(1, WINDOW_BLOCK_BYTES // max(per_image, 1))
+    blocks = [slice(start, start + step) for start in range(0, images.shape[0], step)]
+    padded = any(lo or hi for lo, hi in pads)
+
+    def block_windows(part: slice) -> np.ndarray:
+        source = W.zero_padded(images[part], 1, pads) if padded else images[part]
+        view = W.strided_windows(source, 1, window, strides, dilation, out)
+        copy = np.empty(view.shape, images.dtype)
+        np.copyto(copy, view)
+        return copy.reshape(-1, math.prod(window) * math.prod(images.shape[last:]))
+
+    return images, out, blocks, block_windows
+
+
+def _windows_product_impl(x: np.ndarray, kernel: np.ndarray, *, first: int, window: tuple[int, ...],
+                          strides: tuple[int, ...], dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]
+                          ) -> np.ndarray:
+    images, out, blocks, block_windows = _blocks_windows(x, first, window, strides, dilation, pads)
+    features = kernel.shape[-1]
+    result = np.empty((images.shape[0],) + out + (features,), np.result_type(x, kernel))
+    matrix = np.ascontiguousarray(kernel).reshape(-1, features)
+
+    def multiply(part: slice) -> None:
+        np.matmul(block_windows(part), matrix, out=result[part].reshape(-1, features))
+
+    _spread([functools.partial(multiply, part) for part in blocks])
+    return result.reshape(x.shape[:first] + out + (features,))
+
+
+def _windows_gradient_impl(x: np.ndarray, g: np.ndarray, *, first: int, window: tuple[int, ...],
+                           strides: tuple[int, ...], dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]
+                           ) -> np.ndarray:
+    images, out, blocks, block_windows = _blocks_windows(x, first, window, strides, dilation, pads)
+    features = g.shape[-1]
+    rows = g.reshape(-1, features)
+    per_image = math.prod(out)
+    partials = np.empty((len(blocks), math.prod(window) * images.shape[-1], features), np.result_type(x, g))
+
+    def multiply(index: int, part: slice) -> None:
+        start, stop, _ = part.indices(images.shape[0])
+        np.matmul(block_windows(part).T, rows[start * per_image:stop * per_image], out=partials[index])
+
+    _spread([functools.partial(multiply, index, part) for index, part in enumerate(blocks)])
+    return np.add.reduce(partials, axis=0).reshape((math.prod(window), images.shape[-1], features))
+
+
+def _spread(calls: Sequence[Any]) -> None:
+    """Run the blocks' calls over the threads the machine gives now, BLAS one thread each."""
+    device_pool.product_blas(0, 1)
+    device_pool.spread(calls, device_pool.call_threads(), blas=True)
+
+
+def _product_sum_impl(g: np.ndarray, kernel: np.ndarray, *, first: int, window: tuple[int, ...],
+                      strides: tuple[int, ...], dilation: tuple[int, ...], sizes: tuple[int, ...],
+                      pads: tuple[tuple[int, int], ...]) -> np.ndarray:
+    """windows_sum(g @ kernel^T) for g (leading..., out..., O) and kernel (K, C, O), without the (leading..., out...,
+    K, C) product: with unit strides the flipped kernel's convolution of g; else each window position's product (one
+    BLAS call per block of leading indices) added to its region at once, in the order windows_sum adds them."""
+    span = [d * (k - 1) for k, d in zip(window, dilation)]
+    if all(s == 1 for s in strides) and all(lo <= reach and hi <= reach for (lo, hi), reach in zip(pads, span)):
+        flipped = kernel.reshape(window + kernel.shape[1:])[(slice(None, None, -1),) * len(window)]
+        return _windows_product_impl(g, np.swapaxes(flipped, -1, -2).reshape(kernel.shape[0], -1, kernel.shape[1]),
+                                     first=first, window=window, strides=strides, dilation=dilation,
+                                     pads=tuple((reach - lo, reach - hi) for (lo, hi), reach in zip(pads, span)))
+    out = g.shape[first:g.ndim - 1]
+    regions = W.regions_of(first, window, strides, dilation, out)
+
+    def add(part: np.ndarray, rows: np.ndarray) -> None:
+        matrix = rows.reshape(-1, g.shape[-1])
+        for k, where in regions:
+            region = part[where]
+            product = cpu_kernels.dot_general(matrix, kernel[k].T, dimension_numbers=cpu_kernels.MATRIX_PRODUCT)
+            np.add(region, product.reshape(region.shape), out=region)
+
+    return W.summed(g.shape[:first] + tuple(sizes) + (kernel.shape[1],), np.result_type(g, kernel), g, first, pads,
+                     add, blas=True)
+
+
+def _windows_product_aval(x: ShapedArray, kernel: ShapedArray, *, first: int, window: tuple[int, ...],
+                          strides: tuple[int, ...], dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]
+                          ) -> ShapedArray:
+    last = first + len(window)
+    out = W.out_sizes(W.padded_sizes(x.shape[first:last], pads), window, strides, dilation)
+    return ShapedArray(x.shape[:first] + out + (kernel.shape[-1],), x.dtype, x.weak_type)
+
+
+def _windows_gradient_aval(x: ShapedArray, g: ShapedArray, *, window: tuple[int, ...], **_: Any) -> ShapedArray:
+    return ShapedArray((math.prod(window), x.shape[-1], g.shape[-1]), x.dtype, x.weak_type)
+
+
+def _gradient_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, first: int, **_: Any) -> rules.Layout:
+    """x and g split alike along their leading dimensions (the rest whole: a window spans them); each device's
+    (K, C, O) sums its images', summed over those axes afterwards."""
+    lead = tuple(rules.agreed_entry((a, b)) for a, b in zip(specs[0][:first], specs[1][:first]))
+    return rules.Layout([lead + ((),) * (a.ndim - first) for a in avals], [((),) * 3],
+                        tuple(axis for entry in lead for axis in entry), "sum")
+
+
+def _product_sum_aval(g: ShapedArray, kernel: ShapedArray, *, first: int, sizes: tuple[int, ...],
+                      **_: Any) -> ShapedArray:
+    return ShapedArray(g.shape[:first] + tuple(sizes) + (kernel.shape[1],), g.dtype, g.weak_type)
+
+
+windows_product = define_primitive("conv_windows_product", _windows_product_impl, _windows_product_aval,
+                                   W.leading_kept(0))
+windows_gradient = define_primitive("conv_windows_gradient", _windows_gradient_impl, _windows_gradient_aval,
+                                    _gradient_rule)
+windows_product_sum = define_primitive("conv_windows_product_sum", _product_sum_impl, _product_sum_aval,
+                                       W.leading_kept(0))
+
+
+def _windows_read(x: Any, producers: dict[int, Equation]) -> Equation | None:
+    """The conv_windows equation whose result `x` is, read through reshapes; None if it is not one."""
+    while isinstance(x, Var) and (eq := producers.get(x.id)) is not None:
+        if eq.primitive is W.windows:
+            return eq
+        if eq.primitive.name != "reshape":
+            return None
+        x = eq.inputs[0]
+    return None
+
+
+def _as_windows_product(eq: Equation, producers: dict[int, Equation], uses: dict[int, int]) -> Equation | None:
+    """A product of windows(x) (leading..., out..., K, C) read in that shape, with a kernel (K, C, O) over (K, C) or
+    with g (leading..., out..., O) over every leading and output position, as one primitive reading x."""
+    lhs, rhs = eq.inputs
+    if not isinstance(lhs, Var) or not isinstance(rhs, Var) or eq.params.get("out_sharding") is not None:
+        return None
+    source = _windows_read(lhs, producers)
+    dtype = lhs.aval.dtype
+    if source is None or lhs.aval.shape != source.outputs[0].aval.shape or dtype not in _BLAS_FLOATS or \
+            rhs.aval.dtype != dtype or np.dtype(eq.params.get("preferred_element_type") or dtype) != dtype:
+        return None
+    ndim = lhs.aval.ndim
+    positions = tuple(range(ndim - 2))
+    if eq.params["dimension_numbers"] == (((ndim - 2, ndim - 1), (0, 1)), ((), ())) and rhs.aval.ndim == 3:
+        primitive = windows_product
+    elif eq.params["dimension_numbers"] == ((positions, positions), ((), ())) and rhs.aval.ndim == ndim - 1:
+        primitive = windows_gradient
+    else:
+        return None
+    return Equation(primitive, [source.inputs[0], rhs], eq.outputs, dict(source.params))
+
+
+def _as_product_sum(eq: Equation, producers: dict[int, Equation], uses: dict[int, int]) -> Equation | None:
+    """windows_sum(y), y a product g @ kernel^T of g (leading..., out..., O) and kernel (K, C, O) read by nothing
+    else (maybe through reshapes back to its shape), as one windows_product_sum(g, kernel)."""
+    y = eq.inputs[0]
+    while isinstance(y, Var) and uses.get(y.id) == 1 and (reshape := producers.get(y.id)) is not None and \
+            reshape.primitive.name == "reshape":
+        y = reshape.inputs[0]
+    product = producers.get(y.id) if isinstance(y, Var) and uses.get(y.id) == 1 else None
+    if product is None or product.primitive.name != "dot_general" or product.params.get("out_sharding") is not None:
+        return None
+    g, kernel = product.inputs
+    if not isinstance(g, Var) or not isinstance(kernel, Var) or g.aval.dtype != kernel.aval.dtype or \
+            np.dtype(product.params.get("preferred_element_type") or g.aval.dtype) != g.aval.dtype:
+        return None
+    first, window = eq.params["first"], eq.params["window"]
+    sums = eq.inputs[0].aval.shape
+    if kernel.aval.ndim != 3 or g.aval.ndim != first + len(window) + 1 or y.aval.shape != sums or \
+            product.params["dimension_numbers"] != (((g.aval.ndim - 1,), (2,)), ((), ())) or \
+            kernel.aval.shape[:2] != (math.prod(window), sums[-1]):
+        return None
+    return Equation(windows_product_sum, [g, kernel], eq.outputs, dict(eq.params))
+
+
+simplify.rewrites["dot_general"] = _as_windows_product
+simplify.rewrites["conv_windows_sum"] = _as_product_sum
