@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -35,17 +35,19 @@ from ..sharding import placement_rules as rules
 from . import cpu_kernels
 from . import windows as W
 
-WINDOW_BLOCK_BYTES = 3 << 20  # 64 images of 32x32x32 float32, 3x3 windows, 2 cores: 6.8 ms by 2 images, 7.2 by 1, 9.9 by 8
+# 64 images of 32x32x32 float32, 3x3 windows, 2 cores: 6.8 ms by blocks of 2 images, 7.2 by 1, 9.9 by 8
+WINDOW_BLOCK_BYTES = 3 << 20
 _BLAS_FLOATS = frozenset(map(np.dtype, (np.float32, np.float64)))
 
 
 def _blocks_windows(x: np.ndarray, first: int, window: tuple[int, ...], strides: tuple[int, ...],
-                    dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]):
+                    dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]
+                    ) -> tuple[np.ndarray, tuple[int, ...], list[slice], Callable[[slice], np.ndarray]]:
     """x's leading dimensions as one, the output's sizes, the blocks of leading indices, and a function giving one
     block's windows as a (rows, K * C) matrix (a fresh buffer, written by one copy)."""
     images = x.reshape((math.prod(x.shape[:first]),) + x.shape[first:])
     last = 1 + len(window)
-    out = W.out_sizes(W.padded_sizes(images.shape[1:last], pads), window, strides, dilation)
+    out = W.windows_out_sizes(images.shape, 1, window, strides, dilation, pads)
     per_image = math.prod(out) * math.prod(window) * math.prod(images.shape[last:]) * images.itemsize
     step = max(1, WINDOW_BLOCK_BYTES // max(per_image, 1))
     blocks = [slice(start, start + step) for start in range(0, images.shape[0], step)]
@@ -128,8 +130,7 @@ def _product_sum_impl(g: np.ndarray, kernel: np.ndarray, *, first: int, window: 
 def _windows_product_aval(x: ShapedArray, kernel: ShapedArray, *, first: int, window: tuple[int, ...],
                           strides: tuple[int, ...], dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]
                           ) -> ShapedArray:
-    last = first + len(window)
-    out = W.out_sizes(W.padded_sizes(x.shape[first:last], pads), window, strides, dilation)
+    out = W.windows_out_sizes(x.shape, first, window, strides, dilation, pads)
     return ShapedArray(x.shape[:first] + out + (kernel.shape[-1],), x.dtype, x.weak_type)
 
 

@@ -37,10 +37,16 @@ def out_sizes(sizes: Sequence[int], window: Sequence[int], strides: Sequence[int
                  for n, k, s, d in zip(sizes, window, strides, dilation))
 
 
+def windows_out_sizes(shape: Sequence[int], first: int, window: Sequence[int], strides: Sequence[int],
+                      dilation: Sequence[int], pads: Sequence[tuple[int, int]]) -> tuple[int, ...]:
+    """How many windows fit along each window dimension (`first`..) of an array of `shape` padded by `pads`."""
+    return out_sizes(padded_sizes(shape[first:first + len(window)], pads), window, strides, dilation)
+
+
 def _windows_impl(x: np.ndarray, *, first: int, window: tuple[int, ...], strides: tuple[int, ...],
                   dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> np.ndarray:
     last = first + len(window)
-    out = out_sizes(padded_sizes(x.shape[first:last], pads), window, strides, dilation)
+    out = windows_out_sizes(x.shape, first, window, strides, dilation, pads)
     copy = np.empty(x.shape[:first] + out + tuple(window) + x.shape[last:], x.dtype)
     padded = any(lo or hi for lo, hi in pads)
 
@@ -98,7 +104,7 @@ def _blocks(x: np.ndarray, first: int) -> list[slice]:
 def _windows_aval(x: ShapedArray, *, first: int, window: tuple[int, ...], strides: tuple[int, ...],
                   dilation: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> ShapedArray:
     last = first + len(window)
-    out = out_sizes(padded_sizes(x.shape[first:last], pads), window, strides, dilation)
+    out = windows_out_sizes(x.shape, first, window, strides, dilation, pads)
     return ShapedArray(x.shape[:first] + out + (math.prod(window),) + x.shape[last:], x.dtype, x.weak_type)
 
 

@@ -12,6 +12,12 @@ keep up to `TRIM_THRESHOLD` of freed memory. Arrays larger than 32 MiB (a convol
 copying them on a virtual machine (7 ms of page faults for those 75 MiB, the copy itself 5 ms); glibc 2.35 and
 later accept a threshold above 32 MiB, older ones refuse it and get 32 MiB. Not done where the user set glibc's malloc variables, where
 MESHAX_KEEP_FREED_MEMORY=0, or where the C library is not glibc.
+
+NumPy asks the kernel for huge pages for every array of 4 MiB or more (madvise). Where the kernel then compacts
+memory synchronously on a page fault in such an array (transparent_hugepage/defrag set to always, madvise or
+defer+madvise), a process's first arrays wait for it: a GPT training step's first run took 1.81-1.93 s after the
+2-core host sat idle for 45 s, against 0.84-0.85 s with the advice off (0.67-0.70 s with it right after another run;
+steady steps the same either way). meshax turns the advice off there, unless NUMPY_MADVISE_HUGEPAGE is set.
 """
 from __future__ import annotations
 
@@ -26,14 +32,39 @@ OLD_GLIBC_MMAP_THRESHOLD = 32 << 20  # the largest value glibc before 2.35 allow
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameter numbers (malloc.h)
 _USER_SETTINGS = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_")
 
+HUGE_PAGE_VARIABLE = "NUMPY_MADVISE_HUGEPAGE"
+DEFRAG_SETTING = "/sys/kernel/mm/transparent_hugepage/defrag"
+# the modes under which a page fault in an advised array compacts memory at once
+_COMPACTING_MODES = frozenset({"always", "madvise", "defer+madvise"})
+
 _state: list[str] = []  # what was done, once decided (a one-element cache)
 
 
 def keep_freed_memory() -> str:
     """Apply the settings once per process; returns what was done, in words (for `meshax info` and the log)."""
     if not _state:
-        _state.append(_apply())
+        _state.append(_apply() + _huge_page_advice())
     return _state[0]
+
+
+def _huge_page_advice() -> str:
+    """Turn NumPy's huge-page advice off where the kernel compacts memory synchronously for it (the user's
+    NUMPY_MADVISE_HUGEPAGE decides otherwise); what was done, as a clause of keep_freed_memory's words."""
+    if HUGE_PAGE_VARIABLE in os.environ:
+        return ""
+    try:
+        with open(DEFRAG_SETTING) as setting:
+            modes = setting.read()
+    except OSError:
+        return ""
+    chosen = modes[modes.find("[") + 1:modes.find("]")] if "[" in modes else ""
+    if chosen not in _COMPACTING_MODES:
+        return ""
+    import numpy as np
+
+    multiarray = getattr(np, "_core", None) or np.core
+    multiarray.multiarray._set_madvise_hugepage(False)
+    return f"; NumPy's huge-page advice off (transparent huge pages' defrag: {chosen})"
 
 
 def _apply() -> str:
