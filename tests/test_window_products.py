@@ -137,3 +137,32 @@ def test_no_window_product_where_the_windows_are_read_otherwise():
 
     assert "conv_windows_product" not in _executed(meshax.jit(grouped_conv(meshax)), floats, grouped)
     _close(meshax.jit(grouped_conv(meshax))(floats, grouped), jax.jit(grouped_conv(jax))(floats, grouped))
+
+
+@pytest.mark.parametrize("image_spec, kernel_spec", [(("b",), ()), ((), (None, None, None, "b")),
+                                                     (("b",), (None, None, None, "b")), ((None, None, "b"), ()),
+                                                     ((), (None, None, "b"))],
+                         ids=["batch", "output-features", "both-on-one-axis", "columns", "input-features"])
+def test_window_products_results_are_split_as_jaxs(image_spec, kernel_spec):
+    """The forward product keeps the batch's and the kernel's output features' splits, the kernel's gradient the
+    output features', the input's gradient the kernel's input features', and the results of an input split along
+    a spatial dimension are split so, as JAX's convolution places them (under jit; eagerly the forward result);
+    values equal JAX's."""
+    image, kernel = _inputs("2d-same")
+    image = np.concatenate([image, image[::-1]])[:6]
+
+    def run(L):
+        mesh = L.sharding.Mesh(np.array(L.devices()[:2]), ("b",))
+        placed = [L.device_put(v, L.sharding.NamedSharding(mesh, L.sharding.PartitionSpec(*spec)))
+                  for v, spec in ((image, image_spec), (kernel, kernel_spec))]
+        numbers, _, _, options = CASES["2d-same"]
+
+        def conv(i, k):
+            return L.lax.conv_general_dilated(i, k, dimension_numbers=numbers, **options)
+
+        gradient = L.grad(_loss(L, "2d-same"), argnums=(0, 1))
+        return [f(*placed) for f in (conv, L.jit(conv))] + [*L.jit(gradient)(*placed)]
+
+    ours, theirs = run(meshax), run(jax)
+    assert [tuple(a.sharding.spec) for a in ours] == [tuple(b.sharding.spec) for b in theirs]
+    _close(ours, theirs)

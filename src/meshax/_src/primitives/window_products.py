@@ -143,12 +143,34 @@ def _windows_gradient_aval(x: ShapedArray, g: ShapedArray, *, window: tuple[int,
     return ShapedArray((math.prod(window), x.shape[-1], g.shape[-1]), x.dtype, x.weak_type)
 
 
+def _product_rule(kernel_features: int):
+    """The sharding rule of a product of windows with a kernel (K, C, O) whose result has the first input's rank: the
+    first input keeps the splits of its leading dimensions (the rest whole: a window spans them), the kernel those
+    of its dimension `kernel_features` (O forward, C for the input's gradient) on axes the leading ones leave, and
+    the result (leading..., spatial..., features) both, as the product of the windows with the kernel splits; a
+    spatial dimension split in the first input is split alike in the result afterwards, as JAX places it."""
+
+    def rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, first: int, **_: Any) -> rules.Layout:
+        lead = tuple(specs[0][:first])
+        used = {axis for entry in lead for axis in entry}
+        features = rules.unused_prefix(specs[1][kernel_features], used)
+        whole = ((),) * (avals[0].ndim - first - 1)
+        split = tuple(rules.unused_prefix(entry, used | set(features)) for entry in specs[0][first:avals[0].ndim - 1])
+        kernel = tuple(features if d == kernel_features else () for d in range(3))
+        return rules.Layout([lead + whole + ((),), kernel], [lead + whole + (features,)],
+                            result_specs=[lead + split + (features,)] if any(split) else None)
+
+    return rule
+
+
 def _gradient_rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, first: int, **_: Any) -> rules.Layout:
-    """x and g split alike along their leading dimensions (the rest whole: a window spans them); each device's
-    (K, C, O) sums its images', summed over those axes afterwards."""
+    """x and g split alike along their leading dimensions (x's other dimensions whole: a window spans them), g's
+    output features as they are on axes the leading ones leave; each device's (K, C, O) sums its images' and is
+    summed over the leading axes afterwards, its features split as g's."""
     lead = tuple(rules.agreed_entry((a, b)) for a, b in zip(specs[0][:first], specs[1][:first]))
-    return rules.Layout([lead + ((),) * (a.ndim - first) for a in avals], [((),) * 3],
-                        tuple(axis for entry in lead for axis in entry), "sum")
+    features = rules.unused_prefix(specs[1][-1], {axis for entry in lead for axis in entry})
+    return rules.Layout([lead + ((),) * (avals[0].ndim - first), lead + ((),) * (avals[1].ndim - first - 1) +
+                         (features,)], [((), (), features)], tuple(axis for entry in lead for axis in entry), "sum")
 
 
 def _product_sum_aval(g: ShapedArray, kernel: ShapedArray, *, first: int, sizes: tuple[int, ...],
@@ -157,11 +179,11 @@ def _product_sum_aval(g: ShapedArray, kernel: ShapedArray, *, first: int, sizes:
 
 
 windows_product = define_primitive("conv_windows_product", _windows_product_impl, _windows_product_aval,
-                                   W.leading_kept(0))
+                                   _product_rule(2))
 windows_gradient = define_primitive("conv_windows_gradient", _windows_gradient_impl, _windows_gradient_aval,
                                     _gradient_rule)
 windows_product_sum = define_primitive("conv_windows_product_sum", _product_sum_impl, _product_sum_aval,
-                                       W.leading_kept(0))
+                                       _product_rule(1))
 
 
 def _windows_read(x: Any, producers: dict[int, Equation]) -> Equation | None:

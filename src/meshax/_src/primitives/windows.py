@@ -163,12 +163,17 @@ def _windows_sum_aval(y: ShapedArray, *, first: int, window: tuple[int, ...], si
 def leading_kept(rank_change: int):
     """The sharding rule: the first input's leading dimensions keep their splits, its others and every other input
     (a kernel) are whole on each device (a window spans them); the output has `rank_change` more dimensions than
-    the first input."""
+    the first input, and its window dimensions are split afterwards as the first input's are (JAX's placement of a
+    convolution of an input split along a spatial dimension)."""
 
-    def rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, first: int, **_: Any) -> rules.Layout:
+    def rule(specs: Sequence[rules.Spec], avals: Sequence[ShapedArray], *, first: int, window: tuple[int, ...],
+             **_: Any) -> rules.Layout:
         lead = tuple(specs[0][:first])
+        whole = ((),) * (avals[0].ndim + rank_change - first)
+        used = {axis for entry in lead for axis in entry}
+        split = tuple(rules.unused_prefix(entry, used) for entry in specs[0][first:first + len(window)])
         return rules.Layout([lead + ((),) * (avals[0].ndim - first)] + [((),) * a.ndim for a in avals[1:]],
-                            [lead + ((),) * (avals[0].ndim + rank_change - first)])
+                            [lead + whole], result_specs=[lead + split + whole[len(window):]] if any(split) else None)
 
     return rule
 
