@@ -166,3 +166,22 @@ def test_window_products_results_are_split_as_jaxs(image_spec, kernel_spec):
     ours, theirs = run(meshax), run(jax)
     assert [tuple(a.sharding.spec) for a in ours] == [tuple(b.sharding.spec) for b in theirs]
     _close(ours, theirs)
+
+
+@pytest.mark.parametrize("image, kernel, padding", [((0, 8, 8, 4), (3, 3, 4, 5), "SAME"),
+                                                    ((2, 2, 2, 4), (3, 3, 4, 5), "VALID"),
+                                                    ((3, 5, 5, 4), (1, 1, 4, 5), "SAME"),
+                                                    ((2, 6, 6, 1), (6, 6, 1, 2), "VALID")],
+                         ids=["no-images", "no-positions", "one-by-one", "window-as-large-as-the-image"])
+def test_window_products_of_empty_and_degenerate_shapes(image, kernel, padding):
+    image = _rng.normal(size=image).astype(np.float32)
+    kernel = _rng.normal(size=kernel).astype(np.float32)
+
+    def loss(L):
+        return lambda i, k: (L.lax.conv_general_dilated(i, k, (1, 1), padding,
+                                                        dimension_numbers=("NHWC", "HWIO", "NHWC")) ** 2).sum()
+
+    ours = meshax.jit(meshax.value_and_grad(loss(meshax), argnums=(0, 1)))
+    theirs = jax.value_and_grad(loss(jax), argnums=(0, 1))(image, kernel)
+    for _ in range(2):  # the second call runs the generated program
+        _close(ours(image, kernel), theirs)

@@ -54,7 +54,7 @@ def _blocks_windows(x: np.ndarray, first: int, window: tuple[int, ...], strides:
     out = W.windows_out_sizes(images.shape, 1, window, strides, dilation, pads)
     per_image = math.prod(out) * math.prod(window) * math.prod(images.shape[last:]) * images.itemsize
     count = min(images.shape[0], max(MIN_BLOCKS, -(-images.shape[0] * per_image // WINDOW_BLOCK_BYTES)))
-    step = -(-images.shape[0] // max(count, 1))
+    step = max(1, -(-images.shape[0] // max(count, 1)))
     blocks = [slice(start, start + step) for start in range(0, images.shape[0], step)]
     padded = any(lo or hi for lo, hi in pads)
 
