@@ -476,6 +476,8 @@ def test_convolution_kernels_spread_over_free_threads_give_the_same_bits(threads
 
     monkeypatch.setattr(W, "SUM_BLOCK_BYTES", 2 * 8 * 7 * 4 * 4)  # blocks of 2 images
     monkeypatch.setattr(WP, "WINDOW_BLOCK_BYTES", 2 * 6 * 5 * 9 * 4 * 4)  # windows of 2 images
+    monkeypatch.setattr(WP, "MIN_BLOCK_BYTES", 0)
+    monkeypatch.setattr(WP, "FLIPPED_MIN_FEATURES", 1)  # the stride-1 input gradient as a product of windows
     monkeypatch.setattr(compute_pool, "available_threads", lambda: 1)
     alone = kernels()
     spread = []
@@ -492,11 +494,13 @@ def test_convolution_kernels_spread_over_free_threads_give_the_same_bits(threads
         np.testing.assert_allclose(np.asarray(ours), np.asarray(want), rtol=2e-4, atol=2e-3)
 
 
+@pytest.mark.parametrize("flipped_from", [1, 8], ids=["flipped", "by-positions"])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("pads, strides, dilation", [
     (((1, 1), (1, 1)), (1, 1), (1, 1)), (((0, 2), (1, 0)), (1, 1), (1, 1)), (((2, 1), (1, 2)), (2, 1), (1, 2)),
     (((3, 3), (0, 0)), (1, 2), (2, 1))])
-def test_padded_windows_and_their_sums_are_those_of_the_padded_input(pads, strides, dilation, threads, monkeypatch):
+def test_padded_windows_and_their_sums_are_those_of_the_padded_input(pads, strides, dilation, threads, flipped_from,
+                                                                      monkeypatch):
     """Zeros padded around the input inside the windows' copy and the products with windows (a few images at a
     time), and the sums cropped to the unpadded input inside the windows' sum and product sum: bit for bit the
     windows of np.pad's copy and their products, and the interior of the padded input's sums, in blocks of images
@@ -507,6 +511,8 @@ def test_padded_windows_and_their_sums_are_those_of_the_padded_input(pads, strid
 
     monkeypatch.setattr(W, "SUM_BLOCK_BYTES", 3 * 10 * 9 * 4 * 4)  # blocks of a few padded images
     monkeypatch.setattr(WP, "WINDOW_BLOCK_BYTES", 3 * 10 * 9 * 6 * 4 * 4)
+    monkeypatch.setattr(WP, "MIN_BLOCK_BYTES", 0)
+    monkeypatch.setattr(WP, "FLIPPED_MIN_FEATURES", flipped_from)
     monkeypatch.setattr(compute_pool, "available_threads", lambda: threads)
     rng = np.random.default_rng(11)
     x = rng.normal(size=(7, 6, 5, 4)).astype(np.float32)

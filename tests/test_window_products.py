@@ -39,6 +39,16 @@ def _loss(L, name):
     return loss
 
 
+@pytest.fixture(autouse=True)
+def _every_size_blocked(monkeypatch):
+    """The rewrites for these small convolutions too (a program's windows of BLOCKED_FROM_BYTES or more, else), and
+    the input's gradient as the flipped kernel's convolution whatever the features."""
+    from meshax._src.primitives import window_products
+
+    monkeypatch.setattr(window_products, "BLOCKED_FROM_BYTES", 0)
+    monkeypatch.setattr(window_products, "FLIPPED_MIN_FEATURES", 1)
+
+
 def _executed(function, *args):
     """The primitives of the program a jitted `function` runs (simplified and fused)."""
     from meshax._src.interpreters.fusion import executable
@@ -116,8 +126,10 @@ def test_window_products_inside_shard_map():
         _close(per_device(meshax, kernel_split)(image, kernel), per_device(jax, kernel_split)(image, kernel))
 
 
-def test_no_window_product_where_the_windows_are_read_otherwise():
-    """Integer convolutions and grouped ones keep the windows' copy and the plain product, with JAX's values."""
+def test_no_window_product_where_the_windows_are_read_otherwise(monkeypatch):
+    """Integer convolutions, grouped ones and those whose windows are small keep the windows' copy and the plain
+    product, with JAX's values; the input's gradient of an input with few features is made by window positions."""
+    from meshax._src.primitives import window_products
     image = _rng.integers(-3, 4, size=(2, 6, 5, 4)).astype(np.int32)
     kernel = _rng.integers(-3, 4, size=(3, 3, 4, 2)).astype(np.int32)
     numbers = ("NHWC", "HWIO", "NHWC")
@@ -137,6 +149,20 @@ def test_no_window_product_where_the_windows_are_read_otherwise():
 
     assert "conv_windows_product" not in _executed(meshax.jit(grouped_conv(meshax)), floats, grouped)
     _close(meshax.jit(grouped_conv(meshax))(floats, grouped), jax.jit(grouped_conv(jax))(floats, grouped))
+    monkeypatch.undo()  # the module's own sizes
+    image, kernel = _inputs("2d-same")  # windows of 5x9x8 positions, 36 features: 52 KB; 4 input features
+    value_and_grad = meshax.jit(meshax.value_and_grad(_loss(meshax, "2d-same"), argnums=(0, 1)))
+    executed = _executed(value_and_grad, image, kernel)
+    assert "conv_windows" in executed and "conv_windows_product_sum" in executed
+    assert not {"conv_windows_product", "conv_windows_gradient"} & executed, executed
+    flipped = []
+    original = window_products._windows_product_impl
+    monkeypatch.setattr(window_products, "_windows_product_impl",
+                        lambda *args, **params: (flipped.append(1), original(*args, **params))[1])
+    theirs = jax.value_and_grad(_loss(jax, "2d-same"), argnums=(0, 1))(image, kernel)
+    for _ in range(2):
+        _close(value_and_grad(image, kernel), theirs)
+    assert not flipped
 
 
 @pytest.mark.parametrize("image_spec, kernel_spec", [(("b",), ()), ((), (None, None, None, "b")),

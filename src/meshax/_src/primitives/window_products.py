@@ -3,8 +3,9 @@
 A convolution is windows(x) (windows.py: every output position's window, one copy) and one product of them with
 the kernel; its kernel's gradient is the product of the same windows with the output's gradient. For a 3x3 window
 of 64x32x32x32 float32 the windows are 75 MB, and BLAS multiplying them by 32 output features is bound by reading
-them from memory. In a program (simplify.py's rewrites) each such product reads x instead, and copies one block of
-images' windows at a time into a buffer that stays in the cache, multiplied at once:
+them from memory. In a program (simplify.py's rewrites) where the windows would take BLOCKED_FROM_BYTES or more,
+each such product reads x instead, and copies one block of images' windows at a time into a buffer that stays in
+the cache, multiplied at once:
 - `conv_windows_product(x, kernel)`: windows(x) @ kernel, kernel (K, C, O) -> (leading..., out..., O);
 - `conv_windows_gradient(x, g)`: windows(x) contracted with g (leading..., out..., O) over every leading and output
   position -> (K, C, O); each block's product summed in block order;
@@ -41,6 +42,17 @@ WINDOW_BLOCK_BYTES = 5 << 20
 # at least this many blocks where the images allow: even shares for 2, 4 or 8 threads (64 images of 32x32x3, 2
 # cores: forward 0.98 ms and kernel gradient 1.23 ms by 8 blocks, 0.93 and 1.15 by 2; of 32x32x32: 4.6 and 5.0 ms by 16)
 MIN_BLOCKS = 8
+# but blocks of at least this many bytes of windows: smaller ones cost more to spread than to compute (a 1-D
+# convolution's training step over 8x32x16, 3-wide windows: 795 us in 8 blocks, 339 us by the windows' copy whole)
+MIN_BLOCK_BYTES = 256 << 10
+# a program's products read the input instead of its windows where the windows would take at least this many bytes
+# (on the 2-core AMD EPYC a training step's three products took, against the windows' copy and its products, 0.56-0.89
+# the time over windows of 7-75 MB; 1.11-1.13 over 5.2 MB, 1.0-1.2 over 1-3 MB)
+BLOCKED_FROM_BYTES = 6 << 20
+# the input's gradient is the flipped kernel's convolution where the input has at least this many features: the
+# windows of the output's gradient then cost less than each window position's product with a few columns (16 images
+# of 16x16, 32 features in and 16 out: 0.33 against 0.52 ms; 32 of 28x28, 1 in and 32 out: 0.86 against 0.48 ms)
+FLIPPED_MIN_FEATURES = 8
 _BLAS_FLOATS = frozenset(map(np.dtype, (np.float32, np.float64)))
 
 
@@ -53,8 +65,10 @@ def _blocks_windows(x: np.ndarray, first: int, window: tuple[int, ...], strides:
     last = 1 + len(window)
     out = W.windows_out_sizes(images.shape, 1, window, strides, dilation, pads)
     per_image = math.prod(out) * math.prod(window) * math.prod(images.shape[last:]) * images.itemsize
-    count = min(images.shape[0], max(MIN_BLOCKS, -(-images.shape[0] * per_image // WINDOW_BLOCK_BYTES)))
-    step = max(1, -(-images.shape[0] // max(count, 1)))
+    total = images.shape[0] * per_image
+    wanted = max(MIN_BLOCKS, -(-total // max(WINDOW_BLOCK_BYTES, 1)))  # blocks in the cache, enough of them
+    count = max(1, min(images.shape[0], wanted, total // max(MIN_BLOCK_BYTES, 1)))  # each worth spreading
+    step = -(-images.shape[0] // count) if images.shape[0] else 1
     blocks = [slice(start, start + step) for start in range(0, images.shape[0], step)]
     padded = any(lo or hi for lo, hi in pads)
 
@@ -110,10 +124,12 @@ def _product_sum_impl(g: np.ndarray, kernel: np.ndarray, *, first: int, window: 
                       strides: tuple[int, ...], dilation: tuple[int, ...], sizes: tuple[int, ...],
                       pads: tuple[tuple[int, int], ...]) -> np.ndarray:
     """windows_sum(g @ kernel^T) for g (leading..., out..., O) and kernel (K, C, O), without the (leading..., out...,
-    K, C) product: with unit strides the flipped kernel's convolution of g; else each window position's product (one
-    BLAS call per block of leading indices) added to its region at once, in the order windows_sum adds them."""
+    K, C) product: with unit strides and FLIPPED_MIN_FEATURES input features the flipped kernel's convolution of g;
+    else each window position's product (one BLAS call per block of leading indices) added to its region at once, in
+    the order windows_sum adds them."""
     span = [d * (k - 1) for k, d in zip(window, dilation)]
-    if all(s == 1 for s in strides) and all(lo <= reach and hi <= reach for (lo, hi), reach in zip(pads, span)):
+    if all(s == 1 for s in strides) and all(lo <= reach and hi <= reach for (lo, hi), reach in zip(pads, span)) and \
+            kernel.shape[1] >= FLIPPED_MIN_FEATURES:
         flipped = kernel.reshape(window + kernel.shape[1:])[(slice(None, None, -1),) * len(window)]
         return _windows_product_impl(g, np.swapaxes(flipped, -1, -2).reshape(kernel.shape[0], -1, kernel.shape[1]),
                                      first=first, window=window, strides=strides, dilation=dilation,
@@ -206,6 +222,7 @@ def _as_windows_product(eq: Equation, producers: dict[int, Equation], uses: dict
     source = _windows_read(lhs, producers)
     dtype = lhs.aval.dtype
     if source is None or lhs.aval.shape != source.outputs[0].aval.shape or dtype not in _BLAS_FLOATS or \
+            lhs.aval.size * dtype.itemsize < BLOCKED_FROM_BYTES or \
             rhs.aval.dtype != dtype or np.dtype(eq.params.get("preferred_element_type") or dtype) != dtype:
         return None
     ndim = lhs.aval.ndim
