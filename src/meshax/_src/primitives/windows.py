@@ -64,7 +64,7 @@ def padded_sizes(sizes: Sequence[int], pads: Sequence[tuple[int, int]]) -> tuple
 
 
 def strided_windows(x: np.ndarray, first: int, window: tuple[int, ...], strides: tuple[int, ...],
-                     dilation: tuple[int, ...], out: tuple[int, ...]) -> np.ndarray:
+                    dilation: tuple[int, ...], out: tuple[int, ...]) -> np.ndarray:
     """The windows of `x` as a read-only strided view (leading..., out..., window..., rest...)."""
     last = first + len(window)
     spatial = x.strides[first:last]
@@ -120,11 +120,11 @@ def _windows_sum_impl(y: np.ndarray, *, first: int, window: tuple[int, ...], str
             np.add(region, values[(slice(None),) * (first + len(window)) + (k,)], out=region)
 
     return summed(y.shape[:first] + tuple(sizes) + y.shape[first + len(window) + 1:], y.dtype, y, first, pads, add,
-                   blas=False)
+                  blas=False)
 
 
 def summed(shape: tuple[int, ...], dtype: Any, values: np.ndarray, first: int, pads: Sequence[tuple[int, int]],
-            add: Any, blas: bool) -> np.ndarray:
+           add: Any, blas: bool) -> np.ndarray:
     """The total of `shape` (the unpadded input's) that `add(part, values_part)` sums window by window into zeros
     of the padded input's shape, a few leading indices at a time (so that a block's sums stay in the cache while
     each window position adds to them) spread over the threads the machine gives; each block's padded sums cropped."""
