@@ -29,7 +29,7 @@ from ..core.jaxpr import Jaxpr, eval_jaxpr
 from ..tree.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ..core.dtypes import issubdtype
 from ..numpy import promotion as U
-from . import loop_steps
+from . import joined_scan, loop_steps
 
 
 def _traced(fun: Callable[..., Any], avals: Sequence[Any], in_tree: Any) -> tuple[Jaxpr, list[Any], Any]:
@@ -90,6 +90,10 @@ def _scan_expand(*args: Any, jaxpr: Jaxpr, num_consts: int, num_carry: int, leng
         list(args[num_consts + num_carry:])
     steps: list[list[Any]] = []
     as_calls = plain_eager_call() and not any(isinstance(a, Tracer) for a in args)  # loop_steps.py
+    joined = joined_scan.run(_scan_numpy, args, jaxpr=jaxpr, num_consts=num_consts, num_carry=num_carry,
+                             length=length, reverse=reverse) if as_calls and length else None
+    if joined is not None:
+        return joined
     for i in (range(length - 1, -1, -1) if reverse else range(length)):
         out = loop_steps.step(jaxpr, consts + carry, xs, i) if as_calls else \
             eval_jaxpr(jaxpr, (), consts + carry + [_index(x, i) for x in xs])
