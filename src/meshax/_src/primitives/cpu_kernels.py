@@ -103,7 +103,7 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Any,
 # 0.82 against 0.09 ms, 2 cores). BLAS sums in float32 with several accumulators, as XLA's vectorized reductions do
 # (NumPy's order differs in the last bits). A sum of all elements stays NumPy's (pairwise, more exact).
 ROW_SUM_MIN_ROWS, SUM_MIN_LENGTH, SUM_MIN_SIZE = 256, 16, 4096
-_PRODUCT_SUM_TYPES = frozenset(map(np.dtype, (np.float32, np.float64)))
+BLAS_FLOATS = frozenset(map(np.dtype, (np.float32, np.float64)))  # the real types BLAS computes in
 
 
 def reduce_sum(x: np.ndarray, axis: tuple[int, ...], keepdims: bool = False) -> np.ndarray:
@@ -119,7 +119,7 @@ def reduce_sum(x: np.ndarray, axis: tuple[int, ...], keepdims: bool = False) -> 
 def _summed_by_product(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray | None:
     """The sum of C-ordered float `x` over the adjacent `axis` as (lead, tail) or (tail,) sums of a product with
     ones, or None where NumPy's reduction is as good (the sizes above)."""
-    if not isinstance(x, np.ndarray) or not axis or x.dtype not in _PRODUCT_SUM_TYPES or not x.flags.c_contiguous:
+    if not isinstance(x, np.ndarray) or not axis or x.dtype not in BLAS_FLOATS or not x.flags.c_contiguous:
         return None
     first, last = min(axis), max(axis) + 1
     if last - first != len(axis):
@@ -235,7 +235,7 @@ def _product_plan(lhs_shape: tuple[int, ...], rhs_shape: tuple[int, ...], dimens
 # (OpenBLAS 0.3.34, 2 threads beside 2 busy loops: matrix products from 262144 stall on the second thread, a
 # matrix-vector product from m * n = 524176 but not at 262144, an inner product not up to 10^6)
 _BLAS_MAY_THREAD_FROM = 1 << 16
-_BLAS_TYPES = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
+_BLAS_TYPES = BLAS_FLOATS | frozenset(map(np.dtype, (np.complex64, np.complex128)))
 
 
 def _matrices(left: np.ndarray, right: np.ndarray, left_shape: tuple[int, ...], right_shape: tuple[int, ...],

@@ -53,7 +53,6 @@ BLOCKED_FROM_BYTES = 6 << 20
 # windows of the output's gradient then cost less than each window position's product with a few columns (16 images
 # of 16x16, 32 features in and 16 out: 0.33 against 0.52 ms; 32 of 28x28, 1 in and 32 out: 0.86 against 0.48 ms)
 FLIPPED_MIN_FEATURES = 8
-_BLAS_FLOATS = frozenset(map(np.dtype, (np.float32, np.float64)))
 
 
 def _blocks_windows(x: np.ndarray, first: int, window: tuple[int, ...], strides: tuple[int, ...],
@@ -221,7 +220,7 @@ def _as_windows_product(eq: Equation, producers: dict[int, Equation], uses: dict
         return None
     source = _windows_read(lhs, producers)
     dtype = lhs.aval.dtype
-    if source is None or lhs.aval.shape != source.outputs[0].aval.shape or dtype not in _BLAS_FLOATS or \
+    if source is None or lhs.aval.shape != source.outputs[0].aval.shape or dtype not in cpu_kernels.BLAS_FLOATS or \
             lhs.aval.size * dtype.itemsize < BLOCKED_FROM_BYTES or \
             rhs.aval.dtype != dtype or np.dtype(eq.params.get("preferred_element_type") or dtype) != dtype:
         return None
