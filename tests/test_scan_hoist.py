@@ -157,8 +157,8 @@ def test_products_of_rows_and_weights_are_computed_before_the_loop(reverse):
 
 
 def test_products_that_are_not_row_times_weight_stay_in_the_loop(monkeypatch):
-    """A weight times a row (the other order), a row times a value computed in the body, a batched product, and
-    (with no memory allowance) a row times a weight: each stays a product of the loop's body."""
+    """A weight times a row (the other order), a row times a value computed in the body from the carry, a batched
+    product, and (with no memory allowance) a row times a weight: each stays a product of the loop's body."""
     from meshax._src.lax import scan_hoist
 
     weight = RNG.standard_normal((4, 4)).astype(np.float32)
@@ -166,7 +166,7 @@ def test_products_that_are_not_row_times_weight_stay_in_the_loop(monkeypatch):
     def program(lib, np_):
         def body(h, x):
             swapped = weight @ x
-            computed = x @ np_.tanh(W["wh"][:3])
+            computed = x @ np_.tanh(W["wh"][:3] + h)
             batched = lib.lax.dot_general(x[None], x[None], (((1,), (1,)), ((0,), (0,))))
             return h + swapped[0, 0] + computed[0, 0] + batched[0, 0, 0], (x @ W["wx"])[0]
         return lambda xs: lib.lax.scan(body, np.float32(0), xs)
@@ -178,3 +178,36 @@ def test_products_that_are_not_row_times_weight_stay_in_the_loop(monkeypatch):
         _close(ours(XS), theirs)
         (loop,) = _scans(ours, XS)
         assert len(_body_products(loop)) == products
+
+
+def test_computations_of_loop_invariant_inputs_are_made_once_before_the_loop():
+    """A weight's transpose, a constant's tanh and a mask made in the body are computed before the loop (the
+    body keeps only what changes per step); the gradient's loop reads the transposed weight the forward loop saved
+    as loop-invariant, not as stacked copies. Against JAX, eagerly, under jit and in shard_map."""
+    def loss(lib, np_):
+        def cell(h, x):
+            scale = np_.tanh(W["wh"][:3, :3]).sum()
+            h = np_.tanh(h @ W["wh"].T * scale + x @ W["wx"])
+            return h, h * (np_.arange(6) < 3)
+        return lambda w, xs: (lambda out: (out[0] ** 2).sum() + out[1].sum())(
+            lib.lax.scan(lambda h, x: cell(h @ w, x), xs[0] @ W["wx"] * 0.0, xs))
+
+    w = np.eye(6, dtype=np.float32)
+    theirs = jax.value_and_grad(loss(jax, jjnp))(w, XS)
+    _close(meshax.value_and_grad(loss(meshax, jnp))(w, XS), theirs)
+    jitted = meshax.jit(meshax.value_and_grad(loss(meshax, jnp)))
+    _close(jitted(w, XS), theirs)
+    forward, backward = _scans(jitted, w, XS)
+    for loop in (forward, backward):
+        names = {eq.primitive.name for eq in loop.params["jaxpr"].equations}
+        assert not names & {"transpose", "iota", "lt", "slice"}, names  # made before the loop
+        assert all(x.aval.shape[:1] == (7,) for x in loop.inputs[loop.params["num_consts"] + loop.params["num_carry"]:])
+    stacked = [y.aval.shape for y in forward.outputs[forward.params["num_carry"]:]]
+    assert (7, 6, 6) not in stacked, stacked  # no per-step copy of the (6, 6) weights
+    mesh = meshax.sharding.Mesh(np.array(meshax.devices()[:2]), ("d",))
+    P = meshax.sharding.PartitionSpec
+    def mapped(lib, np_, mesh, P):
+        return lib.jit(lib.shard_map(lambda w, xs: loss(lib, np_)(w, xs)[None], mesh=mesh,
+                                     in_specs=(P(), P(None, "d")), out_specs=P("d")))
+    _close(mapped(meshax, jnp, mesh, P)(w, XS),
+           mapped(jax, jjnp, jax.sharding.Mesh(np.array(jax.devices()[:2]), ("d",)), jax.P)(w, XS))

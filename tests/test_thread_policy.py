@@ -195,3 +195,77 @@ def test_results_do_not_depend_on_the_threads(share_of_four, free):
                               (meshax.grad(loss), jax.grad(loss), (a, b)),
                               (meshax.vmap(jnp.matmul), jax.vmap(jax.numpy.matmul), batch)]:
         np.testing.assert_allclose(np.asarray(run(*args)), np.asarray(oracle(*args)), rtol=2e-5, atol=2e-4)
+
+
+@pytest.mark.parametrize("free, busy", [(4.0, False), (3.8, False), (3.7, True), (0.7, True)])
+def test_the_host_is_busy_where_others_keep_a_quarter_core_of_the_share(share_of_four, free, busy):
+    share_of_four[0] = free
+    cpu_budget.load.due = 0.0
+    assert compute_pool.host_busy() is busy
+
+
+def test_with_meshax_cpu_threads_the_host_is_never_busy(monkeypatch):
+    monkeypatch.setenv("MESHAX_CPU_THREADS", "2")
+    monkeypatch.setattr(cpu_budget.load, "read", lambda now: pytest.fail("the load was read"))
+    monkeypatch.setattr(cpu_budget.load, "due", 0.0)
+    assert compute_pool.host_busy() is False
+    monkeypatch.undo()
+    compute_pool.hold_budget()
+
+
+def test_a_call_on_a_fresh_thread_computes_as_a_compute_thread_and_raises_its_errors():
+    """on_fresh_thread: another thread, subnormals flushed and NumPy's errors ignored there (a compute thread's
+    state), the caller's context variables seen, the value returned, an exception raised in the caller."""
+    import contextvars
+    import threading
+
+    from meshax._src.runtime import denormals
+
+    marker = contextvars.ContextVar("marker", default="unset")
+    marker.set("caller's")
+    tiny = np.float32(1e-39)  # subnormal: flushed to zero where the thread flushes
+
+    def call():
+        return threading.get_ident(), marker.get(), np.geterr()["divide"], np.float32(np.divide(1.0, 0.0)), \
+            float(np.multiply(tiny, np.float32(1.0)))
+
+    with np.errstate(divide="raise"):
+        ident, seen, divide, inf, product_ = compute_pool.on_fresh_thread(call)
+        assert np.geterr()["divide"] == "raise"  # the caller's own state is untouched
+    assert ident != threading.get_ident() and seen == "caller's"
+    assert divide == "ignore" and inf == np.inf
+    assert product_ == (0.0 if denormals.describe().startswith("flushed") else float(tiny))
+
+    def failing():
+        raise KeyError("inside")
+    with pytest.raises(KeyError, match="inside"):
+        compute_pool.on_fresh_thread(failing)
+
+
+def test_long_jitted_calls_on_a_busy_host_run_on_a_fresh_thread_with_the_same_values(monkeypatch):
+    """A FastCall whose last run took FRESH_THREAD_FROM or more runs the next on a fresh thread while the host is
+    busy, on the caller's thread while it is not; the values are JAX's either way."""
+    from meshax._src.transforms import jit_fast
+
+    fresh = []
+    original = compute_pool.on_fresh_thread
+    monkeypatch.setattr(compute_pool, "on_fresh_thread", lambda call: fresh.append(1) or original(call))
+    busy = [True]
+    monkeypatch.setattr(compute_pool, "host_busy", lambda: busy[0])
+    monkeypatch.setattr(jit_fast, "FRESH_THREAD_FROM", 0.0)
+    a, b = product(64, 32, 16)
+
+    def step(x, y):
+        return jnp.tanh(x @ y).sum(axis=0), x * 2.0
+
+    def oracle(x, y):
+        return jax.numpy.tanh(x @ y).sum(axis=0), x * 2.0
+    f, x, y = meshax.jit(step), meshax.device_put(a), meshax.device_put(b)
+    for calls, expected in ((3, 2), (2, 0)):  # the first call is the general path's, the second the first timed
+        fresh.clear()
+        for _ in range(calls):
+            ours = f(x, y)
+            for mine, theirs in zip(ours, oracle(a, b)):
+                np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=2e-5, atol=2e-5)
+        assert len(fresh) == expected, fresh
+        busy[0] = False

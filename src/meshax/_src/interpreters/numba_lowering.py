@@ -10,6 +10,7 @@ reshapes as views, transposes, slices and pads as copies; a scan as a loop over 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Callable, Sequence
 
@@ -134,6 +135,16 @@ def _element(eq: Equation, args: list[str]) -> str:
     raise Unsupported(name)
 
 
+@dataclasses.dataclass
+class _Loop:
+    """An open loop of a Writer: where its header line is, its depth, its values that are the same on every step,
+    and the copies made before it of their transposes (by name)."""
+    header: int
+    indent: int
+    invariant: frozenset[str]
+    transposes: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
 class Writer:
     """The source of one program's function: its lines, its values' names and shapes, its constants."""
 
@@ -147,6 +158,32 @@ class Writer:
             if isinstance(var, Var) and var.id not in self.outputs:
                 self.outputs[var.id] = f"o{k}"
         self.indent = 0  # the loop depth of the lines added now (a scan's body is inside its loop)
+        self._loops: list[_Loop] = []  # the scan loops open where lines are added now, innermost last
+
+    def open_loop(self, header: str, invariant: Sequence[str]) -> None:
+        """Add a loop's `header` line and enter its body, whose values named `invariant` are the same on every
+        step."""
+        self._loops.append(_Loop(len(self.lines), self.indent, frozenset(invariant)))
+        self.add(header)
+        self.indent += 1
+
+    def close_loop(self) -> None:
+        self.indent -= 1
+        self._loops.pop()
+
+    def transposed(self, name: str) -> str:
+        """Source for the transpose of the 2-D array `name`: a C-ordered copy made once before the innermost
+        loop where `name` is the same on every step of it (OpenBLAS multiplies by a transposed view at about
+        half the speed: a GRU's backward step, 32x256 by 256x128, 92 against 157 GFLOP/s), else a view."""
+        if not self._loops or name not in self._loops[-1].invariant:
+            return f"{name}.T"
+        loop = self._loops[-1]
+        if name not in loop.transposes:
+            loop.transposes[name] = self.fresh()
+            line = "    " * (1 + loop.indent) + f"{loop.transposes[name]} = np.ascontiguousarray({name}.T)"
+            self.lines.insert(loop.header, line)
+            loop.header += 1
+        return loop.transposes[name]
 
     def fresh(self) -> str:
         self.count += 1
@@ -292,8 +329,8 @@ def _dot_general(w: Writer, eq: Equation) -> None:
     a, b = w.array(lhs), w.array(rhs)
     out_shape = tuple(out.aval.shape)
     if not lb and len(ls) == 2 and len(rs) == 2:  # a matrix product, its operands' transposes as views
-        left = a if tuple(lc) == (1,) else f"{a}.T"
-        right = b if tuple(rc) == (0,) else f"{b}.T"
+        left = a if tuple(lc) == (1,) else w.transposed(a)
+        right = b if tuple(rc) == (0,) else w.transposed(b)
         w.result(out, f"np.dot({left}, {right})")
         return
     left, right = w.fresh(), w.fresh()
@@ -477,8 +514,7 @@ def scan_loop(w: Writer, jaxpr: Jaxpr, num_consts: int, num_carry: int, length: 
         carries.append(w.fresh())
         w.add(f"{carries[-1]} = {name}")
     step, row = w.fresh(), w.fresh()
-    w.add(f"for {step} in range({length}):")
-    w.indent += 1
+    w.open_loop(f"for {step} in range({length}):", inputs[:num_consts])
     w.add(f"{row} = {length - 1} - {step}" if reverse else f"{row} = {step}")
     for k, var in enumerate(body.invars):
         if k < num_consts:
@@ -501,7 +537,7 @@ def scan_loop(w: Writer, jaxpr: Jaxpr, num_consts: int, num_carry: int, length: 
     new = [w.array(var) for var in body.outvars[:num_carry]]
     if carries:
         w.add(f"{', '.join(carries)}, = {', '.join(new)},")
-    w.indent -= 1
+    w.close_loop()
     return carries
 
 

@@ -146,12 +146,9 @@ def _installed_rewrites(equations: list[Equation], outvars: list[Any]) -> list[E
     for eq in equations:
         rewrite = rewrites.get(eq.primitive.name)
         replacement = rewrite(eq, producers, uses) if rewrite is not None else None
-        if replacement is None:
-            result.append(eq)
-        elif isinstance(replacement, Equation):
-            result.append(replacement)
-        else:  # several equations giving its outputs
-            result.extend(replacement)
+        made = [eq if replacement is None else replacement] if not isinstance(replacement, list) else replacement
+        result.extend(made)
+        producers.update((v.id, e) for e in made for v in e.outputs)  # what later rewrites see computed
     return result
 
 

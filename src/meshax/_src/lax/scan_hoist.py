@@ -19,6 +19,10 @@ sums them in the same order for the GRU's and transformers' shapes, but may orde
 otherwise, ~1 ulp; the first, walked run of a loop and its generated code both take the rewritten loop, so every
 run and every process computes the same). Taken where the stacked products take at most
 EXTRA_STACKED_BYTES more memory than the inputs the loop walks.
+
+First of all, the body's plain computations (simplify.pure) of loop-invariant inputs only (a weight's transpose,
+a mask broadcast to the rows' shape) are computed once before the loop, which takes their results as more
+loop-invariant inputs: the same values, one computation instead of one a step (a loop of no steps keeps them).
 """
 from __future__ import annotations
 
@@ -181,14 +185,83 @@ def _row_times_invariant(e: Equation, rows: dict[int, int], invariant: set[int])
     return isinstance(row, Var) and isinstance(weight, Var) and row.id in rows and weight.id in invariant
 
 
+def _invariants_before(eq: Equation, producers: dict[int, Equation]) -> list[Equation] | None:
+    """`eq` (a scan) with its body's computations of loop-invariant inputs only made before it, their results
+    more loop-invariant inputs; a walked input that is one value repeated (a broadcast along the steps' axis)
+    read as that value; a stacked output that is a loop-invariant value repeated made after it as a broadcast (a
+    view: a weight's transpose saved for the gradient's loop, which then reads it as loop-invariant). None where
+    nothing changes (or the loop has no steps)."""
+    params = eq.params
+    body: Jaxpr = params["jaxpr"]
+    consts, carries, length = params["num_consts"], params["num_carry"], params["length"]
+    if body.constvars or length == 0:
+        return None
+    body = simplify.simplify(body)
+    outer = {v.id: x for v, x in zip(body.invars[:consts], eq.inputs[:consts])}  # body invariant -> outer value
+    walked = list(zip(body.invars[consts + carries:], eq.inputs[consts + carries:]))
+    repeated = [(v, producers[x.id].inputs[0]) for v, x in walked
+                if isinstance(x, Var) and x.id in producers and _repeated_along_steps(producers[x.id])]
+    outer.update((v.id, x) for v, x in repeated)
+    before: list[Equation] = []
+    taken: set[int] = set()
+    for e in body.equations:
+        if simplify.pure(e) and not _has_jaxpr(e) and \
+                all(not isinstance(x, Var) or x.id in outer for x in e.inputs):
+            results = [Var(v.aval) for v in e.outputs]
+            before.append(Equation(e.primitive, [outer[x.id] if isinstance(x, Var) else x for x in e.inputs],
+                                   results, e.params))
+            outer.update((v.id, r) for v, r in zip(e.outputs, results))
+            taken.add(id(e))
+    ys = list(zip(body.outvars[carries:], eq.outputs[carries:]))
+    invariant_ys = [(v, y) for v, y in ys if isinstance(v, Var) and v.id in outer]
+    if not before and not repeated and not invariant_ys:
+        return None
+    made = [v for e in body.equations if id(e) in taken for v in e.outputs]
+    moved = {v.id for v, _ in repeated}
+    new_consts = made + [v for v, _ in repeated] + body.invars[:consts]
+    kept_ys = [(v, y) for v, y in ys if not (isinstance(v, Var) and v.id in outer)]
+    new_body = Jaxpr([], new_consts + [v for v in body.invars[consts:] if v.id not in moved],
+                     [e for e in body.equations if id(e) not in taken],
+                     body.outvars[:carries] + [v for v, _ in kept_ys])
+    loop = Equation(scan_p, [outer[v.id] for v in new_consts] + eq.inputs[consts:consts + carries] +
+                    [x for v, x in walked if v.id not in moved], eq.outputs[:carries] + [y for _, y in kept_ys],
+                    dict(params, jaxpr=new_body, num_consts=len(new_consts)))
+    after = [Equation(P.broadcast_in_dim, [outer[v.id]], [y],
+                      dict(shape=tuple(y.aval.shape), broadcast_dimensions=tuple(range(1, len(y.aval.shape)))))
+             for v, y in invariant_ys]
+    return before + [loop] + after
+
+
+def _repeated_along_steps(e: Equation) -> bool:
+    """Whether `e` broadcasts its operand along a new leading axis only (the same value at every step)."""
+    if e.primitive is not P.broadcast_in_dim or not isinstance(e.inputs[0], Var):
+        return False
+    shape = tuple(e.params["shape"])
+    return tuple(e.inputs[0].aval.shape) == shape[1:] and \
+        tuple(e.params["broadcast_dimensions"]) == tuple(range(1, len(shape)))
+
+
+def _has_jaxpr(eq: Equation) -> bool:
+    return any(isinstance(value, Jaxpr) or hasattr(value, "jaxpr") for value in eq.params.values())
+
+
 def _rewritten_scan(eq: Equation, producers: dict[int, Equation], uses: dict[int, int]) -> list[Equation] | None:
-    """`eq` (a scan) with its running sums of products after it and its products of rows before it."""
-    after = _hoisted(eq, producers, uses)
-    equations = after or [eq]
-    before = _products_before(equations[0])
+    """`eq` (a scan) with its computations of loop-invariant inputs before it, its running sums of products
+    after it and its products of rows before it."""
+    first = _invariants_before(eq, producers)
+    head, loop, broadcasts = ([], eq, []) if first is None else _split_at_scan(first)
+    after = _hoisted(loop, producers, uses)
+    tail = after or [loop]
+    before = _products_before(tail[0])
     if before is None:
-        return after
-    return before + equations[1:]
+        return head + tail + broadcasts if first or after else None
+    return head + before + tail[1:] + broadcasts
+
+
+def _split_at_scan(equations: list[Equation]) -> tuple[list[Equation], Equation, list[Equation]]:
+    """(the equations before the one scan of `equations`, the scan, those after it)."""
+    k = next(k for k, e in enumerate(equations) if e.primitive is scan_p)
+    return equations[:k], equations[k], equations[k + 1:]
 
 
 simplify.rewrites["scan"] = _rewritten_scan
