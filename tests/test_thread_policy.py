@@ -242,9 +242,10 @@ def test_a_call_on_a_fresh_thread_computes_as_a_compute_thread_and_raises_its_er
         compute_pool.on_fresh_thread(failing)
 
 
-def test_long_jitted_calls_on_a_busy_host_run_on_a_fresh_thread_with_the_same_values(monkeypatch):
+def test_long_jitted_calls_of_one_threads_work_on_a_busy_host_run_on_a_fresh_thread(monkeypatch):
     """A FastCall whose last run took FRESH_THREAD_FROM or more runs the next on a fresh thread while the host is
-    busy, on the caller's thread while it is not; the values are JAX's either way."""
+    busy and that run was one thread's work; on the caller's thread while the host is quiet, or after a run
+    whose work took more threads (SERIAL_CPU: 0 makes every run so); the values are JAX's either way."""
     from meshax._src.transforms import jit_fast
 
     fresh = []
@@ -261,11 +262,13 @@ def test_long_jitted_calls_on_a_busy_host_run_on_a_fresh_thread_with_the_same_va
     def oracle(x, y):
         return jax.numpy.tanh(x @ y).sum(axis=0), x * 2.0
     f, x, y = meshax.jit(step), meshax.device_put(a), meshax.device_put(b)
-    for calls, expected in ((3, 2), (2, 0)):  # the first call is the general path's, the second the first timed
+    # (the first call takes the general path; the FastCall runs the next ones)
+    for calls, busy[0], serial_cpu, expected in ((3, True, math.inf, 2), (2, False, math.inf, 0),
+                                                 (3, True, 0.0, 1)):
+        monkeypatch.setattr(jit_fast, "SERIAL_CPU", serial_cpu)
         fresh.clear()
         for _ in range(calls):
             ours = f(x, y)
             for mine, theirs in zip(ours, oracle(a, b)):
                 np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=2e-5, atol=2e-5)
-        assert len(fresh) == expected, fresh
-        busy[0] = False
+        assert len(fresh) == expected, (calls, busy, serial_cpu, fresh)
