@@ -1,7 +1,7 @@
 """Models written in plain JAX, trained on meshax (through meshax.as_jax) and on JAX (CPU), at their defaults.
 
     python benchmarks/bench_models.py [--models gpt,gru] [--layouts 1x1,2x4] [--load 0,2] [--load-layouts 1x1]
-                                      [--only meshax|jax] [--rounds 2] [--warmup 3] [--steps 6] [--budget 900] [--quick]
+                                      [--only meshax|jax] [--rounds 2] [--load-rounds 4] [--warmup 3] [--steps 6] [--budget 900] [--quick]
                                       [--output models]
 
 The models are those of workers/models.py (gpt in styles dp and tp, gpt_scan, gru, cnn, tiny, mlp), on Mesh(all
@@ -25,7 +25,8 @@ program's steps) and then --steps timed steps;
 every step follows a barrier and is timed on every process until the new parameters and the loss are ready, a
 step's time being the max over processes (meshax's worker waits after the warm-up until the kernels meshax compiles
 in the background are ready, as JAX's are after its first step). Each cell (model, style, layout, load) runs
---rounds jobs per library, the libraries' order alternating; cells report the median of the pooled timed steps and
+--rounds jobs per library (--load-rounds, 4 by default, under a load: there a job's steps run at their quiet time
+or near twice it as the scheduler placed the job, so a cell needs more jobs), the libraries' order alternating; cells report the median of the pooled timed steps and
 of the jobs' first steps, and the ratios meshax / JAX. The losses of every step of every job are compared with JAX's
 first job's (relative tolerance 1e-3, float32); a mismatch is flagged in the table, naming the job furthest off,
 and makes the exit status 1. For `mlp`,
@@ -101,6 +102,11 @@ def job_commands(backend: str, n: int, k: int, worker_args: list[str]) -> tuple[
     return [[*command, "--address", address, "--process-id", str(i), "--processes", str(n)] for i in range(n)], env
 
 
+def rounds_of(args: argparse.Namespace, load: int) -> int:
+    """The jobs per library of a cell under `load` busy loops."""
+    return args.load_rounds if load > 0 else args.rounds
+
+
 Key = tuple[str, str, int, int, int, str]  # model, style, processes, devices per process, load, backend
 
 
@@ -114,12 +120,14 @@ class Bench:
         self.skipped_for_time = 0
 
     def run(self, plan: list[tuple[str, str, int, int, int]], backends: list[str]) -> None:
-        """Every (model, style, N, K, load) of `plan`, --rounds jobs per library, the order alternating."""
+        """Every (model, style, N, K, load) of `plan`, --rounds jobs per library (--load-rounds under a load), the
+        order alternating."""
         for model, style, n, k, load in plan:
-            for round_ in range(self.args.rounds):
+            rounds = rounds_of(self.args, load)
+            for round_ in range(rounds):
                 for backend in (backends if round_ % 2 == 0 else backends[::-1]):
                     label = (f"{model} {style} {n}x{k} load {load} {LABELS[backend]} "
-                             f"round {round_ + 1}/{self.args.rounds}")
+                             f"round {round_ + 1}/{rounds}")
                     self.job((model, style, n, k, load, backend), label)
 
     def job(self, key: Key, label: str) -> None:
@@ -272,7 +280,7 @@ def report(bench: Bench, plan: list[tuple[str, str, int, int, int]], skipped: li
         "tiny: MLP 64-64-64-10 with Adam; mlp: 784-1024-1024-10, batch 2048). Layout = processes x devices per "
         "process; load = busy loops (pure-Python spinning processes) beside each job. "
         f"Step cells: **median** ms (interquartile range, n = timed steps pooled over {a.rounds} job(s) per "
-        f"library); per job {a.warmup} warm-up step(s), then {a.steps} timed step(s), each after a barrier and "
+        f"library, {a.load_rounds} under a load); per job {a.warmup} warm-up step(s), then {a.steps} timed step(s), each after a barrier and "
         "timed until the new parameters and the loss are ready, the max over processes (tiny: each warm-up and timed "
         "step but the first is 25 steps in a row, their mean (workers/models.py's REPEAT): its step is under a "
         "millisecond). First step = the first warm-up "
@@ -304,6 +312,7 @@ def main() -> int:
     parser.add_argument("--load-layouts", default="1x1", help="the layouts that run the loads above 0")
     parser.add_argument("--only", choices=BACKENDS, default=None, help="run one library only")
     parser.add_argument("--rounds", type=int, default=2, help="jobs per library and cell (order alternating)")
+    parser.add_argument("--load-rounds", type=int, default=4, help="jobs per library and cell under a load")
     parser.add_argument("--warmup", type=int, default=3, help="warm-up steps (the first is the first step)")
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--budget", type=float, default=900.0, help="seconds for all jobs together")
@@ -311,9 +320,9 @@ def main() -> int:
     parser.add_argument("--output", default="models", help="results/<output>.md")
     args = parser.parse_args()
     if args.quick:
-        args.rounds, args.warmup, args.steps = 1, 1, 2
-    if args.warmup < 1 or args.steps < 1 or args.rounds < 1:
-        parser.error("--warmup, --steps and --rounds must be at least 1")
+        args.rounds, args.load_rounds, args.warmup, args.steps = 1, 1, 1, 2
+    if min(args.warmup, args.steps, args.rounds, args.load_rounds) < 1:
+        parser.error("--warmup, --steps, --rounds and --load-rounds must be at least 1")
     models = chosen(parser, args.models, MODELS, "model")
     try:
         loads = [int(v) for v in args.load.split(",")]
@@ -333,8 +342,8 @@ def main() -> int:
     if not plan:
         parser.error("nothing to run: no chosen model fits a chosen layout (loads above 0 run at --load-layouts)")
     backends = [args.only] if args.only else list(BACKENDS)
-    print(f"{host_line()}; {len(plan)} cells, {len(plan) * len(backends) * args.rounds} jobs", file=sys.stderr,
-          flush=True)
+    jobs = sum(len(backends) * rounds_of(args, load) for *_, load in plan)
+    print(f"{host_line()}; {len(plan)} cells, {jobs} jobs", file=sys.stderr, flush=True)
     started = time.monotonic()
     foreign_load = ForeignLoad()
     bench = Bench(args)
