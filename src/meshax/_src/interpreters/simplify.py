@@ -146,7 +146,12 @@ def _installed_rewrites(equations: list[Equation], outvars: list[Any]) -> list[E
     for eq in equations:
         rewrite = rewrites.get(eq.primitive.name)
         replacement = rewrite(eq, producers, uses) if rewrite is not None else None
-        made = [eq if replacement is None else replacement] if not isinstance(replacement, list) else replacement
+        if replacement is None:
+            made = [eq]
+        elif isinstance(replacement, Equation):
+            made = [replacement]
+        else:  # several equations giving its outputs
+            made = replacement
         result.extend(made)
         producers.update((v.id, e) for e in made for v in e.outputs)  # what later rewrites see computed
     return result

@@ -46,7 +46,6 @@ def _hoisted(eq: Equation, producers: dict[int, Equation], uses: dict[int, int])
     body: Jaxpr = params["jaxpr"]
     if body.constvars:
         return None
-    body = simplify.simplify(body)
     consts, carries = params["num_consts"], params["num_carry"]
     carry_in = body.invars[consts:consts + carries]
     rows = {v.id: position for position, v in enumerate(body.invars[consts + carries:])}
@@ -154,7 +153,6 @@ def _products_before(eq: Equation) -> list[Equation] | None:
     consts, carries, length = params["num_consts"], params["num_carry"], params["length"]
     if body.constvars:
         return None
-    body = simplify.simplify(body)  # a product written twice is computed once
     rows = {v.id: position for position, v in enumerate(body.invars[consts + carries:])}
     invariant = {v.id for v in body.invars[:consts]}
     found = [e for e in body.equations if _row_times_invariant(e, rows, invariant)]
@@ -196,7 +194,6 @@ def _invariants_before(eq: Equation, producers: dict[int, Equation]) -> list[Equ
     consts, carries, length = params["num_consts"], params["num_carry"], params["length"]
     if body.constvars or length == 0:
         return None
-    body = simplify.simplify(body)
     outer = {v.id: x for v, x in zip(body.invars[:consts], eq.inputs[:consts])}  # body invariant -> outer value
     walked = list(zip(body.invars[consts + carries:], eq.inputs[consts + carries:]))
     repeated = [(v, producers[x.id].inputs[0]) for v, x in walked
@@ -242,12 +239,15 @@ def _repeated_along_steps(e: Equation) -> bool:
 
 
 def _has_jaxpr(eq: Equation) -> bool:
+    """Whether `eq` runs a jaxpr of its own (a fused cluster): left in the loop."""
     return any(isinstance(value, Jaxpr) or hasattr(value, "jaxpr") for value in eq.params.values())
 
 
 def _rewritten_scan(eq: Equation, producers: dict[int, Equation], uses: dict[int, int]) -> list[Equation] | None:
     """`eq` (a scan) with its computations of loop-invariant inputs before it, its running sums of products
     after it and its products of rows before it."""
+    # the body simplified once for the three (a product written twice is computed once)
+    eq = Equation(eq.primitive, eq.inputs, eq.outputs, dict(eq.params, jaxpr=simplify.simplify(eq.params["jaxpr"])))
     first = _invariants_before(eq, producers)
     head, loop, broadcasts = ([], eq, []) if first is None else _split_at_scan(first)
     after = _hoisted(loop, producers, uses)

@@ -110,11 +110,8 @@ def host_busy() -> bool:
     """Whether other processes keep busy part of the cores this controller's share counts on (a quarter of a
     core or more, read at most every cpu_budget.LOAD_INTERVAL; never where MESHAX_CPU_THREADS fixes the
     threads)."""
-    share = _share()
-    now = _clock()
-    if now >= _load.due:
-        _read_load(now)
-    return _free < share - BUSY_MARGIN
+    available_threads()  # the share applied, the load re-read when due
+    return _free < _threads - BUSY_MARGIN
 
 
 BUSY_MARGIN = 0.25  # cores
